@@ -1,0 +1,153 @@
+// matmul and linear: forward and backward side by side. Backward uses beta = 1 so GEMMs
+// accumulate straight into existing gradients.
+#include "core/ops/matmul.hpp"
+
+#include "core/blas.hpp"
+#include "core/ops/common.hpp"
+
+namespace pelab {
+
+namespace {
+
+struct MatmulDims {
+  std::size_t batch = 1;  // product of A's leading dims
+  std::size_t M = 0, N = 0, K = 0;
+  bool b_batched = false;
+  Shape out_shape;
+};
+
+MatmulDims matmul_dims(const Shape& a, const Shape& b, bool ta, bool tb) {
+  const char* op = "matmul";
+  MatmulDims d;
+  auto fail = [&](const std::string& why) {
+    throw Error(std::string(op) + ": " + why + " (A " + shape_str(a) + (ta ? "^T" : "") + ", B " +
+                shape_str(b) + (tb ? "^T" : "") + ")");
+  };
+  if (a.size() < 2 || b.size() < 2) fail("both operands need at least 2 dims");
+  const std::size_t ar = a[a.size() - 2], ac = a[a.size() - 1];
+  const std::size_t br = b[b.size() - 2], bc = b[b.size() - 1];
+  d.M = ta ? ac : ar;
+  d.K = ta ? ar : ac;
+  const std::size_t kb = tb ? bc : br;
+  d.N = tb ? br : bc;
+  if (d.K != kb) fail("inner dimensions differ: " + std::to_string(d.K) + " vs " + std::to_string(kb));
+  for (std::size_t i = 0; i + 2 < a.size(); ++i) d.batch *= a[i];
+  if (b.size() > 2) {
+    d.b_batched = true;
+    if (b.size() != a.size() || !std::equal(a.begin(), a.end() - 2, b.begin()))
+      fail("batched B must have the same leading dims as A");
+  }
+  d.out_shape = a;
+  d.out_shape[a.size() - 2] = d.M;
+  d.out_shape[a.size() - 1] = d.N;
+  return d;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  detail::require_defined(a, "matmul", "a");
+  detail::require_defined(b, "matmul", "b");
+  const MatmulDims d = matmul_dims(a.shape(), b.shape(), ta, tb);
+  const std::size_t M = d.M, N = d.N, K = d.K;
+  const std::size_t lda = ta ? M : K, ldb = tb ? K : N;
+  const std::size_t sa = M * K, sb = d.b_batched ? K * N : 0, sc = M * N;
+  // Shared 2-D B and plain A: the batch folds into M, one GEMM.
+  const bool fold = !d.b_batched && !ta;
+
+  Tensor out = detail::empty(d.out_shape);
+  {
+    const real *pa = a.data(), *pb = b.data();
+    real* pc = out.mutable_data();
+    if (fold)
+      blas::gemm(false, tb, d.batch * M, N, K, 1, pa, lda, pb, ldb, 0, pc, N);
+    else
+      for (std::size_t i = 0; i < d.batch; ++i)
+        blas::gemm(ta, tb, M, N, K, 1, pa + i * sa, lda, pb + i * sb, ldb, 0, pc + i * sc, N);
+  }
+
+  Tape& tape = Tape::current();
+  if (tape.should_record({&a, &b})) {
+    tape.record("matmul", out, {a, b}, [a, b, d, ta, tb, lda, ldb, sa, sb, sc, fold](const Array& g) {
+      const std::size_t M = d.M, N = d.N, K = d.K;
+      const real *pa = a.data(), *pb = b.data(), *pg = g.data();
+      if (a.requires_grad()) {
+        real* ga = grad_buffer(*a.impl()).data();
+        if (fold) {
+          blas::gemm(false, !tb, d.batch * M, K, N, 1, pg, N, pb, ldb, 1, ga, K);  // dA = dC op(B)^T
+        } else {
+          for (std::size_t i = 0; i < d.batch; ++i) {
+            if (!ta)  // dA (M,K) = dC op(B)^T
+              blas::gemm(false, !tb, M, K, N, 1, pg + i * sc, N, pb + i * sb, ldb, 1, ga + i * sa, lda);
+            else  // dA stored (K,M) = op(B) dC^T
+              blas::gemm(tb, true, K, M, N, 1, pb + i * sb, ldb, pg + i * sc, N, 1, ga + i * sa, lda);
+          }
+        }
+      }
+      if (b.requires_grad()) {
+        real* gb = grad_buffer(*b.impl()).data();
+        if (fold) {
+          if (!tb)  // dB (K,N) = A^T dC over the folded batch
+            blas::gemm(true, false, K, N, d.batch * M, 1, pa, lda, pg, N, 1, gb, ldb);
+          else  // dB stored (N,K) = dC^T A
+            blas::gemm(true, false, N, K, d.batch * M, 1, pg, N, pa, lda, 1, gb, ldb);
+        } else {
+          for (std::size_t i = 0; i < d.batch; ++i) {
+            if (!tb)  // dB (K,N) = op(A)^T dC
+              blas::gemm(!ta, false, K, N, M, 1, pa + i * sa, lda, pg + i * sc, N, 1, gb + i * sb, ldb);
+            else  // dB stored (N,K) = dC^T op(A)
+              blas::gemm(true, ta, N, K, M, 1, pg + i * sc, N, pa + i * sa, lda, 1, gb + i * sb, ldb);
+          }
+        }
+      }
+    });
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const char* op = "linear";
+  detail::require_defined(x, op, "x");
+  detail::require_defined(w, op, "w");
+  const Shape& xs = x.shape();
+  detail::require(w.ndim() == 2, op, "weight must be 2-D (out, in), got " + shape_str(w.shape()));
+  detail::require(xs.size() >= 1 && xs.back() == w.size(1), op,
+                  "input " + shape_str(xs) + " does not end in the weight's in-features " + shape_str(w.shape()));
+  const std::size_t in = w.size(1), out_f = w.size(0), rows = x.numel() / (in ? in : 1);
+  if (bias.defined())
+    detail::require(bias.ndim() == 1 && bias.size(0) == out_f, op,
+                    "bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(w.shape()));
+  Shape out_shape = xs;
+  out_shape.back() = out_f;
+  Tensor out = detail::empty(out_shape);
+  {
+    real* py = out.mutable_data();
+    if (bias.defined()) {  // y = bias (broadcast rows), then y += x w^T with beta = 1
+      const real* pbias = bias.data();
+      for (std::size_t r = 0; r < rows; ++r) std::copy(pbias, pbias + out_f, py + r * out_f);
+    }
+    blas::gemm(false, true, rows, out_f, in, 1, x.data(), in, w.data(), in, bias.defined() ? 1 : 0, py, out_f);
+  }
+  Tape& tape = Tape::current();
+  if (tape.should_record({&x, &w, &bias})) {
+    tape.record(op, out, {x, w}, [x, w, bias, rows, in, out_f](const Array& g) {
+      const real* pg = g.data();
+      if (x.requires_grad())  // dx (rows, in) = g (rows, out) w (out, in)
+        blas::gemm(false, false, rows, in, out_f, 1, pg, out_f, w.data(), in, 1,
+                   grad_buffer(*x.impl()).data(), in);
+      if (w.requires_grad())  // dw (out, in) = g^T (out, rows) x (rows, in)
+        blas::gemm(true, false, out_f, in, rows, 1, pg, out_f, x.data(), in, 1,
+                   grad_buffer(*w.impl()).data(), in);
+      if (bias.defined() && bias.requires_grad()) {  // db = column sums of g, row by row (cache friendly)
+        real* gb = grad_buffer(*bias.impl()).data();
+        for (std::size_t r = 0; r < rows; ++r) {
+          const real* gr = pg + r * out_f;
+          for (std::size_t j = 0; j < out_f; ++j) gb[j] += gr[j];
+        }
+      }
+    });
+  }
+  return out;
+}
+
+}  // namespace pelab

@@ -1,0 +1,17 @@
+// Matrix products through cblas_sgemm on raw storage.
+#pragma once
+
+#include "core/tensor.hpp"
+
+namespace pelab {
+
+// C = op(A) op(B). A is (..., M, K), or (..., K, M) with trans_a; B is (K, N), or (N, K) with
+// trans_b, either 2-D (shared by every batch) or with the same leading batch dims as A.
+// 2-D B with untransposed A runs as one GEMM over the flattened batch.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// y = x w^T + bias: x (..., in), w (out, in), bias (out,) or undefined. One GEMM forward, two
+// GEMMs and a row sum backward.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
+
+}  // namespace pelab

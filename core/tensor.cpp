@@ -1,0 +1,116 @@
+#include "core/tensor.hpp"
+
+#include <sstream>
+
+#include "core/tape.hpp"
+
+namespace pelab {
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << '(';
+  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  if (s.size() == 1) os << ',';
+  os << ')';
+  return os.str();
+}
+
+std::size_t shape_numel(const Shape& s) {
+  std::size_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Tensor::Tensor(Array value, bool requires_grad) : impl_(std::make_shared<TensorImpl>()) {
+  impl_->value = std::move(value);
+  impl_->requires_grad = requires_grad;
+}
+
+Tensor Tensor::zeros(const Shape& shape, bool requires_grad) {
+  Array a(shape);
+  a.fill(real(0));
+  return Tensor(std::move(a), requires_grad);
+}
+
+Tensor Tensor::full(const Shape& shape, real v, bool requires_grad) {
+  Array a(shape);
+  a.fill(v);
+  return Tensor(std::move(a), requires_grad);
+}
+
+Tensor Tensor::scalar(real v, bool requires_grad) {
+  Array a(Shape{});
+  a() = v;
+  return Tensor(std::move(a), requires_grad);
+}
+
+Tensor Tensor::from(const Shape& shape, const std::vector<real>& values, bool requires_grad) {
+  if (shape_numel(shape) != values.size())
+    throw Error("Tensor::from: shape " + shape_str(shape) + " holds " +
+                std::to_string(shape_numel(shape)) + " values, got " + std::to_string(values.size()));
+  Array a(shape);
+  std::copy(values.begin(), values.end(), a.begin());
+  return Tensor(std::move(a), requires_grad);
+}
+
+TensorImpl& Tensor::check() const {
+  if (!impl_) throw Error("use of an undefined (null) Tensor");
+  return *impl_;
+}
+
+Array& Tensor::mutable_value() {
+  auto& t = check();
+  ++t.version;
+  return t.value;
+}
+
+std::size_t Tensor::size(int axis) const {
+  const int nd = static_cast<int>(ndim());
+  const int a = axis < 0 ? axis + nd : axis;
+  if (a < 0 || a >= nd)
+    throw Error("Tensor::size: axis " + std::to_string(axis) + " out of range for shape " +
+                shape_str(shape()));
+  return shape()[static_cast<std::size_t>(a)];
+}
+
+real Tensor::item() const {
+  if (numel() != 1) throw Error("Tensor::item: tensor of shape " + shape_str(shape()) + " is not one element");
+  return *data();
+}
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  auto& t = check();
+  if (!on && t.node >= 0) throw Error("set_requires_grad(false) on a tensor produced by a recorded op");
+  t.requires_grad = on;
+  return *this;
+}
+
+const Array& Tensor::grad() const {
+  auto& t = check();
+  if (!t.has_grad)
+    throw Error("Tensor::grad: no gradient has been accumulated into this tensor (shape " +
+                shape_str(t.value.shape()) + ")");
+  return t.grad;
+}
+
+void Tensor::zero_grad() {
+  auto& t = check();
+  t.has_grad = false;
+  t.grad = Array();
+}
+
+void Tensor::backward() const { Tape::current().backward(*this, nullptr); }
+void Tensor::backward(const Array& seed) const { Tape::current().backward(*this, &seed); }
+
+Tensor Tensor::detach() const { return Tensor(Array(value()), false); }
+
+Array& grad_buffer(TensorImpl& t) {
+  if (!t.has_grad) {
+    if (t.grad.shape() != t.value.shape()) t.grad.resize(t.value.shape());
+    t.grad.fill(real(0));
+    t.has_grad = true;
+  }
+  return t.grad;
+}
+
+}  // namespace pelab

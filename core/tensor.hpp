@@ -1,0 +1,102 @@
+// Tensor: a float32 array (contiguous, row-major, on xtensor storage) plus what autograd needs.
+//
+// A Tensor is a cheap handle (shared ownership) to a TensorImpl holding the value, the gradient
+// (allocated on first accumulation), requires_grad, a version counter bumped by every in-place
+// write, and the tape node that produced it. Ops live in core/ops/; the tape in core/tape.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+namespace pelab {
+
+// The engine's scalar. float32 everywhere; the gradient-check build (pelab_core_f64) compiles the
+// very same sources with double so finite differences are taken in double precision.
+#ifdef PELAB_REAL_DOUBLE
+using real = double;
+#else
+using real = float;
+#endif
+
+using Array = xt::xarray<real, xt::layout_type::row_major>;
+using Shape = Array::shape_type;  // small-vector: no heap allocation up to 4 dims
+
+std::string shape_str(const Shape& s);
+std::size_t shape_numel(const Shape& s);
+
+// Thrown for every misuse the engine detects (shape mismatch, consumed tape, ...): never abort.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TensorImpl {
+  Array value;
+  Array grad;                   // meaningful only when has_grad
+  bool has_grad = false;
+  bool requires_grad = false;
+  bool retain_grad = false;     // keep the grad of a non-leaf after backward
+  std::uint64_t version = 0;    // bumped by each in-place write
+  std::int64_t node = -1;       // index of the producing node on the tape; -1 for leaves
+  std::uint64_t epoch = 0;      // tape epoch of that node (detects consumed tapes)
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // null handle
+  explicit Tensor(Array value, bool requires_grad = false);
+
+  static Tensor zeros(const Shape& shape, bool requires_grad = false);
+  static Tensor full(const Shape& shape, real v, bool requires_grad = false);
+  static Tensor scalar(real v, bool requires_grad = false);
+  static Tensor from(const Shape& shape, const std::vector<real>& values, bool requires_grad = false);
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& shared() const { return impl_; }
+
+  // ---- value ----
+  const Array& value() const { return check().value; }
+  const real* data() const { return check().value.data(); }
+  // Writable access counts as an in-place modification: it bumps the version so a tape node that
+  // saved this tensor for backward can detect it.
+  Array& mutable_value();
+  real* mutable_data() { return mutable_value().data(); }
+  const Shape& shape() const { return check().value.shape(); }
+  std::size_t ndim() const { return shape().size(); }
+  std::size_t size(int axis) const;  // negative axes count from the end
+  std::size_t numel() const { return check().value.size(); }
+  real item() const;                 // the value of a one-element tensor
+  std::uint64_t version() const { return check().version; }
+
+  // ---- autograd ----
+  bool requires_grad() const { return check().requires_grad; }
+  Tensor& set_requires_grad(bool on = true);
+  bool is_leaf() const { return check().node < 0; }
+  bool has_grad() const { return check().has_grad; }
+  const Array& grad() const;         // throws if no gradient was accumulated
+  void zero_grad();                  // drops the gradient (next accumulation starts from zero)
+  void retain_grad() { check().retain_grad = true; }
+  // Seeds d(self)/d(self) = 1 (self must have one element) and runs the tape backward.
+  void backward() const;
+  // Seeds with an explicit gradient of self's shape.
+  void backward(const Array& seed) const;
+
+  // A new leaf sharing nothing with this tensor: the value copied, no history.
+  Tensor detach() const;
+
+ private:
+  TensorImpl& check() const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Gradient buffer of t, allocated as zeros on first use. Ops' backward functions accumulate
+// (+=) into it.
+Array& grad_buffer(TensorImpl& t);
+
+}  // namespace pelab

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pelab needs (only those missing), then configures and builds.
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+#   scripts/setup.sh [BUILD_DIR]      (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+
+packages=(g++ cmake make pkg-config
+          libxtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
+          catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
+          gnuplot-nox)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"
