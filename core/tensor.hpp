@@ -26,6 +26,8 @@ using real = float;
 
 using Array = xt::xarray<real, xt::layout_type::row_major>;
 using Shape = Array::shape_type;  // small-vector: no heap allocation up to 4 dims
+// Integer inputs (token ids, position ids, targets) are plain arrays, never part of autograd.
+using IndexArray = xt::xarray<std::int32_t, xt::layout_type::row_major>;
 
 std::string shape_str(const Shape& s);
 std::size_t shape_numel(const Shape& s);
