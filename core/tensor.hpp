@@ -102,3 +102,6 @@ class Tensor {
 Array& grad_buffer(TensorImpl& t);
 
 }  // namespace pelab
+
+// Beware: `Array a({2, 3})` is a 1-D array holding 2 and 3 (xtensor's nested-list constructor).
+// Construct from a shape with `Array a(Shape{2, 3})`.

@@ -1,0 +1,89 @@
+#include "core/ops/rotary.hpp"
+
+#include <cmath>
+
+#include "core/ops/common.hpp"
+
+namespace pelab {
+
+RotaryTables rotary_tables(const IndexArray& positions, std::size_t rot_dims, double base) {
+  detail::require(positions.dimension() == 2, "rotary_tables",
+                  "positions must be (B, T), got " + shape_str(Shape(positions.shape().begin(), positions.shape().end())));
+  detail::require(rot_dims > 0 && rot_dims % 2 == 0, "rotary_tables",
+                  "rotated dims must be even and positive, got " + std::to_string(rot_dims));
+  const std::size_t B = positions.shape()[0], T = positions.shape()[1], P = rot_dims / 2;
+  RotaryTables tb;
+  tb.cos.resize({B, T, P});
+  tb.sin.resize({B, T, P});
+  std::vector<double> theta(P);
+  for (std::size_t i = 0; i < P; ++i) theta[i] = std::pow(base, -2.0 * double(i) / double(rot_dims));
+  const std::int32_t* pp = positions.data();
+  for (std::size_t bt = 0; bt < B * T; ++bt)
+    for (std::size_t i = 0; i < P; ++i) {
+      const double a = double(pp[bt]) * theta[i];  // in double: positions far past training stay accurate
+      tb.cos.data()[bt * P + i] = static_cast<real>(std::cos(a));
+      tb.sin.data()[bt * P + i] = static_cast<real>(std::sin(a));
+    }
+  return tb;
+}
+
+namespace {
+// Rotates every pair of one head row by (cos, sin) * dir (dir = -1: inverse rotation).
+inline void rotate_row(const real* in, real* out, const real* c, const real* s, std::size_t P, std::size_t hs,
+                       RotaryLayout layout, real dir, bool accumulate) {
+  for (std::size_t i = 0; i < P; ++i) {
+    const std::size_t i1 = layout == RotaryLayout::interleaved ? 2 * i : i;
+    const std::size_t i2 = layout == RotaryLayout::interleaved ? 2 * i + 1 : i + P;
+    const real x1 = in[i1], x2 = in[i2], sn = dir * s[i];
+    const real y1 = x1 * c[i] - x2 * sn, y2 = x1 * sn + x2 * c[i];
+    if (accumulate) {
+      out[i1] += y1;
+      out[i2] += y2;
+    } else {
+      out[i1] = y1;
+      out[i2] = y2;
+    }
+  }
+  for (std::size_t d = 2 * P; d < hs; ++d) out[d] = accumulate ? out[d] + in[d] : in[d];
+}
+}  // namespace
+
+Tensor rotary(const Tensor& x, std::shared_ptr<const RotaryTables> tables, RotaryLayout layout) {
+  const char* op = "rotary";
+  detail::require_defined(x, op, "x");
+  detail::require(tables != nullptr, op, "no angle tables");
+  const RotaryTables& tb = *tables;
+  detail::require(x.ndim() == 4, op, "input must be (B, H, T, hs), got " + shape_str(x.shape()));
+  const std::size_t B = x.size(0), H = x.size(1), T = x.size(2), hs = x.size(3), P = tb.n_pairs();
+  detail::require(tb.cos.dimension() == 3 && tb.cos.shape()[0] == B && tb.cos.shape()[1] == T &&
+                      tb.sin.shape() == tb.cos.shape(),
+                  op, "angle tables " + shape_str(tb.cos.shape()) + " do not match input " + shape_str(x.shape()));
+  detail::require(2 * P <= hs, op,
+                  std::to_string(2 * P) + " rotated dims exceed the head size " + std::to_string(hs));
+  Tensor out = detail::empty(x.shape());
+  const real* px = x.data();
+  real* po = out.mutable_data();
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t row = ((b * H + h) * T + t) * hs, a = (b * T + t) * P;
+        rotate_row(px + row, po + row, tb.cos.data() + a, tb.sin.data() + a, P, hs, layout, 1, false);
+      }
+  Tape& tape = Tape::current();
+  if (tape.should_record({&x})) {
+    tape.record(op, out, {}, [x, tables, layout, B, H, T, hs, P](const Array& g) {
+      const RotaryTables& tb = *tables;
+      real* gx = grad_buffer(*x.impl()).data();
+      const real* pg = g.data();
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t t = 0; t < T; ++t) {
+            const std::size_t row = ((b * H + h) * T + t) * hs, a = (b * T + t) * P;
+            rotate_row(pg + row, gx + row, tb.cos.data() + a, tb.sin.data() + a, P, hs, layout, -1, true);
+          }
+    });
+  }
+  return out;
+}
+
+}  // namespace pelab

@@ -1,0 +1,132 @@
+#include "layers/param_spec.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/tensor.hpp"
+
+namespace pelab {
+
+std::string type_name(ValueType t) {
+  switch (t) {
+    case ValueType::boolean: return "boolean";
+    case ValueType::integer: return "integer";
+    case ValueType::number: return "number";
+    case ValueType::string: return "string";
+  }
+  return "?";
+}
+
+std::string value_str(const Value& v) {
+  std::ostringstream os;
+  if (auto b = std::get_if<bool>(&v)) os << (*b ? "true" : "false");
+  else if (auto i = std::get_if<std::int64_t>(&v)) os << *i;
+  else if (auto d = std::get_if<double>(&v)) os << *d;
+  else os << '"' << std::get<std::string>(v) << '"';
+  return os.str();
+}
+
+std::string ParamSpec::allowed() const {
+  std::ostringstream os;
+  if (type == ValueType::string && !choices.empty()) {
+    os << "one of: ";
+    for (std::size_t i = 0; i < choices.size(); ++i) os << (i ? ", " : "") << choices[i];
+    return os.str();
+  }
+  os << "a" << (type == ValueType::integer ? "n " : " ") << type_name(type);
+  if (min && max) os << " in [" << *min << ", " << *max << "]";
+  else if (min) os << " >= " << *min;
+  else if (max) os << " <= " << *max;
+  return os.str();
+}
+
+const Value& Params::at(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) throw Error("parameter '" + key + "' is not declared");
+  return it->second;
+}
+
+bool Params::get_bool(const std::string& key) const { return std::get<bool>(at(key)); }
+std::int64_t Params::get_int(const std::string& key) const { return std::get<std::int64_t>(at(key)); }
+double Params::get_number(const std::string& key) const {
+  const Value& v = at(key);
+  if (auto i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  return std::get<double>(v);
+}
+const std::string& Params::get_string(const std::string& key) const { return std::get<std::string>(at(key)); }
+
+namespace {
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_d = ~std::size_t(0);
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  if (best && best_d <= std::max<std::size_t>(2, word.size() / 3)) return best;
+  return std::nullopt;
+}
+
+Params resolve_params(const std::vector<ParamSpec>& specs, const std::map<std::string, Value>& given,
+                      const std::string& what) {
+  std::vector<std::string> keys;
+  for (const auto& s : specs) keys.push_back(s.key);
+  for (const auto& [k, v] : given) {
+    if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    std::string msg = what + ": unknown key '" + k + "'";
+    if (auto n = nearest(k, keys)) msg += " (did you mean '" + *n + "'?)";
+    if (keys.empty()) msg += "; it takes no parameters";
+    else {
+      msg += "; allowed keys: ";
+      for (std::size_t i = 0; i < keys.size(); ++i) msg += (i ? ", " : "") + keys[i];
+    }
+    throw Error(msg);
+  }
+  Params p;
+  for (const auto& s : specs) {
+    auto it = given.find(s.key);
+    Value v = it == given.end() ? s.default_value : it->second;
+    auto bad = [&](const std::string& why) {
+      throw Error(what + ": key '" + s.key + "' " + why + "; expected " + s.allowed());
+    };
+    switch (s.type) {
+      case ValueType::boolean:
+        if (!std::holds_alternative<bool>(v)) bad("has value " + value_str(v));
+        break;
+      case ValueType::integer:
+        if (!std::holds_alternative<std::int64_t>(v)) bad("has value " + value_str(v));
+        break;
+      case ValueType::number:
+        if (auto i = std::get_if<std::int64_t>(&v)) v = static_cast<double>(*i);
+        if (!std::holds_alternative<double>(v)) bad("has value " + value_str(v));
+        break;
+      case ValueType::string:
+        if (!std::holds_alternative<std::string>(v)) bad("has value " + value_str(v));
+        if (!s.choices.empty() &&
+            std::find(s.choices.begin(), s.choices.end(), std::get<std::string>(v)) == s.choices.end())
+          bad("has value " + value_str(v));
+        break;
+    }
+    if (s.type == ValueType::integer || s.type == ValueType::number) {
+      const double x = s.type == ValueType::integer ? double(std::get<std::int64_t>(v)) : std::get<double>(v);
+      if ((s.min && x < *s.min) || (s.max && x > *s.max) || x != x) bad("is out of range (" + value_str(v) + ")");
+    }
+    p.set(s.key, std::move(v));
+  }
+  return p;
+}
+
+}  // namespace pelab

@@ -1,0 +1,19 @@
+// NoPE: no positional information at all. With causal attention a model can still infer positions
+// (from how many tokens it attends over); with bidirectional attention it is permutation-equivariant.
+#include "layers/positional/encoding.hpp"
+
+namespace pelab {
+namespace {
+
+class NoPE : public PositionalEncoding {};
+
+PELAB_REGISTER_ENCODING(none, EncodingSpec{
+    "none",
+    "NoPE: no positional encoding (causal attention alone carries order)",
+    {},
+    nullptr,
+    [](const Params&, const ModelDims&) { return std::make_unique<NoPE>(); },
+});
+
+}  // namespace
+}  // namespace pelab

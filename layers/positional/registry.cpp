@@ -1,0 +1,58 @@
+#include <algorithm>
+
+#include "layers/positional/encoding.hpp"
+
+namespace pelab {
+
+EncodingRegistry& EncodingRegistry::instance() {
+  static EncodingRegistry r;  // function-local: safe from static-initialization order
+  return r;
+}
+
+void EncodingRegistry::add(EncodingSpec spec) {
+  for (const auto& s : specs_)
+    if (s.name == spec.name) throw Error("positional encoding '" + spec.name + "' registered twice");
+  specs_.push_back(std::move(spec));
+}
+
+std::vector<std::string> EncodingRegistry::names() const {
+  std::vector<std::string> n;
+  for (const auto& s : specs_) n.push_back(s.name);
+  std::sort(n.begin(), n.end());
+  return n;
+}
+
+const EncodingSpec& EncodingRegistry::get(const std::string& name) const {
+  for (const auto& s : specs_)
+    if (s.name == name) return s;
+  const auto known = names();
+  std::string msg = "unknown positional encoding '" + name + "'";
+  if (auto n = nearest(name, known)) msg += " (did you mean '" + *n + "'?)";
+  msg += "; known encodings: ";
+  for (std::size_t i = 0; i < known.size(); ++i) msg += (i ? ", " : "") + known[i];
+  throw Error(msg);
+}
+
+Params resolve_encoding_params(const std::string& name, const std::map<std::string, Value>& given,
+                               const ModelDims& dims) {
+  const EncodingSpec& spec = EncodingRegistry::instance().get(name);
+  Params p = resolve_params(spec.params, given, "encoding '" + name + "'");
+  if (spec.validate) spec.validate(p, dims);
+  return p;
+}
+
+std::unique_ptr<PositionalEncoding> make_encoding(const std::string& name, const Params& params,
+                                                  const ModelDims& dims) {
+  const EncodingSpec& spec = EncodingRegistry::instance().get(name);
+  if (spec.validate) spec.validate(params, dims);
+  return spec.make(params, dims);
+}
+
+IndexArray default_positions(std::size_t batch, std::size_t T, std::int32_t offset) {
+  IndexArray p(Shape{batch, T});
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t t = 0; t < T; ++t) p(b, t) = offset + static_cast<std::int32_t>(t);
+  return p;
+}
+
+}  // namespace pelab

@@ -1,0 +1,97 @@
+#include "layers/transformer.hpp"
+
+#include "core/ops/attention.hpp"
+#include "core/ops/dropout.hpp"
+#include "core/ops/elementwise.hpp"
+#include "core/ops/heads.hpp"
+#include "core/ops/matmul.hpp"
+
+namespace pelab {
+
+ModelDims ModelConfig::dims() const {
+  ModelDims d;
+  d.vocab = vocab;
+  d.d_model = d_model;
+  d.n_heads = n_heads;
+  d.head_dim = n_heads ? d_model / n_heads : 0;
+  d.n_layers = n_layers;
+  d.train_len = train_len;
+  return d;
+}
+
+void ModelConfig::validate() const {
+  auto fail = [](const std::string& m) { throw Error("model: " + m); };
+  if (vocab == 0) fail("vocab is 0 (the task sets it)");
+  if (d_model == 0 || n_layers == 0 || n_heads == 0) fail("d_model, n_layers and n_heads must be positive");
+  if (d_model % n_heads != 0)
+    fail("d_model " + std::to_string(d_model) + " is not divisible by n_heads " + std::to_string(n_heads));
+  if (dropout < 0 || dropout >= 1) fail("dropout must be in [0, 1)");
+  resolve_encoding_params(encoding, encoding_params, dims());  // throws on bad encoding settings
+}
+
+SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c) : n_heads(h), causal(c) {
+  qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
+  proj = &add_module("proj", std::make_unique<Linear>(d, d));
+}
+
+Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions,
+                              std::size_t layer, Array* probs_out) const {
+  const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
+  Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
+  const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
+  pe.encode_qk(q, k, positions, layer);
+  AttentionOptions o;
+  o.causal = causal;
+  o.bias = pe.attention_bias(positions, layer);
+  o.head_scale = pe.logit_scale(positions, layer);
+  o.probs_out = probs_out;
+  return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
+}
+
+Block::Block(const ModelConfig& cfg) : dropout_p(cfg.dropout) {
+  ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
+  attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal));
+  ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
+  mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
+}
+
+Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+                      const ForwardOptions& opt) const {
+  Array* probs = opt.attention_maps ? &(*opt.attention_maps)[layer] : nullptr;
+  Tensor a = attn->forward(ln1->forward(x), pe, positions, layer, probs);
+  if (dropout_p > 0 && training()) a = pelab::dropout(a, dropout_p, *opt.dropout_rng, true);
+  Tensor h = add(x, a);
+  Tensor m = mlp->forward(ln2->forward(h));
+  if (dropout_p > 0 && training()) m = pelab::dropout(m, dropout_p, *opt.dropout_rng, true);
+  return add(h, m);
+}
+
+Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
+  cfg_.validate();
+  const ModelDims dims = cfg_.dims();
+  tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, cfg_.d_model));
+  const Params ep = resolve_encoding_params(cfg_.encoding, cfg_.encoding_params, dims);
+  pos_ = &add_module("pos", make_encoding(cfg_.encoding, ep, dims));
+  for (std::size_t i = 0; i < cfg_.n_layers; ++i)
+    blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_)));
+  ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));
+  if (!cfg_.tie_embeddings) head_ = &add_module("head", std::make_unique<Linear>(cfg_.d_model, cfg_.vocab, false));
+}
+
+Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& positions, const ForwardOptions& opt) {
+  if (tokens.dimension() != 2 || positions.shape() != tokens.shape())
+    throw Error("Transformer::forward: tokens and positions must both be (B, T); got " +
+                shape_str(Shape(tokens.shape().begin(), tokens.shape().end())) + " and " +
+                shape_str(Shape(positions.shape().begin(), positions.shape().end())));
+  if (cfg_.dropout > 0 && training() && !opt.dropout_rng)
+    throw Error("Transformer::forward: dropout > 0 in training mode needs ForwardOptions::dropout_rng");
+  if (opt.attention_maps) opt.attention_maps->assign(cfg_.n_layers, Array());
+  pos_->begin_forward(positions);
+  Tensor x = pos_->encode_input(tok_emb_->forward(tokens), positions);  // (B, T, C)
+  if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
+  for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, *pos_, positions, i, opt);
+  x = ln_f_->forward(x);
+  return head_ ? head_->forward(x) : linear(x, tok_emb_->weight);  // (B, T, V)
+}
+
+}  // namespace pelab

@@ -1,0 +1,80 @@
+// The decoder-only transformer: token embedding -> input-side positional encoding -> N pre-LN blocks
+// -> final LayerNorm -> LM head. Parameter names match the PyTorch reference (tests/pytorch).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "layers/basic.hpp"
+#include "layers/positional/encoding.hpp"
+
+namespace pelab {
+
+struct ModelConfig {
+  std::size_t vocab = 0;
+  std::size_t d_model = 64, n_layers = 2, n_heads = 4;
+  std::size_t d_ff = 0;               // MLP width; 0 = 4 * d_model
+  Activation activation = Activation::gelu;
+  real dropout = 0;                   // on embeddings, attention output and MLP output
+  bool causal = true;                 // false: bidirectional attention
+  bool tie_embeddings = false;        // LM head shares tok_emb.weight
+  real ln_eps = real(1e-5);
+  std::string encoding = "none";
+  std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
+  std::size_t train_len = 0;          // longest training sequence (learned tables size from it)
+
+  ModelDims dims() const;
+  // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).
+  void validate() const;
+};
+
+// Optional per-forward extras.
+struct ForwardOptions {
+  Rng* dropout_rng = nullptr;                 // required when training with dropout > 0
+  std::vector<Array>* attention_maps = nullptr;  // receives each layer's probabilities (B, H, T, T)
+};
+
+class SelfAttention : public Module {
+ public:
+  SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal);
+  // x (B, T, C) -> (B, T, C)
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+                 Array* probs_out) const;
+  Linear *qkv, *proj;
+  std::size_t n_heads;
+  bool causal;
+};
+
+class Block : public Module {
+ public:
+  Block(const ModelConfig& cfg);
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+                 const ForwardOptions& opt) const;
+  LayerNorm *ln1, *ln2;
+  SelfAttention* attn;
+  MLP* mlp;
+  real dropout_p;
+};
+
+class Transformer : public Module {
+ public:
+  explicit Transformer(const ModelConfig& cfg);
+  // tokens, positions (B, T) -> logits (B, T, vocab)
+  Tensor forward(const IndexArray& tokens, const IndexArray& positions, const ForwardOptions& opt = {});
+  const ModelConfig& config() const { return cfg_; }
+  PositionalEncoding& encoding() { return *pos_; }
+  const PositionalEncoding& encoding() const { return *pos_; }
+
+ private:
+  ModelConfig cfg_;
+  Embedding* tok_emb_;
+  PositionalEncoding* pos_;
+  std::vector<Block*> blocks_;
+  LayerNorm* ln_f_;
+  Linear* head_ = nullptr;  // null when tied
+};
+
+}  // namespace pelab

@@ -1,0 +1,34 @@
+// Small helpers shared by the layer tests.
+#pragma once
+
+#include "core/rng.hpp"
+#include "layers/transformer.hpp"
+
+namespace pelab::test {
+
+inline ModelConfig small_config(const std::string& encoding, std::map<std::string, Value> params = {}) {
+  ModelConfig c;
+  c.vocab = 11;
+  c.d_model = 16;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.encoding = encoding;
+  c.encoding_params = std::move(params);
+  c.train_len = 16;
+  return c;
+}
+
+inline std::unique_ptr<Transformer> make_model(const ModelConfig& c, std::uint64_t seed = 1, double std = 0.3) {
+  auto m = std::make_unique<Transformer>(c);
+  Rng rng(seed);
+  init_parameters(*m, rng, std);  // larger than the 0.02 default so positions visibly matter
+  return m;
+}
+
+inline IndexArray random_tokens(std::size_t B, std::size_t T, std::size_t vocab, Rng& rng) {
+  IndexArray t(Shape{B, T});
+  for (auto& v : t) v = static_cast<std::int32_t>(rng.below(vocab));
+  return t;
+}
+
+}  // namespace pelab::test
