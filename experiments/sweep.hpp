@@ -1,0 +1,24 @@
+// Sweeps: every cell of the [sweep] grid runs as its own `pelab train` process (one BLAS thread each
+// by default), up to `jobs` at a time. Finished cells (eval.json present) are skipped, so re-running a
+// sweep resumes it; unfinished cells resume from their last checkpoint. Each cell's directory is
+// locked by the process training it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiments/config.hpp"
+
+namespace pelab {
+
+struct SweepOptions {
+  std::string out_dir;          // the sweep directory (default: output.dir of the config)
+  int jobs = 1;
+  bool report = true;           // run `pelab report` at the end
+  std::string self_exe;         // the pelab binary to spawn for each cell
+};
+
+// Returns an exit code (0 when every cell finished).
+int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt);
+
+}  // namespace pelab

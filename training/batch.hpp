@@ -1,0 +1,23 @@
+// A batch of next-token-prediction data, as tasks produce it and the trainer consumes it.
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace pelab {
+
+// Padded on the right to the longest sequence. The model reads tokens[b, t] and must predict
+// targets[b, t] where mask[b, t] > 0.
+struct Batch {
+  IndexArray tokens;   // (B, T) input ids
+  IndexArray targets;  // (B, T) next-token ids (anything, e.g. -1, where mask is 0)
+  Array mask;          // (B, T) 1 where the target counts (y and EOS; every char for LM), else 0
+  // Sequence tasks: per row, the first and one-past-last t whose target belongs to y/EOS
+  // (exact match = every counted target predicted). Empty for LM tasks.
+  std::vector<std::size_t> answer_begin, answer_end;
+  std::size_t batch() const { return tokens.shape()[0]; }
+  std::size_t length() const { return tokens.shape()[1]; }
+};
+
+}  // namespace pelab

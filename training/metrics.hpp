@@ -1,0 +1,54 @@
+// Metrics: token statistics of a batch, and the metrics.jsonl writer (fixed keys, one object per line).
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "core/tensor.hpp"
+#include "training/batch.hpp"
+
+namespace pelab {
+
+// Greedy (argmax) predictions scored on the counted targets of a batch.
+struct TokenStats {
+  double loss_sum = 0;        // sum of masked nll (filled by the caller when known)
+  std::size_t counted = 0;    // targets with mask > 0
+  std::size_t correct = 0;    // of those, argmax == target
+  std::size_t rows = 0;       // sequences with an answer span
+  std::size_t rows_exact = 0; // sequences whose every counted target is predicted
+  void add(const TokenStats& o);
+  double token_acc() const { return counted ? double(correct) / double(counted) : 0.0; }
+  double exact_match() const { return rows ? double(rows_exact) / double(rows) : 0.0; }
+};
+// logits (B, T, V). Exact match under teacher forcing equals exact match under greedy decoding: if every
+// answer token is the argmax given the true prefix, greedy decoding reproduces the true answer token by
+// token, and conversely. So one forward pass gives it.
+TokenStats token_stats(const Array& logits, const Batch& batch);
+
+// One metrics.jsonl line. Keys are fixed: absent values are written as null.
+struct MetricRecord {
+  std::size_t step = 0;
+  std::string split = "train";  // "train" | "eval"
+  std::optional<std::size_t> length;
+  std::optional<double> loss, token_acc, exact_match, lr, grad_norm, tokens_per_s;
+  double time = 0;  // seconds since the run started (accumulated across resumes)
+};
+std::string to_json_line(const MetricRecord& r);
+
+class MetricsWriter {
+ public:
+  MetricsWriter() = default;
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+  // Opens path for appending; with keep_up_to_step set, first drops records past that step (a resumed
+  // run re-logs the steps after its checkpoint), rewriting the file atomically.
+  void open(const std::string& path, std::optional<std::size_t> keep_up_to_step = std::nullopt);
+  void write(const MetricRecord& r);  // one line, flushed
+
+ private:
+  std::FILE* f_ = nullptr;
+};
+
+}  // namespace pelab

@@ -1,0 +1,68 @@
+// The training loop: batches -> forward -> masked cross-entropy -> backward -> clip -> optimizer step,
+// with periodic logging, evaluation, early stopping, atomic checkpoints, bit-identical resume,
+// clean stop on Ctrl-C / SIGTERM and a stop (without touching checkpoints) on non-finite values.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/rng.hpp"
+#include "layers/transformer.hpp"
+#include "training/batch.hpp"
+#include "training/metrics.hpp"
+#include "training/train_config.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace pelab {
+
+struct TrainerOptions {
+  std::string run_dir;          // metrics.jsonl, train.log and checkpoints/ go here
+  bool resume = false;          // continue from the latest checkpoint in run_dir, if any
+  bool console = true;          // print progress to stdout
+  std::string resume_command;   // printed when interrupted ("pelab train ... --resume")
+};
+
+struct TrainResult {
+  enum class Status { finished, early_stopped, interrupted, diverged };
+  Status status = Status::finished;
+  std::size_t steps = 0;        // optimizer steps done in total
+  double final_loss = 0;        // mean training loss over the last log interval
+  double seconds = 0;           // training time, accumulated across resumes
+  std::string message;
+};
+const char* status_name(TrainResult::Status s);
+
+class Trainer {
+ public:
+  // Draws one training batch from the data RNG (the trainer owns and checkpoints that RNG).
+  using BatchSource = std::function<Batch(Rng&)>;
+  // Runs an evaluation at `step`, writing its records; returns the in-distribution value of the
+  // early-stop metric (if one is configured).
+  using Evaluator = std::function<std::optional<double>(std::size_t step, MetricsWriter& metrics, double time)>;
+
+  Trainer(Transformer& model, const TrainConfig& cfg, BatchSource source, TrainerOptions opt);
+  ~Trainer();
+
+  Evaluator evaluator;               // optional
+  nlohmann::json checkpoint_extra;   // stored in every checkpoint's state.json (e.g. resolved config)
+
+  TrainResult run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Random streams derived from the training seed, so init, data and dropout never share state.
+inline Rng init_rng(std::uint64_t seed) { return Rng(seed, 1); }
+inline Rng data_rng(std::uint64_t seed) { return Rng(seed, 2); }
+inline Rng dropout_rng(std::uint64_t seed) { return Rng(seed, 3); }
+
+}  // namespace pelab
