@@ -1,0 +1,325 @@
+// Checkpoints: bit-exact round trips, identical continuation after reload, pruning, which directories
+// count, and strict loading errors.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/ops/cross_entropy.hpp"
+#include "core/rng.hpp"
+#include "core/tape.hpp"
+#include "layers/transformer.hpp"
+#include "training/checkpoint.hpp"
+
+using namespace pelab;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Same shape and the same bits (xtensor's operator== does not mix with Catch's decomposer).
+bool bit_equal(const Array& a, const Array& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(real)) == 0;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("pelab_test_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string str() const { return path.string(); }
+};
+
+// A module with hand-picked parameter names and shapes.
+class Tiny : public Module {
+ public:
+  Tiny(std::size_t n, bool with_extra = false) {
+    add_parameter("w", {3, n}, ParamKind::weight);
+    add_parameter("b", {n}, ParamKind::bias);
+    if (with_extra) add_parameter("extra", {2}, ParamKind::weight);
+  }
+};
+
+std::unique_ptr<Transformer> small_model(std::uint64_t seed) {
+  ModelConfig c;
+  c.vocab = 9;
+  c.d_model = 8;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.encoding = "learned";
+  c.train_len = 6;
+  auto m = std::make_unique<Transformer>(c);
+  Rng rng(seed);
+  init_parameters(*m, rng, 0.3);
+  return m;
+}
+
+// One training step on a fixed random batch drawn from `rng`.
+void train_step(Transformer& m, Optimizer& opt, Rng& rng, double lr) {
+  const std::size_t B = 2, T = 6;
+  IndexArray tokens(Shape{B, T}), positions(Shape{B, T}), targets(Shape{B, T});
+  for (std::size_t i = 0; i < B * T; ++i) {
+    tokens.data()[i] = std::int32_t(rng.below(9));
+    targets.data()[i] = std::int32_t(rng.below(9));
+    positions.data()[i] = std::int32_t(i % T);
+  }
+  opt.zero_grad();
+  Tensor loss = cross_entropy(m.forward(tokens, positions), targets);
+  loss.backward();
+  clip_grad_norm(opt.params(), 1.0);
+  opt.step(lr);
+}
+
+void fill(const Module& m, real start) {
+  for (auto& p : m.parameters()) {
+    real* d = p.tensor.mutable_data();
+    for (std::size_t i = 0; i < p.tensor.numel(); ++i) d[i] = start + real(i);
+  }
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+AdamWConfig adamw_cfg() {
+  AdamWConfig c;
+  c.weight_decay = 0.1;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint names are zero padded to 9 digits") {
+  CHECK(checkpoint_name(123) == "step_000000123");
+  CHECK(checkpoint_name(0) == "step_000000000");
+  CHECK(checkpoint_name(1234567890) == "step_1234567890");
+}
+
+TEST_CASE("a checkpoint round trips weights and optimizer state bit-exactly") {
+  TempDir dir;
+  auto a = small_model(1);
+  AdamW opt_a(a->parameters(), adamw_cfg());
+  Rng data(5);
+  for (int s = 0; s < 3; ++s) train_step(*a, opt_a, data, 1e-2);
+
+  CheckpointState st;
+  st.step = 3;
+  st.extra = {{"config", "[model]\nd_model = 8\n"}, {"rng", {1, 2, 3, 4}}, {"losses", {2.5, 2.25}}};
+  const std::string path = save_checkpoint(dir.str(), *a, opt_a, st, 3);
+  CHECK(path == (dir.path / "checkpoints" / "step_000000003").string());
+  CHECK(fs::is_regular_file(fs::path(path) / "weights.safetensors"));
+  CHECK(fs::is_regular_file(fs::path(path) / "optimizer.safetensors"));
+  CHECK(fs::is_regular_file(fs::path(path) / "state.json"));
+  REQUIRE(latest_checkpoint(dir.str()) == path);
+
+  auto b = small_model(2);  // different initial values
+  AdamW opt_b(b->parameters(), adamw_cfg());
+  const CheckpointState back = load_checkpoint(path, *b, &opt_b);
+  CHECK(back.step == 3);
+  CHECK(back.extra == st.extra);
+  CHECK(opt_b.steps() == 3);
+  const auto pa = a->parameters(), pb = b->parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].name);
+    CHECK(bit_equal(pa[i].tensor.value(), pb[i].tensor.value()));
+  }
+  SafeTensors sa, sb;
+  opt_a.state_to(sa);
+  opt_b.state_to(sb);
+  CHECK(sa.metadata == sb.metadata);
+  REQUIRE(sa.floats.size() == sb.floats.size());
+  for (const auto& [k, v] : sa.floats) {
+    INFO(k);
+    REQUIRE(sb.floats.count(k) == 1);
+    CHECK(bit_equal(sb.floats.at(k), v));
+  }
+
+  // Continuing from the reloaded copy is bit-identical to never having stopped.
+  Rng data_a(77), data_b(77);
+  for (int s = 0; s < 4; ++s) {
+    train_step(*a, opt_a, data_a, 5e-3);
+    train_step(*b, opt_b, data_b, 5e-3);
+  }
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].name);
+    CHECK(bit_equal(pa[i].tensor.value(), pb[i].tensor.value()));
+  }
+}
+
+TEST_CASE("keep_last prunes older checkpoints but never the new one") {
+  TempDir dir;
+  Tiny m(3);
+  SGD opt(m.parameters(), SGDConfig{});
+  auto steps = [&] {
+    std::vector<std::size_t> s;
+    for (const auto& [step, path] : list_checkpoints(dir.str())) s.push_back(step);
+    return s;
+  };
+  for (std::size_t s = 1; s <= 5; ++s) save_checkpoint(dir.str(), m, opt, CheckpointState{s * 10, {}}, 2);
+  CHECK(steps() == std::vector<std::size_t>{40, 50});
+  save_checkpoint(dir.str(), m, opt, CheckpointState{60, {}}, 1);
+  CHECK(steps() == std::vector<std::size_t>{60});
+  for (std::size_t s = 7; s <= 9; ++s) save_checkpoint(dir.str(), m, opt, CheckpointState{s * 10, {}}, 0);
+  CHECK(steps() == std::vector<std::size_t>{60, 70, 80, 90});  // keep_last 0 keeps everything
+}
+
+TEST_CASE("saving the same step again replaces that checkpoint") {
+  TempDir dir;
+  Tiny m(3);
+  SGD opt(m.parameters(), SGDConfig{});
+  fill(m, 1);
+  save_checkpoint(dir.str(), m, opt, CheckpointState{7, {{"v", 1}}}, 2);
+  fill(m, 100);
+  const std::string path = save_checkpoint(dir.str(), m, opt, CheckpointState{7, {{"v", 2}}}, 2);
+  REQUIRE(list_checkpoints(dir.str()).size() == 1);
+  Tiny back(3);
+  const auto st = load_checkpoint(path, back, nullptr);
+  CHECK(st.extra.at("v") == 2);
+  CHECK(back.parameter("w").data()[0] == 100);
+  for (const auto& e : fs::directory_iterator(dir.path / "checkpoints"))
+    CHECK(e.path().filename().string() == "step_000000007");
+}
+
+TEST_CASE("latest_checkpoint ignores temp and incomplete directories") {
+  TempDir dir;
+  CHECK_FALSE(latest_checkpoint(dir.str()).has_value());  // no checkpoints/ at all
+  Tiny m(3);
+  SGD opt(m.parameters(), SGDConfig{});
+  const std::string good = save_checkpoint(dir.str(), m, opt, CheckpointState{5, {}}, 0);
+  const fs::path ck = dir.path / "checkpoints";
+  // A crash mid-save leaves a temp dir (possibly complete-looking); one without state.json is incomplete.
+  fs::create_directories(ck / ".tmp-step_000000009");
+  std::ofstream(ck / ".tmp-step_000000009" / "state.json") << "{\"step\": 9}";
+  fs::create_directories(ck / "step_000000010");
+  std::ofstream(ck / "step_000000010" / "weights.safetensors") << "partial";
+  fs::create_directories(ck / "step_abc");
+  std::ofstream(ck / "step_abc" / "state.json") << "{\"step\": 99}";
+  std::ofstream(ck / "step_000000011") << "a file, not a directory";
+  CHECK(latest_checkpoint(dir.str()) == good);
+  REQUIRE(list_checkpoints(dir.str()).size() == 1);
+
+  // The next save removes the leftover temp dir.
+  save_checkpoint(dir.str(), m, opt, CheckpointState{6, {}}, 0);
+  CHECK_FALSE(fs::exists(ck / ".tmp-step_000000009"));
+  CHECK(latest_checkpoint(dir.str()) == (ck / "step_000000006").string());
+}
+
+TEST_CASE("weights loading is strict about names and shapes") {
+  TempDir dir;
+  Tiny m(3);
+  fill(m, 0.5);
+  const std::string path = (dir.path / "w.safetensors").string();
+  save_weights(path, m);
+
+  Tiny ok(3);
+  load_weights(path, ok);
+  CHECK(bit_equal(ok.parameter("w").value(), m.parameter("w").value()));
+
+  Tiny wrong_shape(4);
+  fill(wrong_shape, 9);
+  std::string msg = error_of([&] { load_weights(path, wrong_shape); });
+  INFO(msg);
+  CHECK(contains(msg, "'w'"));
+  CHECK(contains(msg, "(3, 3)"));
+  CHECK(contains(msg, "(3, 4)"));
+  CHECK(contains(msg, path));
+  CHECK(wrong_shape.parameter("w").data()[0] == 9);  // untouched
+
+  Tiny missing(3, true);
+  msg = error_of([&] { load_weights(path, missing); });
+  CHECK(contains(msg, "missing parameter 'extra'"));
+
+  Tiny bigger(3, true);
+  save_weights(path, bigger);
+  msg = error_of([&] { load_weights(path, ok); });
+  CHECK(contains(msg, "unexpected tensor 'extra'"));
+
+  SafeTensors st = model_weights(m);
+  st.ints["w"] = IndexArray(Shape{3, 3});
+  st.floats.erase("w");
+  msg = error_of([&] { load_weights(st, ok, "somewhere"); });
+  CHECK(contains(msg, "somewhere"));
+  CHECK(contains(msg, "integer"));
+}
+
+TEST_CASE("load_checkpoint reports missing and corrupt files by name") {
+  TempDir dir;
+  Tiny m(3);
+  AdamW opt(m.parameters(), adamw_cfg());
+  fill(m, 2);
+  const std::string path = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  const fs::path p(path);
+
+  Tiny target(3);
+  fill(target, -1);
+  AdamW topt(target.parameters(), adamw_cfg());
+  auto untouched = [&] {
+    CHECK(target.parameter("w").data()[0] == -1);
+    CHECK(topt.steps() == 0);
+  };
+
+  SECTION("wrong model shape names the key and both shapes") {
+    Tiny other(5);
+    AdamW oopt(other.parameters(), adamw_cfg());
+    const std::string msg = error_of([&] { load_checkpoint(path, other, &oopt); });
+    INFO(msg);
+    CHECK(contains(msg, "weights.safetensors"));
+    CHECK(contains(msg, "'w'"));
+    CHECK(contains(msg, "(3, 3)"));
+    CHECK(contains(msg, "(3, 5)"));
+  }
+  SECTION("corrupt weights file") {
+    fs::resize_file(p / "weights.safetensors", 20);
+    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    CHECK(contains(msg, (p / "weights.safetensors").string()));
+    untouched();
+  }
+  SECTION("corrupt optimizer file") {
+    std::ofstream(p / "optimizer.safetensors", std::ios::trunc) << "garbage";
+    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    CHECK(contains(msg, (p / "optimizer.safetensors").string()));
+    untouched();
+    CHECK_NOTHROW(load_checkpoint(path, target, nullptr));  // weights alone still load
+    CHECK(target.parameter("w").data()[0] == 2);
+  }
+  SECTION("optimizer of another kind") {
+    SGD sgd(target.parameters(), SGDConfig{});
+    const std::string msg = error_of([&] { load_checkpoint(path, target, &sgd); });
+    CHECK(contains(msg, "optimizer.safetensors"));
+    CHECK(contains(msg, "'adamw'"));
+    untouched();
+  }
+  SECTION("missing state.json") {
+    fs::remove(p / "state.json");
+    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    CHECK(contains(msg, "state.json"));
+    untouched();
+  }
+  SECTION("corrupt state.json") {
+    std::ofstream(p / "state.json", std::ios::trunc) << "{\"step\": ";
+    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    CHECK(contains(msg, "state.json"));
+    untouched();
+  }
+  SECTION("not a directory") {
+    const std::string msg = error_of([&] { load_checkpoint(path + "-nope", target, &topt); });
+    CHECK(contains(msg, "-nope"));
+  }
+}
