@@ -1,0 +1,120 @@
+// Unary elementwise ops: forward and backward side by side, all through one template.
+#include "core/ops/unary.hpp"
+
+#include <cmath>
+
+#include "core/ops/common.hpp"
+
+namespace pelab {
+
+namespace {
+
+// What the derivative is computed from; the op saves only that tensor for backward.
+enum class From { nothing, input, output };
+
+// y = f(x) elementwise. Backward accumulates g * d(v) into x's grad, where v is x (From::input),
+// y (From::output) or unused (From::nothing: d takes its argument and ignores it).
+template <From S, class Fwd, class Deriv>
+Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
+  detail::require_defined(x, op, "x");
+  Tensor out = detail::empty(x.shape());
+  {
+    const real* px = x.data();
+    real* po = out.mutable_data();
+    for (std::size_t i = 0, n = x.numel(); i < n; ++i) po[i] = f(px[i]);
+  }
+  Tape& tape = Tape::current();
+  if (tape.should_record({&x})) {
+    // The saved tensor; for From::nothing it stays null and is never read.
+    Tensor src = S == From::input ? x : S == From::output ? out : Tensor();
+    tape.record(op, out, {src}, [x, src, d](const Array& g) {
+      real* gx = grad_buffer(*x.impl()).data();
+      const real* pg = g.data();
+      const std::size_t n = g.size();
+      if constexpr (S == From::nothing) {
+        for (std::size_t i = 0; i < n; ++i) gx[i] += pg[i] * d(real(0));
+      } else {
+        const real* pv = src.data();
+        for (std::size_t i = 0; i < n; ++i) gx[i] += pg[i] * d(pv[i]);
+      }
+    });
+  }
+  return out;
+}
+
+constexpr double kInvSqrt2 = 0.70710678118654752440;      // 1 / sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;    // 1 / sqrt(2 pi)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;   // sqrt(2 / pi)
+constexpr double kGeluCoef = 0.044715;
+
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+  return unary<From::nothing>("neg", x, [](real v) { return -v; }, [](real) { return real(-1); });
+}
+
+Tensor exp(const Tensor& x) {
+  return unary<From::output>("exp", x, [](real v) { return std::exp(v); }, [](real y) { return y; });
+}
+
+Tensor log(const Tensor& x) {
+  return unary<From::input>("log", x, [](real v) { return std::log(v); }, [](real v) { return real(1) / v; });
+}
+
+Tensor sqrt(const Tensor& x) {
+  return unary<From::output>("sqrt", x, [](real v) { return std::sqrt(v); },
+                             [](real y) { return real(0.5) / y; });
+}
+
+Tensor tanh(const Tensor& x) {
+  return unary<From::output>("tanh", x, [](real v) { return std::tanh(v); },
+                             [](real y) { return real(1) - y * y; });
+}
+
+Tensor sigmoid(const Tensor& x) {
+  // exp of a non-positive argument only: no overflow, and no 1 - tiny cancellation for x << 0.
+  return unary<From::output>(
+      "sigmoid", x,
+      [](real v) {
+        if (v >= 0) return real(1) / (real(1) + std::exp(-v));
+        const real e = std::exp(v);
+        return e / (real(1) + e);
+      },
+      [](real y) { return y * (real(1) - y); });
+}
+
+Tensor relu(const Tensor& x) {
+  return unary<From::output>("relu", x, [](real v) { return v > 0 ? v : real(0); },
+                             [](real y) { return y > 0 ? real(1) : real(0); });
+}
+
+Tensor gelu(const Tensor& x) {
+  return unary<From::input>(
+      "gelu", x, [](real v) { return real(0.5) * v * (real(1) + std::erf(v * real(kInvSqrt2))); },
+      // Phi(x) + x phi(x)
+      [](real v) {
+        return real(0.5) * (real(1) + std::erf(v * real(kInvSqrt2))) +
+               v * real(kInvSqrt2Pi) * std::exp(real(-0.5) * v * v);
+      });
+}
+
+Tensor gelu_tanh(const Tensor& x) {
+  return unary<From::input>(
+      "gelu_tanh", x,
+      [](real v) {
+        const real u = real(kSqrt2OverPi) * (v + real(kGeluCoef) * v * v * v);
+        return real(0.5) * v * (real(1) + std::tanh(u));
+      },
+      [](real v) {
+        const real u = real(kSqrt2OverPi) * (v + real(kGeluCoef) * v * v * v);
+        const real t = std::tanh(u);
+        const real du = real(kSqrt2OverPi) * (real(1) + real(3 * kGeluCoef) * v * v);
+        return real(0.5) * (real(1) + t) + real(0.5) * v * (real(1) - t * t) * du;
+      });
+}
+
+Tensor square(const Tensor& x) {
+  return unary<From::input>("square", x, [](real v) { return v * v; }, [](real v) { return real(2) * v; });
+}
+
+}  // namespace pelab

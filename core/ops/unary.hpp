@@ -1,0 +1,26 @@
+// Unary elementwise ops (any shape, output has the input's shape).
+//
+// Domain errors follow IEEE like PyTorch, they do not throw: log(0) = -inf, log(x < 0) = nan,
+// sqrt(x < 0) = nan (and their gradients are then inf/nan too).
+#pragma once
+
+#include "core/tensor.hpp"
+
+namespace pelab {
+
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);   // natural log
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);  // 1 / (1 + e^-x), evaluated without overflow for large |x|
+Tensor relu(const Tensor& x);     // max(x, 0); gradient 0 at x = 0 (PyTorch's choice)
+// Exact GELU (PyTorch's default): 0.5 x (1 + erf(x / sqrt 2)).
+Tensor gelu(const Tensor& x);
+// Tanh-approximated GELU (PyTorch approximate='tanh'): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu_tanh(const Tensor& x);
+Tensor square(const Tensor& x);   // x^2
+
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+
+}  // namespace pelab
