@@ -22,6 +22,7 @@ struct ModelConfig {
   bool causal = true;                 // false: bidirectional attention
   bool tie_embeddings = false;        // LM head shares tok_emb.weight
   real ln_eps = real(1e-5);
+  double init_std = 0.02;             // weights ~ normal(0, init_std) (layers/module.hpp)
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
   std::size_t train_len = 0;          // longest training sequence (learned tables size from it)

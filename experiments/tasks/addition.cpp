@@ -1,0 +1,68 @@
+// addition: two n-digit numbers in, their (n+1)-digit sum out. Carries make each output digit depend
+// on aligned digits of both operands, so the model must match positions across x and y.
+#include <algorithm>
+
+#include "experiments/tasks/sequence.hpp"
+
+namespace pelab {
+namespace {
+
+constexpr std::int32_t kDigit0 = seq::kFirstSymbol, kPlus = seq::kFirstSymbol + 10;
+
+class Addition : public SequenceTask {
+ public:
+  explicit Addition(bool lsb_first) : SequenceTask("addition"), lsb_first_(lsb_first) {}
+  std::size_t vocab_size() const override { return kPlus + 1; }
+
+ protected:
+  seq::Example generate(Rng& rng, std::size_t n) const override {
+    // Digits least significant first while computing; flipped at the end unless reverse_digits.
+    std::vector<std::int32_t> a(n), b(n), s(n + 1);
+    for (auto& d : a) d = std::int32_t(rng.below(10));
+    for (auto& d : b) d = std::int32_t(rng.below(10));
+    std::int32_t carry = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int32_t v = a[i] + b[i] + carry;
+      s[i] = v % 10, carry = v / 10;
+    }
+    s[n] = carry;
+    if (!lsb_first_) {
+      std::reverse(a.begin(), a.end());
+      std::reverse(b.begin(), b.end());
+      std::reverse(s.begin(), s.end());
+    }
+    seq::Example e;
+    for (auto d : a) e.x.push_back(kDigit0 + d);
+    e.x.push_back(kPlus);
+    for (auto d : b) e.x.push_back(kDigit0 + d);
+    for (auto d : s) e.y.push_back(kDigit0 + d);
+    return e;
+  }
+  std::size_t x_length(std::size_t n) const override { return 2 * n + 1; }
+  std::size_t y_length(std::size_t n) const override { return n + 1; }
+  std::string token_name(std::int32_t id) const override {
+    return id == kPlus ? "+" : std::string(1, char('0' + (id - kDigit0)));
+  }
+
+ private:
+  bool lsb_first_;
+};
+
+}  // namespace
+
+PELAB_REGISTER_TASK(addition, TaskSpec{
+    "addition",
+    "add two n-digit numbers: y = the (n+1)-digit sum",
+    "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, digits 0-9 = ids 4-13, '+' = id 14.\n"
+    "sequence: <BOS> a + b <SEP> s <EOS>; a and b have n uniformly random digits each (leading zeros\n"
+    "allowed), s = a + b written with exactly n+1 digits (leading zero kept). Most significant digit first;\n"
+    "with reverse_digits = true a, b and s are all written least significant first. Loss counts s and <EOS>.\n"
+    "example (n=3): <BOS> 4 5 6 + 7 8 9 <SEP> 1 2 4 5 <EOS>\n"
+    "reverse_digits: <BOS> 6 5 4 + 9 8 7 <SEP> 5 4 2 1 <EOS>",
+    {{"reverse_digits", ValueType::boolean, Value(false), {}, {}, {},
+      "write operands and sum least significant digit first (carries then flow left to right)"}},
+    [](const TaskCommon&, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<Addition>(p.get_bool("reverse_digits"));
+    }});
+
+}  // namespace pelab

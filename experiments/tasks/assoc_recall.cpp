@@ -1,0 +1,87 @@
+// assoc_recall: n key-value pairs, then query keys; y = the values stored under them. Retrieval by
+// content followed by a fixed offset (the value sits right after its key).
+#include "experiments/tasks/sequence.hpp"
+
+namespace pelab {
+namespace {
+
+constexpr std::int32_t kQuery = seq::kFirstSymbol;
+
+class AssocRecall : public SequenceTask {
+ public:
+  AssocRecall(std::size_t keys, std::size_t values, std::size_t queries)
+      : SequenceTask("assoc_recall"), keys_(keys), values_(values), queries_(queries) {}
+  std::size_t vocab_size() const override { return kQuery + 1 + keys_ + values_; }
+
+ protected:
+  std::int32_t key_id(std::size_t k) const { return kQuery + 1 + std::int32_t(k); }
+  std::int32_t value_id(std::size_t v) const { return kQuery + 1 + std::int32_t(keys_ + v); }
+
+  void check_size(std::size_t n) const override {
+    if (n > keys_)
+      throw Error("task 'assoc_recall': " + std::to_string(n) + " pairs need " + std::to_string(n) +
+                  " distinct keys but the alphabet has keys = " + std::to_string(keys_) +
+                  " (raise task.assoc_recall.keys or lower the problem size)");
+  }
+  seq::Example generate(Rng& rng, std::size_t n) const override {
+    // n distinct keys: a partial Fisher-Yates shuffle of the key alphabet.
+    std::vector<std::size_t> order(keys_);
+    for (std::size_t i = 0; i < keys_; ++i) order[i] = i;
+    std::vector<std::size_t> value(n);
+    seq::Example e;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::swap(order[i], order[i + rng.below(keys_ - i)]);
+      value[i] = rng.below(values_);
+      e.x.push_back(key_id(order[i]));
+      e.x.push_back(value_id(value[i]));
+    }
+    e.x.push_back(kQuery);
+    for (std::size_t q = 0; q < queries_; ++q) {  // queried pairs: uniform, with replacement
+      const std::size_t i = rng.below(n);
+      e.x.push_back(key_id(order[i]));
+      e.y.push_back(value_id(value[i]));
+    }
+    return e;
+  }
+  std::size_t x_length(std::size_t n) const override { return 2 * n + 1 + queries_; }
+  std::size_t y_length(std::size_t) const override { return queries_; }
+  std::string token_name(std::int32_t id) const override {
+    if (id == kQuery) return "?";
+    const std::size_t i = std::size_t(id - kQuery - 1);
+    if (i < keys_) {
+      if (keys_ <= 52) return std::string(1, i < 26 ? char('a' + i) : char('A' + (i - 26)));
+      return "k" + std::to_string(i);
+    }
+    const std::size_t v = i - keys_;
+    return values_ <= 10 ? std::string(1, char('0' + v)) : "v" + std::to_string(v);
+  }
+
+ private:
+  std::size_t keys_, values_, queries_;
+};
+
+}  // namespace
+
+PELAB_REGISTER_TASK(assoc_recall, TaskSpec{
+    "assoc_recall",
+    "associative recall: n key-value pairs, then query keys; y = their values",
+    "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, <QUERY>=4 (shown as ?), then the `keys` keys (shown as\n"
+    "letters a-z A-Z, or k0 k1 ... beyond 52), then the `values` values (digits 0-9, or v0 v1 ... beyond 10).\n"
+    "sequence: <BOS> k1 v1 ... kn vn ? q1 .. qm <SEP> y1 .. ym <EOS>; the n keys are distinct (so n <= keys),\n"
+    "values are uniform and may repeat, each of the m = `queries` query keys is one of the n keys (uniform,\n"
+    "with replacement), y_j = the value stored under q_j. Loss counts y and <EOS> only.\n"
+    "example (n=3, queries=1): <BOS> c 7 a 2 f 7 ? a <SEP> 2 <EOS>",
+    {{"keys", ValueType::integer, Value(std::int64_t(16)), 2.0, 100.0, {}, "key alphabet size (>= the largest n)"},
+     {"values", ValueType::integer, Value(std::int64_t(10)), 2.0, 100.0, {}, "value alphabet size"},
+     {"queries", ValueType::integer, Value(std::int64_t(1)), 1.0, 64.0, {}, "query keys per example"}},
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      const auto keys = std::size_t(p.get_int("keys"));
+      if (c.train_len > keys)
+        throw Error("task 'assoc_recall': train_len = " + std::to_string(c.train_len) + " pairs need " +
+                    std::to_string(c.train_len) + " distinct keys but task.assoc_recall.keys = " +
+                    std::to_string(keys) + "; set keys >= train_len (and >= the largest eval length)");
+      return std::make_unique<AssocRecall>(keys, std::size_t(p.get_int("values")),
+                                           std::size_t(p.get_int("queries")));
+    }});
+
+}  // namespace pelab

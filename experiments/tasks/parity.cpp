@@ -1,0 +1,42 @@
+// parity: one output bit = parity of the number of 1s in x. The negative control: the answer depends on
+// every input bit regardless of position, and transformers rarely extend it beyond training lengths.
+#include "experiments/tasks/sequence.hpp"
+
+namespace pelab {
+namespace {
+
+class Parity : public SequenceTask {
+ public:
+  Parity() : SequenceTask("parity") {}
+  std::size_t vocab_size() const override { return seq::kFirstSymbol + 2; }
+
+ protected:
+  seq::Example generate(Rng& rng, std::size_t n) const override {
+    seq::Example e;
+    std::int32_t ones = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto bit = std::int32_t(rng.below(2));
+      ones += bit;
+      e.x.push_back(seq::kFirstSymbol + bit);
+    }
+    e.y.push_back(seq::kFirstSymbol + ones % 2);
+    return e;
+  }
+  std::size_t x_length(std::size_t n) const override { return n; }
+  std::size_t y_length(std::size_t) const override { return 1; }
+  std::string token_name(std::int32_t id) const override { return std::to_string(id - seq::kFirstSymbol); }
+};
+
+}  // namespace
+
+PELAB_REGISTER_TASK(parity, TaskSpec{
+    "parity",
+    "parity of a random bit string (negative control: hard to extrapolate)",
+    "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, bits 0 = id 4 and 1 = id 5.\n"
+    "sequence: <BOS> x <SEP> y <EOS>; x = n uniformly random bits, y = one bit: 1 if x has an odd number of\n"
+    "1s. Loss counts y and <EOS> only.\n"
+    "example (n=4): <BOS> 1 0 1 1 <SEP> 1 <EOS>",
+    {},
+    [](const TaskCommon&, const Params&) -> std::unique_ptr<Task> { return std::make_unique<Parity>(); }});
+
+}  // namespace pelab

@@ -1,0 +1,26 @@
+// sort: y = x sorted ascending. Largely content-based (counting), so positions matter less than in copy.
+#include <algorithm>
+
+#include "experiments/tasks/sequence.hpp"
+
+namespace pelab {
+namespace {
+std::vector<std::int32_t> sorted(std::vector<std::int32_t> x) {
+  std::sort(x.begin(), x.end());
+  return x;
+}
+}  // namespace
+
+PELAB_REGISTER_TASK(sort, TaskSpec{
+    "sort",
+    "sort a random symbol string: y = x in ascending order",
+    std::string(kSymbolVocabulary) +
+        "sequence: <BOS> x <SEP> y <EOS>; x = n random symbols, y = x sorted ascending (by id). Loss counts y\n"
+        "and <EOS> only.\n"
+        "example (n=4): <BOS> 3 1 4 1 <SEP> 1 1 3 4 <EOS>",
+    {symbols_param()},
+    [](const TaskCommon&, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<SymbolTask>("sort", std::size_t(p.get_int("symbols")), sorted);
+    }});
+
+}  // namespace pelab
