@@ -60,7 +60,9 @@ void Tape::backward(const Tensor& root, const Array* seed) {
     if (seed->shape() != r.value.shape())
       throw Error("backward: seed gradient of shape " + shape_str(seed->shape()) +
                   " does not match the tensor's shape " + shape_str(r.value.shape()));
-    grad_buffer(r) += *seed;
+    real* g = grad_buffer(r).data();
+    const real* sd = seed->data();
+    for (std::size_t i = 0, n = seed->size(); i < n; ++i) g[i] += sd[i];
   } else {
     if (r.value.size() != 1)
       throw Error("backward: tensor of shape " + shape_str(r.value.shape()) +

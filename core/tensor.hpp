@@ -14,6 +14,8 @@
 
 #include <xtensor/xarray.hpp>
 
+#include "core/allocator.hpp"
+
 namespace pelab {
 
 // The engine's scalar. float32 everywhere; the gradient-check build (pelab_core_f64) compiles the
@@ -24,7 +26,8 @@ using real = double;
 using real = float;
 #endif
 
-using Array = xt::xarray<real, xt::layout_type::row_major>;
+// Storage from the caching allocator (core/allocator.hpp): steady-state steps reuse buffers.
+using Array = xt::xarray<real, xt::layout_type::row_major, memory::CachingAllocator<real>>;
 using Shape = Array::shape_type;  // small-vector: no heap allocation up to 4 dims
 // Integer inputs (token ids, position ids, targets) are plain arrays, never part of autograd.
 using IndexArray = xt::xarray<std::int32_t, xt::layout_type::row_major>;
