@@ -100,7 +100,7 @@ std::vector<LengthResult> evaluate_lengths(Transformer& model, const Task& task,
   return out;
 }
 
-nlohmann::json to_json(const LengthResult& r) {
+nlohmann::ordered_json to_json(const LengthResult& r) {
   nlohmann::ordered_json j;
   j["length"] = r.length;
   j["in_distribution"] = r.in_distribution;

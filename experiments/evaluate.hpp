@@ -44,7 +44,7 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
 std::vector<LengthResult> evaluate_lengths(Transformer& model, const Task& task, const ExperimentConfig& cfg,
                                            const std::vector<std::size_t>& lengths);
 
-nlohmann::json to_json(const LengthResult& r);
+nlohmann::ordered_json to_json(const LengthResult& r);
 LengthResult length_result_from_json(const nlohmann::json& j);
 
 // A plain-text table of results (one row per length), for the console.

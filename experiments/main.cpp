@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
   train->add_flag("--resume", resume, "continue from the latest checkpoint in the run directory");
   train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
+  int cell = -1;
+  train->add_option("--cell", cell, "train only cell K (0-based) of the config's [sweep] grid")->check(CLI::NonNegativeNumber);
   train->add_option("--label", label, "sweep cell label (set by pelab sweep)")->group("");
   train->add_option("--assign", assigns, "swept key=value of this cell (set by pelab sweep)")->group("");
 
@@ -205,7 +207,7 @@ int main(int argc, char** argv) {
       std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), ck->c_str(),
                   format_results(results, task->is_language_model()).c_str());
       if (!json_out.empty()) {
-        nlohmann::json j = nlohmann::json::array();
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const auto& r : results) j.push_back(to_json(r));
         write_file_atomic(json_out, j.dump(2) + "\n");
       }
@@ -225,12 +227,24 @@ int main(int argc, char** argv) {
     }
 
     // train
-    if (!cfg.sweep.empty())
-      throw Error(config_path + " defines a [sweep] grid of " + std::to_string(expand_sweep(cfg).size()) +
-                  " cells: run it with `pelab sweep " + config_path + "`, or train one cell by fixing the swept keys "
-                  "with --set and removing [sweep]");
     RunOptions ro;
     ro.run_dir = out_dir.empty() ? cfg.output_dir : out_dir;
+    if (!cfg.sweep.empty()) {
+      const auto cells = expand_sweep(cfg);
+      if (cell < 0 || static_cast<std::size_t>(cell) >= cells.size()) {
+        std::string msg = config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
+                          " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:";
+        for (std::size_t i = 0; i < cells.size(); ++i) msg += "\n  " + std::to_string(i) + ": " + cells[i].label;
+        throw Error(msg);
+      }
+      const SweepCell& c = cells[static_cast<std::size_t>(cell)];
+      cfg = c.config;
+      if (out_dir.empty()) ro.run_dir = cfg.output_dir + "/" + c.dir_name;
+      label = c.label;
+      for (const auto& a : c.assignment) assigns.push_back(a.first + "=" + value_str(a.second));
+    } else if (cell >= 0) {
+      throw Error("--cell: " + config_path + " has no [sweep] grid");
+    }
     ro.resume = resume;
     ro.console = !quiet;
     ro.label = label;

@@ -1,6 +1,7 @@
 #include "layers/param_spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/tensor.hpp"
@@ -26,6 +27,15 @@ std::string value_str(const Value& v) {
   return os.str();
 }
 
+namespace {
+std::string num_str(double x) {  // integers without an exponent: "1000000", not "1e+06"
+  std::ostringstream os;
+  if (x == std::floor(x) && std::abs(x) < 1e15) os << static_cast<long long>(x);
+  else os << x;
+  return os.str();
+}
+}  // namespace
+
 std::string ParamSpec::allowed() const {
   std::ostringstream os;
   if (type == ValueType::string && !choices.empty()) {
@@ -34,9 +44,9 @@ std::string ParamSpec::allowed() const {
     return os.str();
   }
   os << "a" << (type == ValueType::integer ? "n " : " ") << type_name(type);
-  if (min && max) os << " in [" << *min << ", " << *max << "]";
-  else if (min) os << " >= " << *min;
-  else if (max) os << " <= " << *max;
+  if (min && max) os << " in [" << num_str(*min) << ", " << num_str(*max) << "]";
+  else if (min) os << " >= " << num_str(*min);
+  else if (max) os << " <= " << num_str(*max);
   return os.str();
 }
 
