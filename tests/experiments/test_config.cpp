@@ -1,0 +1,349 @@
+// Config loading: a good config round-trips through to_toml; every class of mistake (unknown key,
+// wrong type, out of range, unknown section/encoding/subtable, bad sweep, inconsistent model,
+// odd RoPE dims, min_len > train_len, TOML syntax) gives a message with the right line; overrides;
+// sweep expansion order, labels and directory names; every shipped config loads.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "experiments/config.hpp"
+
+using namespace pelab;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// The ConfigError message for `text` (as file "quick.toml"), or "(no error)".
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(text, "quick.toml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* kGood = R"(# a config using most keys with non-default values
+[model]
+d_model = 48
+n_layers = 3
+n_heads = 6
+d_ff = 100
+activation = "relu"
+dropout = 0.1
+causal = true
+tie_embeddings = true
+ln_eps = 1e-6
+init_std = 0.05
+
+[encoding]
+name = "rope"
+
+[encoding.rope]
+base = 500
+layout = "half"
+
+[encoding.learned]
+clamp = true
+
+[task]
+name = "addition"
+min_len = 2
+train_len = 9
+
+[task.addition]
+reverse_digits = true
+
+[train]
+steps = 700
+batch_size = 16
+optimizer = "sgd"
+lr = 0.0123456789
+min_lr = 1e-5
+schedule = "linear"
+warmup = 10
+weight_decay = 0.0
+decay_norm_and_bias = true
+decay_embeddings = false
+beta1 = 0.8
+beta2 = 0.99
+eps = 1e-7
+momentum = 0.5
+grad_clip = 0.0
+seed = 7
+log_every = 10
+eval_every = 100
+checkpoint_every = 200
+keep_checkpoints = 3
+early_stop_metric = "exact_match"
+early_stop_target = 0.99
+threads = 2
+
+[eval]
+lengths = [9, 18, 3]
+samples = 100
+batch_size = 50
+seed = 99
+
+[output]
+dir = "runs/good \"quoted\""
+)";
+
+}  // namespace
+
+TEST_CASE("config: a good config is read exactly and round-trips through to_toml") {
+  const ExperimentConfig a = parse_config(kGood, "good.toml");
+  CHECK(a.source == "good.toml");
+  CHECK(a.model.d_model == 48);
+  CHECK(a.model.n_heads == 6);
+  CHECK(a.model.d_ff == 100);
+  CHECK(a.model.activation == Activation::relu);
+  CHECK(a.model.dropout == Approx(0.1));
+  CHECK(a.model.tie_embeddings);
+  CHECK(a.model.init_std == 0.05);
+  CHECK(a.encoding == "rope");
+  CHECK(a.model.encoding == "rope");
+  CHECK(a.model.vocab > 0);          // from the task
+  CHECK(a.model.train_len > 9);      // the sequence length of 9-digit problems
+  REQUIRE(a.model.encoding_params.count("base") == 1);
+  CHECK(a.model.encoding_params.at("base") == Value(500.0));  // widened to a number
+  CHECK(a.model.encoding_params.at("fraction") == Value(1.0));  // defaults filled in
+  CHECK(a.encoding_params.count("learned") == 1);
+  CHECK(a.task == "addition");
+  CHECK(a.min_len == 2);
+  CHECK(a.train_len == 9);
+  CHECK(a.task_params.at("addition").at("reverse_digits") == Value(true));
+  CHECK(a.train.optimizer == "sgd");
+  CHECK(a.train.lr == 0.0123456789);
+  CHECK(a.train.seed == 7);
+  CHECK(a.train.early_stop_metric == "exact_match");
+  CHECK(a.train.threads == 2);
+  CHECK(a.eval.lengths == std::vector<std::size_t>{9, 18, 3});
+  CHECK(a.eval.seed == 99);
+  CHECK(a.output_dir == "runs/good \"quoted\"");
+
+  const std::string text = to_toml(a);
+  const ExperimentConfig b = parse_config(text, "resolved.toml");
+  CHECK(same_settings(a, b));
+  CHECK(to_toml(b) == text);  // the text depends on the settings only (runs compare it)
+
+  // Every key is written, defaults included.
+  CHECK_THAT(text, Contains("beta2 = 0.99\n"));
+  CHECK_THAT(text, Contains("fraction = 1.0\n"));
+  CHECK_THAT(text, Contains("[encoding.learned]\nclamp = true\nmax_len = 0\n"));
+  CHECK_THAT(text, Contains("dropout = 0.1\n"));  // the float field prints as written
+
+  // A differing config is not the same.
+  ExperimentConfig c = b;
+  c.train.beta1 = 0.7;
+  CHECK_FALSE(same_settings(a, c));
+}
+
+TEST_CASE("config: an empty file gives every default and a sweep round-trips") {
+  const ExperimentConfig d = parse_config("", "experiments/configs/empty.toml");
+  CHECK(d.task == "copy");
+  CHECK(d.encoding == "none");
+  CHECK(d.train_len == 16);
+  CHECK(d.train.steps == TrainConfig{}.steps);
+  CHECK(d.output_dir == "runs/empty");
+  CHECK(d.eval.lengths == std::vector<std::size_t>{8, 16, 32, 64});  // L/2, L, 2L, 4L for sequence tasks
+  CHECK(same_settings(d, parse_config(to_toml(d), "x.toml")));
+
+  const ExperimentConfig s = parse_config(
+      "[sweep]\n\"train.seed\" = [3, 1]\n\"encoding.name\" = [\"rope\", \"none\"]\n\"encoding.rope.base\" = [100, 1e4]\n",
+      "s.toml");
+  REQUIRE(s.sweep_order.size() == 3);
+  CHECK(s.sweep_order[0] == "train.seed");  // file order, not alphabetical
+  CHECK(s.sweep_order[2] == "encoding.rope.base");
+  CHECK(s.sweep.at("encoding.rope.base") == std::vector<Value>{Value(100.0), Value(1e4)});
+  CHECK(same_settings(s, parse_config(to_toml(s), "s.toml")));
+}
+
+TEST_CASE("config: unknown keys name the nearest valid key with the line") {
+  const std::string msg = error_of("[model]\nd_model = 64\n\n[train]\nsteps = 10\nlerning_rate = 0.1\n");
+  CHECK_THAT(msg, StartsWith("quick.toml:6: [train] unknown key 'lerning_rate' (did you mean 'lr'?)"));
+  CHECK_THAT(error_of("[model]\nn_head = 4\n"),
+             StartsWith("quick.toml:2: [model] unknown key 'n_head' (did you mean 'n_heads'?)"));
+  CHECK_THAT(error_of("[encoding]\nname = \"rope\"\n[encoding.rope]\nbse = 10\n"),
+             StartsWith("quick.toml:4: [encoding.rope] unknown key 'bse' (did you mean 'base'?)"));
+  CHECK_THAT(error_of("[encoding]\nbase = 10\n"),
+             StartsWith("quick.toml:2: [encoding] unknown key 'base'") && Contains("[encoding.rope]"));
+  CHECK_THAT(error_of("lr = 1\n"), StartsWith("quick.toml:1: key 'lr' is outside any section (did you mean [train] lr?)"));
+}
+
+TEST_CASE("config: wrong types and out-of-range values say what is allowed") {
+  CHECK_THAT(error_of("\n[model]\nd_model = 64\n\nn_heads = \"4\"\n"),
+             StartsWith("quick.toml:5: [model] key 'n_heads' has value \"4\"; expected an integer"));
+  CHECK_THAT(error_of("[model]\ndropout = 1.0\n"),
+             StartsWith("quick.toml:2: [model] key 'dropout' has value 1; expected a number in [0, 1)"));
+  CHECK_THAT(error_of("[train]\nsteps = 0\n"),
+             StartsWith("quick.toml:2: [train] key 'steps' has value 0; expected an integer in [1, "));
+  CHECK_THAT(error_of("[train]\nlr = 0.1\nschedule = \"cosin\"\n"),
+             StartsWith("quick.toml:3: [train] key 'schedule' has value \"cosin\"; expected one of: constant, cosine, linear"));
+  CHECK_THAT(error_of("[train]\nseed = [1, 2]\n"), StartsWith("quick.toml:2: [train] key 'seed' has value [ 1, 2 ]"));
+  CHECK_THAT(error_of("[train]\nlr = 1\n"), Contains("(no error)"));  // an integer is a fine number
+  CHECK_THAT(error_of("[eval]\nlengths = [8, 0]\n"),
+             StartsWith("quick.toml:2: [eval] key 'lengths' has value [ 8, 0 ]; expected an array of positive integers"));
+  CHECK_THAT(error_of("[encoding]\nname = \"rope\"\n[encoding.rope]\nlayout = \"diagonal\"\n"),
+             StartsWith("quick.toml:4: [encoding.rope] key 'layout' has value \"diagonal\"; expected one of: interleaved, half"));
+}
+
+TEST_CASE("config: unknown sections encodings tasks and subtables") {
+  CHECK_THAT(error_of("[model]\nd_model = 64\n[trian]\nsteps = 1\n"),
+             StartsWith("quick.toml:3: unknown section [trian] (did you mean [train]?)"));
+  CHECK_THAT(error_of("[encoding]\n\nname = \"ropee\"\n"),
+             StartsWith("quick.toml:3: [encoding] key 'name': unknown positional encoding 'ropee' (did you mean 'rope'?)"));
+  CHECK_THAT(error_of("[encoding]\nname = \"rope\"\n\n[encoding.ropee]\nbase = 10\n"),
+             StartsWith("quick.toml:4: [encoding] unknown encoding subtable [encoding.ropee] (did you mean [encoding.rope]?)"));
+  CHECK_THAT(error_of("[task]\nname = \"cpy\"\n"),
+             StartsWith("quick.toml:2: [task] key 'name': unknown task 'cpy' (did you mean 'copy'?)"));
+  CHECK_THAT(error_of("[task]\nname = \"copy\"\n[task.adition]\n"),
+             StartsWith("quick.toml:3: [task] unknown task subtable [task.adition] (did you mean [task.addition]?)"));
+  CHECK_THAT(error_of("[[model]]\nd_model = 4\n"), StartsWith("quick.toml:1: [model] must be a table"));
+}
+
+TEST_CASE("config: cross-key errors point at one of the keys involved") {
+  CHECK_THAT(error_of("[model]\nn_heads = 4\nd_model = 30\n"),
+             StartsWith("quick.toml:3: [model] d_model 30 is not divisible by n_heads 4"));
+  // head_dim 6 with fraction 0.5: 3 rotated dims -> the fraction line.
+  CHECK_THAT(error_of("[model]\nd_model = 24\nn_heads = 4\n[encoding]\nname = \"rope\"\n[encoding.rope]\nbase = 100\nfraction = 0.5\n"),
+             StartsWith("quick.toml:8: [encoding.rope] ") && Contains("even"));
+  // head_dim 3 with the default fraction -> the encoding name line.
+  CHECK_THAT(error_of("[model]\nd_model = 12\nn_heads = 4\n[encoding]\nname = \"rope\"\n"),
+             StartsWith("quick.toml:5: [encoding.rope] ") && Contains("even"));
+  CHECK_THAT(error_of("[task]\ntrain_len = 8\nmin_len = 9\n"),
+             StartsWith("quick.toml:3: [task] min_len 9 is greater than train_len 8"));
+  CHECK_THAT(error_of("[train]\nlr = 1e-3\nmin_lr = 1e-2\n"),
+             StartsWith("quick.toml:3: [train] min_lr 0.01 is greater than lr 0.001"));
+  // A task's own check points at the parameter it names.
+  CHECK_THAT(error_of("[task]\nname = \"assoc_recall\"\ntrain_len = 20\n[task.assoc_recall]\nvalues = 5\nkeys = 16\n"),
+             StartsWith("quick.toml:6: [task.assoc_recall] "));
+  // An eval length the task cannot produce fails at load, not after training.
+  CHECK_THAT(error_of("[task]\nname = \"assoc_recall\"\ntrain_len = 8\n[eval]\nlengths = [8, 64]\n"),
+             StartsWith("quick.toml:5: [eval] length 64 is not possible for task 'assoc_recall'"));
+}
+
+TEST_CASE("config: TOML syntax errors carry the line") {
+  const std::string msg = error_of("[model]\nd_model = 64\nn_heads = = 4\n");
+  CHECK_THAT(msg, StartsWith("quick.toml:3:") && Contains("TOML syntax error"));
+  CHECK_THAT(error_of("[model]\nd_model = 64\nd_model = 32\n"), StartsWith("quick.toml:3:"));
+}
+
+TEST_CASE("config: sweep keys and values are checked") {
+  CHECK_THAT(error_of("[sweep]\n\"train.sed\" = [1, 2]\n"),
+             StartsWith("quick.toml:2: [sweep] key 'train.sed' names no setting: [train] unknown key 'sed' (did you mean 'seed'?)"));
+  CHECK_THAT(error_of("[sweep]\n\"trian.seed\" = [1, 2]\n"), StartsWith("quick.toml:2:") && Contains("did you mean [train]?"));
+  CHECK_THAT(error_of("[sweep]\nseed = [1, 2]\n"), StartsWith("quick.toml:2:") && Contains("\"section.key\""));
+  CHECK_THAT(error_of("[sweep]\n\"encoding.rope.bse\" = [1, 2]\n"),
+             StartsWith("quick.toml:2:") && Contains("(did you mean 'base'?)"));
+  CHECK_THAT(error_of("[sweep]\n\"eval.lengths\" = [1, 2]\n"), StartsWith("quick.toml:2:") && Contains("cannot be swept"));
+  CHECK_THAT(error_of("[sweep]\n\n\"train.lr\" = [0.1, \"fast\"]\n"),
+             StartsWith("quick.toml:3: [sweep] key 'train.lr' has value \"fast\"; expected a number"));
+  CHECK_THAT(error_of("[sweep]\n\"model.n_heads\" = [4, 0]\n"),
+             StartsWith("quick.toml:2: [sweep] key 'model.n_heads' has value 0; expected an integer"));
+  CHECK_THAT(error_of("[sweep]\n\"encoding.name\" = [\"rope\", \"alibii\"]\n"),
+             StartsWith("quick.toml:2: [sweep] key 'encoding.name' has value \"alibii\": unknown positional encoding"));
+  CHECK_THAT(error_of("[sweep]\n\"train.seed\" = 3\n"), StartsWith("quick.toml:2: [sweep] key 'train.seed' has value 3; expected a non-empty array"));
+  CHECK_THAT(error_of("[sweep]\n\"train.seed\" = []\n"), StartsWith("quick.toml:2:") && Contains("non-empty array"));
+  CHECK_THAT(error_of("[sweep]\n\"train.seed\" = [1, 1]\n"), StartsWith("quick.toml:2:") && Contains("twice"));
+  // Each value alone is fine, but one combination is not: the error names the cell.
+  CHECK_THAT(error_of("[model]\nd_model = 64\n[sweep]\n\"model.n_heads\" = [4, 5]\n"),
+             StartsWith("quick.toml:4: [model] d_model 64 is not divisible by n_heads 5") &&
+                 Contains("(sweep cell model.n_heads=5)"));
+  // The base alone need not be runnable when the sweep fixes it.
+  CHECK_THAT(error_of("[model]\nd_model = 60\nn_heads = 7\n[sweep]\n\"model.n_heads\" = [4, 6]\n"), Contains("(no error)"));
+}
+
+TEST_CASE("config: overrides apply with the same checks and their own location") {
+  const ExperimentConfig c = parse_config("[train]\nlr = 0.1\n", "quick.toml",
+                                          {"train.lr=0.01", "encoding.name=rope", "encoding.rope.base = 500",
+                                           "model.causal=false", "output.dir=runs/x y", "sweep.train.seed=[1, 2]"});
+  CHECK(c.train.lr == 0.01);
+  CHECK(c.encoding == "rope");
+  CHECK(c.encoding_params.at("rope").at("base") == Value(500.0));
+  CHECK_FALSE(c.model.causal);
+  CHECK(c.output_dir == "runs/x y");
+  CHECK(c.sweep.at("train.seed").size() == 2);
+
+  CHECK_THAT(error_of("", {"train.lerning_rate=0.1"}),
+             StartsWith("--set train.lerning_rate=0.1: [train] unknown key 'lerning_rate' (did you mean 'lr'?)"));
+  CHECK_THAT(error_of("", {"model.n_heads=four"}),
+             StartsWith("--set model.n_heads=four: [model] key 'n_heads' has value \"four\"; expected an integer"));
+  CHECK_THAT(error_of("[model]\nd_model = 64\n", {"model.n_heads=5"}),
+             StartsWith("--set model.n_heads=5: [model] d_model 64 is not divisible by n_heads 5"));
+  CHECK_THAT(error_of("", {"lr=0.1"}), StartsWith("--set lr=0.1: expected section.key=value"));
+  CHECK_THAT(error_of("", {"train.lr=[1,"}), StartsWith("--set train.lr=[1,: value is not valid TOML"));
+  CHECK_THAT(error_of("", {"trian.lr=1"}), StartsWith("--set trian.lr=1: unknown section [trian] (did you mean [train]?)"));
+}
+
+TEST_CASE("config: sweep cells come in file order with labels and safe directory names") {
+  const ExperimentConfig c = parse_config(
+      "[sweep]\n\"encoding.name\" = [\"none\", \"rope\"]\n\"train.seed\" = [0, 1, 2]\n", "quick.toml");
+  const auto cells = expand_sweep(c);
+  REQUIRE(cells.size() == 6);
+  CHECK(cells[0].label == "encoding.name=none,train.seed=0");
+  CHECK(cells[1].label == "encoding.name=none,train.seed=1");  // the last key varies fastest
+  CHECK(cells[3].label == "encoding.name=rope,train.seed=0");
+  CHECK(cells[5].dir_name == "encoding.name=rope__train.seed=2");
+  for (const auto& cell : cells) {
+    CHECK(cell.config.sweep.empty());
+    CHECK(cell.config.sweep_order.empty());
+    REQUIRE(cell.assignment.size() == 2);
+    CHECK(cell.config.encoding == std::get<std::string>(cell.assignment[0].second));
+    CHECK(cell.config.model.encoding == cell.config.encoding);
+    CHECK(cell.config.train.seed == std::uint64_t(std::get<std::int64_t>(cell.assignment[1].second)));
+    const ExperimentConfig back = parse_config(to_toml(cell.config), "cell.toml");
+    CHECK(same_settings(cell.config, back));
+    CHECK(to_toml(back) == to_toml(cell.config));
+  }
+
+  // Odd characters become '-', "__" only separates; numbers print as written.
+  const auto odd = expand_sweep(parse_config(
+      "[sweep]\n\"task.char_lm.path\" = [\"a b/c__d\"]\n\"train.lr\" = [1e-3]\n\"train.early_stop_metric\" = [\"\"]\n",
+      "quick.toml"));
+  REQUIRE(odd.size() == 1);
+  CHECK(odd[0].label == "task.char_lm.path=a b/c__d,train.lr=0.001,train.early_stop_metric=");
+  CHECK(odd[0].dir_name == "task.char_lm.path=a-b-c_d__train.lr=0.001__train.early_stop_metric=");
+
+  // No grid: one cell, the config itself.
+  const auto one = expand_sweep(parse_config("", "quick.toml"));
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].label.empty());
+  CHECK(one[0].dir_name.empty());
+
+  // Sweeping the task's length re-derives default eval lengths per cell.
+  const auto lens = expand_sweep(parse_config("[sweep]\n\"task.train_len\" = [8, 16]\n", "quick.toml"));
+  REQUIRE(lens.size() == 2);
+  CHECK(lens[0].config.eval.lengths == std::vector<std::size_t>{4, 8, 16, 32});
+  CHECK(lens[1].config.eval.lengths == std::vector<std::size_t>{8, 16, 32, 64});
+}
+
+TEST_CASE("config: files load and a missing file is a clear error") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(PELAB_SOURCE_DIR) / "experiments" / "configs";
+  std::size_t n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".toml") continue;
+    INFO(entry.path().string());
+    ExperimentConfig c;
+    REQUIRE_NOTHROW(c = load_config(entry.path().string()));
+    CHECK(c.source == entry.path().string());
+    CHECK_FALSE(c.output_dir.empty());
+    REQUIRE_NOTHROW(expand_sweep(c));
+    ++n;
+  }
+  CHECK(n >= 6);
+  const ExperimentConfig quick = load_config((dir / "quick.toml").string());
+  CHECK(quick.task == "copy");
+  CHECK(expand_sweep(quick).size() == 12);
+
+  try {
+    load_config("/nonexistent/dir/nothing.toml");
+    FAIL("no error for a missing file");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(std::string(e.what()), StartsWith("/nonexistent/dir/nothing.toml: config file not found"));
+  }
+}
