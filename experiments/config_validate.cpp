@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "experiments/config_schema.hpp"
+#include "experiments/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"
 
@@ -147,11 +148,7 @@ void validate_config(ExperimentConfig& cfg, TaskCache& cache) {
     fail(location(cfg, "model"), "[model] " + strip_prefix(e.what(), "model: "));
   }
 
-  if (cfg.eval.lengths.empty()) {  // the same defaults evaluation uses: L/2 (sequence tasks), L, 2L, 4L
-    const std::size_t L = cfg.train_len;
-    if (!task.is_language_model() && L / 2 >= std::max<std::size_t>(1, cfg.min_len)) cfg.eval.lengths.push_back(L / 2);
-    for (std::size_t f : {1, 2, 4}) cfg.eval.lengths.push_back(L * f);
-  }
+  cfg.eval.lengths = eval_lengths(cfg, task);  // fills the defaults when none are given
   check_eval_lengths(cfg, info);
 }
 

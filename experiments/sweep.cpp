@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -68,11 +67,6 @@ int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt) {
   const std::vector<SweepCell> cells = expand_sweep(cfg);
   const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
   fs::create_directories(root);
-  {
-    std::set<std::string> names;
-    for (const auto& c : cells)
-      if (!names.insert(c.dir_name).second) throw Error("sweep: two cells map to the directory " + c.dir_name);
-  }
   write_file_atomic(root + "/sweep.toml", to_toml(cfg));
 
   std::vector<std::size_t> todo;

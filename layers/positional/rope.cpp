@@ -16,7 +16,7 @@ std::size_t rotated_dims(const Params& p, const ModelDims& dims) {
   const auto rot = static_cast<std::size_t>(std::llround(r));
   if (std::abs(r - double(rot)) > 1e-9 || rot % 2 != 0 || rot == 0)
     throw Error("encoding 'rope': fraction " + value_str(Value(p.get_number("fraction"))) + " of head_dim " +
-                std::to_string(dims.head_dim) + " gives " + std::to_string(r) +
+                std::to_string(dims.head_dim) + " gives " + value_str(Value(r)) +
                 " rotated dims; it must be a positive even integer");
   return rot;
 }

@@ -1,0 +1,378 @@
+// pelab report: a hand-written sweep directory (2 encodings x 3 seeds, a learned encoding with n/a at long
+// lengths, unfinished runs) gives exact summary.csv statistics, a readable summary.md and PNG plots;
+// malformed or empty input gives a clear Error.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.hpp"
+#include "experiments/report.hpp"
+
+using namespace pelab;
+using Catch::Contains;
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    static int counter = 0;
+    dir = fs::temp_directory_path() / ("pelab_report_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+const std::vector<long> kLengths = {8, 16, 32, 64};
+// Seed offsets {0, .03, .09}: mean = base + .04, sample std = sqrt(.0021).
+const std::map<int, double> kDelta = {{1, 0.0}, {2, 0.03}, {3, 0.09}};
+const std::map<std::string, std::vector<double>> kBase = {
+    {"rope", {0.9, 0.85, 0.6, 0.3}}, {"sinusoidal", {0.88, 0.8, 0.4, 0.1}}, {"learned", {0.9, 0.86, 0.2, 0.0}}};
+
+std::string na_reason(long len) {
+  return "encoding 'learned': position " + std::to_string(2 * len + 2) + " is beyond its table of 34 rows";
+}
+
+// One finished run; `na_from`: lengths >= it are n/a.
+void add_run(const fs::path& sweep, const std::string& enc, int seed, long na_from = 1000, bool lm = false) {
+  const std::string label = "encoding.name=" + enc + ",train.seed=" + std::to_string(seed);
+  json j;
+  j["label"] = label;
+  j["assignment"] = {{"encoding.name", enc}, {"train.seed", seed}};
+  j["encoding"] = enc;
+  j["task"] = lm ? "lm" : "copy";
+  j["is_lm"] = lm;
+  j["train_len"] = 16;
+  j["seed"] = seed;
+  j["steps"] = 200;
+  j["final_train_loss"] = 0.01;
+  j["train_seconds"] = 1.5;
+  j["results"] = json::array();
+  for (std::size_t i = 0; i < kLengths.size(); ++i) {
+    const long len = kLengths[i];
+    json r = {{"length", len}, {"in_distribution", len <= 16}};
+    if (len >= na_from) {
+      r["status"] = "n/a";
+      r["reason"] = na_reason(len);
+    } else {
+      const double acc = kBase.at(enc)[i] + kDelta.at(seed);
+      r["status"] = "ok";
+      r["loss"] = lm ? 2.0 + i + kDelta.at(seed) : 1.0 - acc;
+      r["token_acc"] = acc;
+      r["exact_match"] = lm ? json(nullptr) : json(acc - 0.1);
+      r["buckets"] = json::array();
+    }
+    j["results"].push_back(r);
+  }
+  const fs::path dir = sweep / label;
+  write(dir / "eval.json", j.dump(2));
+  std::string metrics;
+  for (int step : {0, 100, 200}) {
+    json m = {{"step", step}, {"split", "train"}, {"length", nullptr}, {"loss", 3.0 / (1 + step) + kDelta.at(seed)},
+              {"token_acc", nullptr}, {"exact_match", nullptr}, {"lr", 0.001}, {"grad_norm", 1.0},
+              {"tokens_per_s", 1000.0}, {"time", step * 0.01}};
+    metrics += m.dump() + "\n";
+  }
+  metrics += json({{"step", 200}, {"split", "eval"}, {"length", 16}, {"loss", 0.1}, {"token_acc", 0.9},
+                   {"exact_match", 0.8}, {"lr", nullptr}, {"grad_norm", nullptr}, {"tokens_per_s", nullptr},
+                   {"time", nullptr}})
+                 .dump() +
+             "\n";
+  write(dir / "metrics.jsonl", metrics);
+}
+
+// 2 encodings x 3 seeds, learned x 2 seeds (seed 1 n/a at 64, seed 2 at 32 and 64), one run still running
+// and one not started.
+void build_sweep(const fs::path& sweep) {
+  for (const char* enc : {"rope", "sinusoidal"})
+    for (int seed : {1, 2, 3}) add_run(sweep, enc, seed);
+  add_run(sweep, "learned", 1, 64);
+  add_run(sweep, "learned", 2, 32);
+  write(sweep / "encoding.name=rope,train.seed=4" / "metrics.jsonl",
+        "{\"step\": 0, \"split\": \"train\", \"loss\": 3.0}\n{\"step\": 50, \"split\": \"tr");
+  fs::create_directories(sweep / "encoding.name=alibi,train.seed=1");
+}
+
+using CsvRow = std::map<std::string, std::string>;
+std::vector<CsvRow> read_csv(const fs::path& p) {
+  std::istringstream in(slurp(p));
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<CsvRow> rows;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> f;
+    std::stringstream ss(l);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    if (!l.empty() && l.back() == ',') f.push_back("");
+    return f;
+  };
+  while (std::getline(in, line)) {
+    const auto f = split(line);
+    if (header.empty()) {
+      header = f;
+      continue;
+    }
+    REQUIRE(f.size() == header.size());
+    CsvRow r;
+    for (std::size_t i = 0; i < f.size(); ++i) r[header[i]] = f[i];
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+const CsvRow& find_row(const std::vector<CsvRow>& rows, const std::string& enc, long len, const std::string& metric) {
+  for (const CsvRow& r : rows)
+    if (r.at("encoding.name") == enc && r.at("length") == std::to_string(len) && r.at("metric") == metric) return r;
+  FAIL("no summary.csv row for " << enc << " " << len << " " << metric);
+  throw 0;
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+bool is_png(const fs::path& p) {
+  const std::string b = slurp(p);
+  return b.size() > 100 && b.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
+}
+
+bool has_line_containing(const std::string& text, const std::string& a, const std::string& b) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("report summary.csv has exact means sample stds and n/a counts") {
+  TempDir t;
+  build_sweep(t.dir);
+  const ReportResult res = write_report(t.dir.string(), ReportOptions{"auto", false});
+  const auto rows = read_csv(t.dir / "summary.csv");
+  // 3 groups x 4 lengths x 3 metrics.
+  REQUIRE(rows.size() == 36);
+  REQUIRE(rows.front().count("in_distribution") == 1);
+  REQUIRE(rows.front().count("n_na") == 1);
+
+  const double sd = std::sqrt(0.0021);
+  const CsvRow& r64 = find_row(rows, "rope", 64, "token_acc");
+  CHECK(std::stod(r64.at("mean")) == Approx(0.34).epsilon(1e-9));
+  CHECK(std::stod(r64.at("std")) == Approx(sd).epsilon(1e-8));
+  CHECK(r64.at("n") == "3");
+  CHECK(r64.at("n_na") == "0");
+  CHECK(r64.at("in_distribution") == "false");
+
+  const CsvRow& s8 = find_row(rows, "sinusoidal", 8, "exact_match");
+  CHECK(std::stod(s8.at("mean")) == Approx(0.82).epsilon(1e-9));
+  CHECK(std::stod(s8.at("std")) == Approx(sd).epsilon(1e-8));
+  CHECK(s8.at("in_distribution") == "true");
+  const CsvRow& s16 = find_row(rows, "sinusoidal", 16, "loss");
+  CHECK(std::stod(s16.at("mean")) == Approx(1 - 0.84).epsilon(1e-9));
+
+  // learned: two seeds at 16; one ok + one n/a at 32 (std 0 when n = 1); both n/a at 64.
+  const CsvRow& l16 = find_row(rows, "learned", 16, "token_acc");
+  CHECK(std::stod(l16.at("mean")) == Approx(0.875).epsilon(1e-9));
+  CHECK(std::stod(l16.at("std")) == Approx(std::sqrt(0.00045)).epsilon(1e-8));
+  CHECK(l16.at("n") == "2");
+  const CsvRow& l32 = find_row(rows, "learned", 32, "token_acc");
+  CHECK(std::stod(l32.at("mean")) == Approx(0.2).epsilon(1e-9));
+  CHECK(std::stod(l32.at("std")) == 0.0);
+  CHECK(l32.at("n") == "1");
+  CHECK(l32.at("n_na") == "1");
+  const CsvRow& l64 = find_row(rows, "learned", 64, "exact_match");
+  CHECK(l64.at("mean").empty());
+  CHECK(l64.at("std").empty());
+  CHECK(l64.at("n") == "0");
+  CHECK(l64.at("n_na") == "2");
+
+  // Written files are listed; no temp file left behind.
+  REQUIRE(res.files_written.size() == 2);
+  CHECK(fs::path(res.files_written[0]).filename() == "summary.csv");
+  for (const auto& e : fs::directory_iterator(t.dir)) CHECK(e.path().extension() != ".tmp");
+}
+
+TEST_CASE("report summary.md has the table markers footnotes and unfinished runs") {
+  TempDir t;
+  build_sweep(t.dir);
+  const ReportResult res = write_report(t.dir.string(), ReportOptions{"auto", false});
+  const std::string md = slurp(t.dir / "summary.md");
+  INFO(md);
+  CHECK_THAT(md, Contains("# Sweep report: copy, train_len 16"));
+  CHECK_THAT(md, Contains("percent"));
+  CHECK_THAT(md, Contains("## token accuracy (%)"));
+  CHECK_THAT(md, Contains("## exact match (%)"));
+  // Header: swept key, in-distribution lengths starred, the others not.
+  CHECK(has_line_containing(md, "| encoding.name ", " 16* |"));
+  CHECK(has_line_containing(md, " 8* |", " 64 |"));
+  CHECK(!has_line_containing(md, " 32* |", "|"));
+  CHECK_THAT(md, Contains("Lengths marked * are in-distribution (≤ train_len 16)"));
+  // Rows: rope at 8 = 94.0 ± 4.6 over 3 seeds; learned partial and all-n/a cells.
+  CHECK(has_line_containing(md, "| rope ", "94.0 ± 4.6 (3)"));
+  CHECK(has_line_containing(md, "| sinusoidal ", " 14.0 ± 4.6 (3) |"));
+  CHECK(has_line_containing(md, "| learned ", "20.0 ± 0.0 (1; 1 n/a [1])"));
+  CHECK(has_line_containing(md, "| learned ", " n/a [1] |"));
+  // One footnote for the reason (the two positions differ only in numbers), given once per table.
+  CHECK_THAT(md, Contains("- [1] n/a: encoding 'learned': position"));
+  CHECK_THAT(md, !Contains("[2]"));
+  // Unfinished runs listed, not errors.
+  CHECK_THAT(md, Contains("## Unfinished runs"));
+  CHECK(has_line_containing(md, "encoding.name=rope,train.seed=4", "last logged step 0"));
+  CHECK(has_line_containing(md, "encoding.name=alibi,train.seed=1", "not started"));
+  CHECK_THAT(md, Contains("8 finished run(s) in 3 group(s), 2 unfinished"));
+  // The returned table is the main (token accuracy) table only.
+  CHECK_THAT(res.table_markdown, Contains("## token accuracy (%)"));
+  CHECK_THAT(res.table_markdown, !Contains("exact match"));
+  CHECK_THAT(res.table_markdown, Contains("[1] n/a"));
+}
+
+TEST_CASE("report metric option picks the main table") {
+  TempDir t;
+  build_sweep(t.dir);
+  ReportOptions opt;
+  opt.plots = false;
+  opt.metric = "exact_match";
+  ReportResult res = write_report(t.dir.string(), opt);
+  CHECK_THAT(res.table_markdown, Contains("## exact match (%)"));
+  CHECK(has_line_containing(res.table_markdown, "| rope ", "84.0 ± 4.6 (3)"));
+  opt.metric = "loss";
+  res = write_report(t.dir.string(), opt);
+  CHECK_THAT(res.table_markdown, Contains("## loss"));
+  CHECK(has_line_containing(res.table_markdown, "| rope ", "0.060 ± 0.046 (3)"));
+  opt.metric = "accuracy";
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains("unknown metric 'accuracy'"));
+}
+
+TEST_CASE("report of a language-model sweep uses loss") {
+  TempDir t;
+  for (int seed : {1, 2}) add_run(t.dir, "rope", seed, 1000, true);
+  ReportOptions opt;
+  opt.plots = false;
+  const ReportResult res = write_report(t.dir.string(), opt);
+  CHECK_THAT(res.table_markdown, Contains("## loss: lm, train_len 16"));
+  CHECK(has_line_containing(res.table_markdown, "| rope ", "| 5.015 ± 0.021 (2) |"));
+  const auto rows = read_csv(t.dir / "summary.csv");
+  REQUIRE(rows.size() == 8);  // 4 lengths x (loss, token_acc)
+  opt.metric = "exact_match";
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains("exact_match is not reported"));
+}
+
+TEST_CASE("report writes gnuplot scripts data and PNG plots") {
+  TempDir t;
+  build_sweep(t.dir);
+  const ReportResult res = write_report(t.dir.string());
+  const fs::path plots = t.dir / "plots";
+  for (const char* f : {"length_generalization.dat", "length_generalization.gp", "training_curves.dat",
+                        "training_curves.gp"}) {
+    INFO(f);
+    CHECK(fs::exists(plots / f));
+  }
+  const std::string gp = slurp(plots / "length_generalization.gp");
+  CHECK_THAT(gp, Contains("filledcurves"));
+  CHECK_THAT(gp, Contains("train length"));
+  CHECK_THAT(gp, Contains("set arrow from 16"));
+  // learned: no point at 64 (n/a omitted) but one at 32.
+  const std::string dat = slurp(plots / "length_generalization.dat");
+  CHECK_THAT(dat, Contains("# learned\n8 "));
+  CHECK_THAT(dat, Contains("\n32 20 0 1 20 20\n"));
+  CHECK_THAT(dat, !Contains("\n64 20"));
+  CHECK_THAT(slurp(plots / "training_curves.dat"), Contains("# rope\n0 3.04 3\n"));
+  if (!have_gnuplot()) {
+    WARN("gnuplot not installed: PNG rendering not checked");
+    return;
+  }
+  for (const std::string& w : res.warnings) INFO(w);
+  CHECK(res.warnings.empty());
+  CHECK(is_png(plots / "length_generalization.png"));
+  CHECK(is_png(plots / "training_curves.png"));
+  for (const auto& e : fs::directory_iterator(plots)) {
+    CHECK(e.path().extension() != ".tmp");
+    CHECK(e.path().extension() != ".log");
+  }
+  const std::string md = slurp(t.dir / "summary.md");
+  CHECK_THAT(md, Contains("](plots/length_generalization.png)"));
+  CHECK_THAT(md, Contains("](plots/training_curves.png)"));
+}
+
+TEST_CASE("report without gnuplot warns and still writes scripts") {
+  TempDir t;
+  build_sweep(t.dir);
+  ReportOptions opt;
+  opt.gnuplot = "/nonexistent/gnuplot";
+  const ReportResult res = write_report(t.dir.string(), opt);
+  REQUIRE(res.warnings.size() == 1);
+  CHECK_THAT(res.warnings[0], Contains("gnuplot not found"));
+  CHECK(fs::exists(t.dir / "plots" / "length_generalization.gp"));
+  CHECK(!fs::exists(t.dir / "plots" / "length_generalization.png"));
+  CHECK(fs::exists(t.dir / "summary.md"));
+}
+
+TEST_CASE("report errors name the malformed file") {
+  TempDir t;
+  build_sweep(t.dir);
+  const fs::path bad = t.dir / "encoding.name=rope,train.seed=2" / "eval.json";
+  ReportOptions opt;
+  opt.plots = false;
+  write(bad, "{\"label\": \"x\", \"results\": [");
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("invalid JSON"));
+  write(bad, R"({"encoding": "rope", "task": "copy", "is_lm": false, "train_len": 16,
+                 "results": [{"length": 8, "status": "done"}]})");
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("results[0].status"));
+  write(bad, R"({"encoding": "rope", "task": "copy", "is_lm": false, "results": []})");
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("train_len"));
+  // A malformed metrics line of a finished run names file and line.
+  add_run(t.dir, "rope", 2);
+  const fs::path metrics = t.dir / "encoding.name=rope,train.seed=2" / "metrics.jsonl";
+  write(metrics, "{\"step\": 0, \"split\": \"train\", \"loss\": 1.0}\nnot json\n");
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(metrics.string()) && Contains("line 2"));
+}
+
+TEST_CASE("report of an empty or missing directory is an error") {
+  TempDir t;
+  CHECK_THROWS_WITH(write_report(t.dir.string()), Contains("no finished runs in " + t.dir.string()));
+  fs::create_directories(t.dir / "run1");
+  write(t.dir / "run2" / "metrics.jsonl", "{\"step\": 3, \"split\": \"train\"}\n");
+  CHECK_THROWS_WITH(write_report(t.dir.string()), Contains("no finished runs") && Contains("2 unfinished"));
+  CHECK_THROWS_WITH(write_report((t.dir / "nope").string()), Contains("not a directory"));
+  CHECK(!fs::exists(t.dir / "summary.csv"));
+}
+
+TEST_CASE("report of a single run directory") {
+  TempDir t;
+  add_run(t.dir, "rope", 1);
+  const fs::path run = t.dir / "encoding.name=rope,train.seed=1";
+  ReportOptions opt;
+  opt.plots = false;
+  const ReportResult res = write_report(run.string(), opt);
+  CHECK(has_line_containing(res.table_markdown, "| rope ", "| 90.0 ± 0.0 (1) |"));
+  CHECK(fs::exists(run / "summary.csv"));
+}

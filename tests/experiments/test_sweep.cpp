@@ -1,0 +1,134 @@
+// End to end through the real CLI: a tiny sweep runs, reports, and resumes by skipping finished cells;
+// bad input exits 2 and writes nothing; a small run through the full stack learns.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/config.hpp"
+#include "experiments/run.hpp"
+#include "training/fs.hpp"
+
+using namespace pelab;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("pelab_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+int run_cli(const std::string& args, const std::string& log) {
+  const std::string cmd = std::string(PELAB_BINARY) + " " + args + " > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+const char* kTinySweep = R"(
+[model]
+d_model = 16
+n_layers = 1
+n_heads = 2
+[task]
+name = "copy"
+train_len = 4
+[train]
+steps = 40
+batch_size = 8
+log_every = 20
+[eval]
+lengths = [2, 4, 8]
+samples = 16
+[sweep]
+"encoding.name" = ["none", "rope"]
+"train.seed" = [0, 1]
+)";
+
+}  // namespace
+
+TEST_CASE("a sweep runs every cell in parallel processes, reports, and a re-run skips finished cells", "[sweep][e2e]") {
+  const std::string dir = temp_dir("sweep");
+  const std::string cfg = dir + "/tiny.toml";
+  std::ofstream(cfg) << kTinySweep;
+  const std::string out = dir + "/out";
+  REQUIRE(run_cli("sweep " + cfg + " --out " + out + " --jobs 2", dir + "/log1.txt") == 0);
+  const std::vector<std::string> cells = {"encoding.name=none__train.seed=0", "encoding.name=none__train.seed=1",
+                                          "encoding.name=rope__train.seed=0", "encoding.name=rope__train.seed=1"};
+  for (const auto& c : cells) {
+    INFO(c << "\n" << read_file(dir + "/log1.txt"));
+    REQUIRE(fs::exists(out + "/" + c + "/eval.json"));
+    const auto j = nlohmann::json::parse(read_file(out + "/" + c + "/eval.json"));
+    CHECK(j.at("results").size() == 3);
+    CHECK(j.at("assignment").at("encoding.name") == (c.find("rope") != std::string::npos ? "rope" : "none"));
+  }
+  CHECK(fs::exists(out + "/summary.md"));
+  CHECK(fs::exists(out + "/summary.csv"));
+
+  // Forget one cell's result: a re-run trains only that cell and leaves the others untouched.
+  const auto kept = fs::last_write_time(out + "/" + cells[0] + "/eval.json");
+  fs::remove(out + "/" + cells[3] + "/eval.json");
+  REQUIRE(run_cli("sweep " + cfg + " --out " + out + " --jobs 2", dir + "/log2.txt") == 0);
+  const std::string log2 = read_file(dir + "/log2.txt");
+  INFO(log2);
+  CHECK(log2.find("3 already finished") != std::string::npos);
+  CHECK(fs::exists(out + "/" + cells[3] + "/eval.json"));
+  CHECK(fs::last_write_time(out + "/" + cells[0] + "/eval.json") == kept);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bad config input exits with code 2, says where, and writes nothing", "[cli][errors]") {
+  const std::string dir = temp_dir("badcfg");
+  const std::string cfg = dir + "/bad.toml";
+  std::ofstream(cfg) << "[train]\nlerning_rate = 0.1\n[output]\ndir = \"" << dir << "/never\"\n";
+  CHECK(run_cli("train " + cfg, dir + "/log.txt") == 2);
+  const std::string log = read_file(dir + "/log.txt");
+  CHECK(log.find("bad.toml:2") != std::string::npos);
+  CHECK(log.find("lr") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/never"));
+  CHECK(run_cli("train " + cfg + " --set model.n_heads=3", dir + "/log.txt") == 2);
+  CHECK(run_cli("frobnicate", dir + "/log.txt") != 0);
+  CHECK(run_cli("eval " + dir, dir + "/log.txt") == 2);  // no config.toml there
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a seconds-long run through the full stack learns copy", "[e2e][learn]") {
+  const std::string dir = temp_dir("learn");
+  ExperimentConfig cfg = parse_config(R"(
+[model]
+d_model = 32
+n_layers = 2
+n_heads = 2
+[encoding]
+name = "rope"
+[task]
+name = "copy"
+train_len = 4
+[train]
+steps = 300
+batch_size = 16
+lr = 3e-3
+warmup = 20
+log_every = 50
+[eval]
+lengths = [4]
+samples = 64
+)", "learn.toml");
+  RunOptions ro;
+  ro.run_dir = dir + "/run";
+  ro.console = false;
+  REQUIRE(run_experiment(cfg, ro) == kOk);
+  const auto j = nlohmann::json::parse(read_file(ro.run_dir + "/eval.json"));
+  const double loss = j.at("final_train_loss").get<double>();
+  const double acc = j.at("results").at(0).at("token_acc").get<double>();
+  INFO("final train loss " << loss << ", token accuracy " << acc);
+  CHECK(loss < 0.5);   // chance is ln(10) = 2.3
+  CHECK(acc > 0.85);
+  fs::remove_all(dir);
+}
