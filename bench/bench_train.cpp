@@ -1,0 +1,336 @@
+// Training-throughput benchmark: tokens/s of one full training step (forward, masked cross-entropy,
+// backward, AdamW step, zero_grad) of the decoder-only transformer, plus peak RSS, steady-state
+// memory growth and model FLOP/s utilisation against a single-thread sgemm peak.
+//
+//   bench_train [--config a|b|c|all] [--encoding NAME|all] [--steps N] [--warmup N] [--threads N]
+//               [--peak-gflops X] [--peak-only] [--json]
+//
+// Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
+// with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
+// bench/bench_torch.py measures the same model in PyTorch; scripts/bench.sh runs both side by side.
+//
+// FLOPs per step count the GEMMs only (layer norm, softmax, GELU, RoPE and the optimizer are left
+// out, so utilisation is a lower bound of the work done):
+//   6 * N_mm * B*T                        matmul weights: forward 2 flops per weight per token,
+//                                         backward 4 (input gradient + weight gradient)
+//   + n_layers * 3 * 2 * 2 * B*H*T*T*hs   attention scores q k^T and probs @ v, forward 2 GEMMs of
+//                                         2*T*T*hs flops per (batch, head), backward twice that;
+//                                         the full T x T square (causal half not subtracted)
+// with N_mm = n_layers * (3d^2 + d^2 + 2 d d_ff) + d * vocab (qkv, attention projection, MLP, LM head).
+#include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/allocator.hpp"
+#include "core/blas.hpp"
+#include "core/ops/cross_entropy.hpp"
+#include "core/rng.hpp"
+#include "core/tensor.hpp"
+#include "layers/positional/encoding.hpp"
+#include "layers/transformer.hpp"
+#include "training/optimizer.hpp"
+
+using namespace pelab;
+
+namespace {
+
+struct BenchConfig {
+  std::string name;
+  std::size_t d_model, n_layers, n_heads, batch, seq;
+  int steps, warmup;  // defaults sized so a full scripts/bench.sh run stays within ~10 minutes
+};
+
+constexpr std::size_t kVocab = 20;
+const std::vector<BenchConfig> kConfigs = {
+    {"a", 64, 2, 4, 32, 32, 300, 30},
+    {"b", 128, 4, 4, 32, 64, 40, 5},
+    {"c", 256, 4, 8, 16, 128, 12, 3},
+};
+const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope"};
+
+struct Options {
+  std::string config = "all", encoding = "all";
+  int steps = -1, warmup = -1, threads = 1;  // -1: the config's default
+  double peak_gflops = 0;                    // 0: measure
+  bool peak_only = false, json = false;
+};
+
+double cpu_now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A "VmXXX:  1234 kB" field of /proc/self/status, in MB.
+double proc_status_mb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::size_t n = std::strlen(field);
+  while (std::getline(in, line))
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::strtod(line.c_str() + n + 1, nullptr) / 1024.0;
+  return -1;
+}
+
+// Bytes the allocator currently hands out (arena chunks in use + mmapped blocks): a leak or a growing
+// cache shows here even when RSS hides it (freed pages kept by malloc).
+double heap_in_use_kb() {
+  const struct mallinfo2 mi = mallinfo2();
+  return (double(mi.uordblks) + double(mi.hblkhd)) / 1024.0;
+}
+
+// Single-thread sgemm peak in GFLOP/s: the best of several 1024^3 products (a peak is a best case;
+// on a loaded machine the best run is the one least disturbed).
+double measure_peak_gflops() {
+  const std::size_t n = 1024;
+  Rng rng(7);
+  std::vector<real> A(n * n), B(n * n), C(n * n);
+  for (auto& v : A) v = static_cast<real>(rng.uniform() - 0.5);
+  for (auto& v : B) v = static_cast<real>(rng.uniform() - 0.5);
+  const int saved = blas::num_threads();
+  blas::set_num_threads(1);
+  double best = 1e30;
+  for (int r = 0; r < 8; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    blas::gemm(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) best = std::min(best, s);  // run 0 warms caches and OpenBLAS buffers
+  }
+  blas::set_num_threads(saved);
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+const BenchConfig& find_config(const std::string& name) {
+  for (const auto& c : kConfigs)
+    if (c.name == name) return c;
+  throw Error("--config: unknown configuration '" + name + "'; allowed: a, b, c, all");
+}
+
+void run_cell(const BenchConfig& bc, const std::string& encoding, const Options& opt) {
+  const double rss_base = proc_status_mb("VmRSS");
+  const int steps = opt.steps > 0 ? opt.steps : bc.steps;
+  const int warmup = opt.warmup >= 0 ? opt.warmup : bc.warmup;
+  blas::set_num_threads(opt.threads);
+
+  ModelConfig mc;
+  mc.vocab = kVocab;
+  mc.d_model = bc.d_model;
+  mc.n_layers = bc.n_layers;
+  mc.n_heads = bc.n_heads;
+  mc.encoding = encoding;
+  mc.train_len = bc.seq;
+  Transformer model(mc);
+  Rng init_rng(0);
+  init_parameters(model, init_rng);
+  model.set_training(true);
+
+  OptimizerConfig oc;
+  oc.kind = "adamw";
+  oc.weight_decay = 0.01;
+  auto optimizer = make_optimizer(oc, model.parameters());
+
+  // One fixed random batch: throughput does not depend on the values.
+  const std::size_t B = bc.batch, T = bc.seq;
+  Rng data_rng(1);
+  IndexArray tokens(Shape{B, T}), targets(Shape{B, T});
+  for (auto& v : tokens) v = static_cast<std::int32_t>(data_rng.below(kVocab));
+  for (auto& v : targets) v = static_cast<std::int32_t>(data_rng.below(kVocab));
+  const IndexArray positions = default_positions(B, T);
+  Array mask(Shape{B, T});
+  mask.fill(real(1));  // every token counts
+
+  double loss_first = 0, loss_last = 0;
+  auto step = [&] {
+    Tensor logits = model.forward(tokens, positions);
+    Tensor loss = cross_entropy(logits, targets, &mask);
+    loss_last = loss.item();
+    loss.backward();
+    optimizer->step(1e-3);
+    model.zero_grad();
+  };
+
+  for (int i = 0; i < warmup; ++i) {
+    step();
+    if (i == 0) loss_first = loss_last;
+  }
+  std::vector<double> wall(steps), cpu(steps);  // before the heap baseline: not a step's allocation
+  const double rss_warm = proc_status_mb("VmRSS"), heap_warm = heap_in_use_kb();
+  const memory::Stats mem_warm = memory::stats();
+  for (int i = 0; i < steps; ++i) {
+    const double c0 = cpu_now_s();
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    wall[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cpu[i] = cpu_now_s() - c0;
+    if (warmup == 0 && i == 0) loss_first = loss_last;
+  }
+  const double rss_end = proc_status_mb("VmRSS"), heap_end = heap_in_use_kb();
+  const memory::Stats mem_end = memory::stats();
+  // Tensor buffers obtained from the system during the timed steps: 0 when steady state allocates nothing new.
+  const std::size_t sys_allocs = mem_end.system_allocs - mem_warm.system_allocs;
+  const double sys_mb_delta = (double(mem_end.system_bytes) - double(mem_warm.system_bytes)) / (1 << 20);
+  const double peak_rss = proc_status_mb("VmHWM");
+  // Measured after the cell when not given, so that its buffers stay out of the cell's RSS figures.
+  const double peak_gflops = opt.peak_gflops > 0 ? opt.peak_gflops : measure_peak_gflops();
+
+  const std::size_t d = bc.d_model, ff = mc.d_ff ? mc.d_ff : 4 * d, L = bc.n_layers;
+  const double n_mm = double(L) * (4.0 * d * d + 2.0 * d * ff) + double(d) * kVocab;
+  const double flops = 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d;
+  const double step_s = median(wall), cpu_s = median(cpu);
+  const double tok_s = double(B * T) / step_s, gflops = flops / step_s / 1e9;
+  const double util = gflops / peak_gflops;
+
+  if (opt.json) {
+    std::printf(
+        "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
+        "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
+        "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
+        "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
+        "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
+        "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
+        "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.5f}\n",
+        bc.name.c_str(), encoding.c_str(), opt.threads, B, T, d, L, bc.n_heads, kVocab,
+        model.num_parameters(), warmup, steps, step_s * 1e3, cpu_s * 1e3, tok_s, double(B * T) / cpu_s,
+        flops, gflops, peak_gflops, util, rss_base, peak_rss, rss_warm, rss_end, rss_end - rss_warm,
+        heap_end - heap_warm, sys_allocs, sys_mb_delta, mem_end.system_bytes / double(1 << 20), loss_first,
+        loss_last);
+  } else {
+    std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %d thread(s)\n",
+                bc.name.c_str(), d, L, bc.n_heads, B, T, encoding.c_str(), opt.threads);
+    std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", tok_s,
+                step_s * 1e3, cpu_s * 1e3, steps, warmup);
+    std::printf("  %.2f GFLOP/s (%.3g GFLOP/step)", gflops, flops / 1e9);
+    std::printf(" = %.1f%% of the single-thread sgemm peak %.1f GFLOP/s", 100 * util, peak_gflops);
+    std::printf("\n  peak RSS %.1f MB; RSS after warm-up %.2f MB, after %d more steps %.2f MB (%+.3f MB); "
+                "heap in use %+.1f kB\n"
+                "  tensor buffers from the system during the timed steps: %zu (%+.3f MB; %.2f MB held)\n"
+                "  loss %.4f -> %.4f\n",
+                peak_rss, rss_warm, steps, rss_end, rss_end - rss_warm, heap_end - heap_warm, sys_allocs,
+                sys_mb_delta, mem_end.system_bytes / double(1 << 20), loss_first, loss_last);
+  }
+  std::fflush(stdout);
+}
+
+int parse_int(const std::string& flag, const char* s, int lo) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end || v < lo || v > 1000000)
+    throw Error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + s + "'");
+  return static_cast<int>(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw Error(a + ": missing value");
+      return argv[++i];
+    };
+    if (a == "--config") o.config = value();
+    else if (a == "--encoding") o.encoding = value();
+    else if (a == "--steps") o.steps = parse_int(a, value(), 1);
+    else if (a == "--warmup") o.warmup = parse_int(a, value(), 0);
+    else if (a == "--threads") o.threads = parse_int(a, value(), 1);
+    else if (a == "--peak-gflops") {
+      const char* s = value();
+      char* end = nullptr;
+      o.peak_gflops = std::strtod(s, &end);
+      if (end == s || *end || !(o.peak_gflops > 0)) throw Error(a + ": expected a positive number, got '" + s + "'");
+    } else if (a == "--peak-only") o.peak_only = true;
+    else if (a == "--json") o.json = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--steps N] [--warmup N]\n"
+                  "                   [--threads N] [--peak-gflops X] [--peak-only] [--json]\n");
+      std::exit(0);
+    } else
+      throw Error("unknown argument '" + a + "'; see --help");
+  }
+  return o;
+}
+
+// Runs one cell in a fresh copy of this executable; false if the child failed.
+bool run_child(const Options& o, const std::string& config, const std::string& encoding) {
+  std::vector<std::string> args = {"bench_train", "--config", config, "--encoding", encoding,
+                                   "--threads", std::to_string(o.threads), "--peak-gflops",
+                                   std::to_string(o.peak_gflops)};
+  if (o.steps > 0) args.insert(args.end(), {"--steps", std::to_string(o.steps)});
+  if (o.warmup >= 0) args.insert(args.end(), {"--warmup", std::to_string(o.warmup)});
+  if (o.json) args.push_back("--json");
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    execv("/proc/self/exe", argv.data());
+    std::perror("bench_train: execv /proc/self/exe");
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options o = parse(argc, argv);
+    std::vector<std::string> configs, encodings;
+    if (o.config == "all") {
+      for (const auto& c : kConfigs) configs.push_back(c.name);
+    } else {
+      configs.push_back(find_config(o.config).name);
+    }
+    if (o.encoding == "all") {
+      encodings = kEncodings;
+    } else {
+      EncodingRegistry::instance().get(o.encoding);  // throws listing the known names
+      encodings.push_back(o.encoding);
+    }
+
+    const bool one_cell = configs.size() * encodings.size() == 1;
+    if (o.peak_gflops <= 0 && (o.peak_only || !one_cell)) o.peak_gflops = measure_peak_gflops();
+    if (o.peak_only) {
+      if (o.json) std::printf("{\"impl\":\"sgemm_peak\",\"n\":1024,\"threads\":1,\"peak_gflops\":%.4f}\n", o.peak_gflops);
+      else std::printf("single-thread sgemm 1024^3 peak: %.2f GFLOP/s\n", o.peak_gflops);
+      return 0;
+    }
+    if (one_cell) {
+      run_cell(find_config(configs[0]), encodings[0], o);
+      return 0;
+    }
+    if (!o.json) std::printf("single-thread sgemm 1024^3 peak: %.2f GFLOP/s\n", o.peak_gflops);
+    int failed = 0;
+    for (const auto& c : configs)
+      for (const auto& e : encodings)
+        if (!run_child(o, c, e)) {
+          std::fprintf(stderr, "bench_train: cell config %s encoding %s failed\n", c.c_str(), e.c_str());
+          ++failed;
+        }
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train: %s\n", e.what());
+    return 2;
+  }
+}
