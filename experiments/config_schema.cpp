@@ -105,7 +105,9 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("causal", model.causal, none, none, "false: bidirectional attention"),
                 PELAB_FIELD("tie_embeddings", model.tie_embeddings, none, none, "LM head shares the embedding"),
                 PELAB_FIELD("ln_eps", model.ln_eps, 1e-12, 1.0, "LayerNorm epsilon"),
-                PELAB_FIELD("init_std", model.init_std, 0.0, 10.0, "std of the normal weight init")},
+                PELAB_FIELD("init_std", model.init_std, 0.0, 10.0, "std of the normal init of Linear weights"),
+                PELAB_FIELD("emb_init_std", model.emb_init_std, 0.0, 10.0,
+                            "std of the normal init of token embeddings and learned position tables")},
                {}});
   s.push_back({"encoding",
                {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)")},

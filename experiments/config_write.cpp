@@ -45,7 +45,7 @@ std::string to_toml(const ExperimentConfig& cfg) {
 bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b) {
   auto model = [](const ModelConfig& m) {
     return std::tie(m.vocab, m.d_model, m.n_layers, m.n_heads, m.d_ff, m.activation, m.dropout, m.causal,
-                    m.tie_embeddings, m.ln_eps, m.init_std, m.encoding, m.encoding_params, m.train_len);
+                    m.tie_embeddings, m.ln_eps, m.init_std, m.emb_init_std, m.encoding, m.encoding_params, m.train_len);
   };
   auto train = [](const TrainConfig& t) {
     return std::tie(t.steps, t.batch_size, t.optimizer, t.lr, t.min_lr, t.schedule, t.warmup, t.weight_decay,

@@ -106,7 +106,7 @@ int run_experiment(const ExperimentConfig& cfg, const RunOptions& opt) {
   Transformer model(mcfg);
   {
     Rng irng = init_rng(cfg.train.seed);
-    init_parameters(model, irng, cfg.model.init_std);
+    init_parameters(model, irng, cfg.model.init_std, cfg.model.emb_init_std);
   }
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(cfg, model.num_parameters()).c_str());
 

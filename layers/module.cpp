@@ -58,14 +58,16 @@ void Module::zero_grad() {
   for (auto& p : parameters()) p.tensor.zero_grad();
 }
 
-void init_parameters(const Module& m, Rng& rng, double init_std) {
+void init_parameters(const Module& m, Rng& rng, double init_std, double emb_init_std) {
   for (auto& p : m.parameters()) {
     real* d = p.tensor.mutable_data();
     const std::size_t n = p.tensor.numel();
     switch (p.kind) {
       case ParamKind::weight:
-      case ParamKind::embedding:
         for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<real>(rng.normal() * init_std);
+        break;
+      case ParamKind::embedding:
+        for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<real>(rng.normal() * emb_init_std);
         break;
       case ParamKind::bias:
       case ParamKind::norm_bias:

@@ -15,7 +15,7 @@ namespace pelab {
 // What a parameter is decides its initialization (layers/init.hpp) and whether weight decay applies.
 enum class ParamKind {
   weight,     // Linear weights: normal(0, init_std), decayed
-  embedding,  // token embeddings and learned position tables: normal(0, init_std), decayed
+  embedding,  // token embeddings and learned position tables: normal(0, emb_init_std), decayed
   bias,       // Linear biases: zeros, not decayed
   norm_gain,  // LayerNorm gains: ones, not decayed
   norm_bias,  // LayerNorm biases: zeros, not decayed
@@ -61,8 +61,9 @@ class Module {
   bool training_ = true;
 };
 
-// Initialization, in one place. Weights and embeddings ~ normal(0, init_std); biases zeros; LayerNorm
-// gains ones and biases zeros (GPT-2's scheme without its residual rescaling).
-void init_parameters(const Module& m, Rng& rng, double init_std = 0.02);
+// Initialization, in one place. Linear weights ~ normal(0, init_std), embeddings (token and learned
+// position tables) ~ normal(0, emb_init_std); biases zeros; LayerNorm gains ones and biases zeros
+// (GPT-2's scheme without its residual rescaling).
+void init_parameters(const Module& m, Rng& rng, double init_std = 0.02, double emb_init_std = 0.02);
 
 }  // namespace pelab

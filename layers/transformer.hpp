@@ -22,7 +22,8 @@ struct ModelConfig {
   bool causal = true;                 // false: bidirectional attention
   bool tie_embeddings = false;        // LM head shares tok_emb.weight
   real ln_eps = real(1e-5);
-  double init_std = 0.02;             // weights ~ normal(0, init_std) (layers/module.hpp)
+  double init_std = 0.02;             // Linear weights ~ normal(0, init_std) (layers/module.hpp)
+  double emb_init_std = 0.02;         // token embeddings and learned position tables
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
   std::size_t train_len = 0;          // longest training sequence (learned tables size from it)

@@ -21,7 +21,7 @@ inline ModelConfig small_config(const std::string& encoding, std::map<std::strin
 inline std::unique_ptr<Transformer> make_model(const ModelConfig& c, std::uint64_t seed = 1, double std = 0.3) {
   auto m = std::make_unique<Transformer>(c);
   Rng rng(seed);
-  init_parameters(*m, rng, std);  // larger than the 0.02 default so positions visibly matter
+  init_parameters(*m, rng, std, std);  // larger than the 0.02 default so positions visibly matter
   return m;
 }
 

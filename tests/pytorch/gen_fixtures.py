@@ -8,6 +8,7 @@ parameter's gradient and a 5-step AdamW training run. See tests/pytorch/README.m
 Run with Debian's torch (NOT a pyenv/venv python):
     /usr/bin/python3 tests/pytorch/gen_fixtures.py
 """
+import copy
 import json
 import math
 import os
@@ -42,8 +43,8 @@ def save_safetensors(path, tensors, metadata):
     header, chunks, offset = {}, [], 0
     for name in sorted(tensors):
         a = np.array(tensors[name], order="C")  # (ascontiguousarray would turn 0-d into 1-d)
-        dtype = {np.dtype(np.float32): "F32", np.dtype(np.int32): "I32"}[a.dtype]
-        b = a.astype("<f4" if dtype == "F32" else "<i4").tobytes()
+        dtype = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int32): "I32"}[a.dtype]
+        b = a.astype({"F32": "<f4", "F64": "<f8", "I32": "<i4"}[dtype]).tobytes()
         header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
         chunks.append(b)
         offset += len(b)
@@ -66,7 +67,7 @@ def load_safetensors(path):
     data, out = raw[8 + n:], {}
     for name, e in header.items():
         begin, end = e["data_offsets"]
-        dt = {"F32": "<f4", "I32": "<i4"}[e["dtype"]]
+        dt = {"F32": "<f4", "F64": "<f8", "I32": "<i4"}[e["dtype"]]
         a = np.frombuffer(data[begin:end], dtype=dt).reshape(e["shape"])
         assert a.nbytes == end - begin, name
         out[name] = a
@@ -222,11 +223,15 @@ def build_fixture(enc):
     names = [n for n, _ in model.named_parameters()]
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
 
-    logits = model(tokens, positions)
-    loss = masked_ce(logits, targets, mask)
+    # The reference outputs come from the same model and float32 weights evaluated in float64: the
+    # oracle is then the exact result, and pelab's float32 error is measured alone (a float32 PyTorch
+    # result carries rounding errors of its own, as large as pelab's).
+    model64 = copy.deepcopy(model).double()
+    logits = model64(tokens, positions)
+    loss = masked_ce(logits, targets, mask.double())
     loss.backward()
-    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
-    model.zero_grad(set_to_none=True)
+    grads = {n: p.grad.detach().clone() for n, p in model64.named_parameters()}
+    del model64
 
     decay = [p for n, p in model.named_parameters() if n.endswith(".weight") and not is_layernorm(n)]
     no_decay = [p for n, p in model.named_parameters() if not (n.endswith(".weight") and not is_layernorm(n))]
@@ -256,7 +261,7 @@ def build_fixture(enc):
         "input.targets": targets.to(torch.int32).numpy(),
         "input.mask": mask.numpy(),
         "out.logits": logits.detach().numpy(),
-        "out.loss": np.array(loss.item(), dtype=np.float32),
+        "out.loss": np.array(loss.item(), dtype=np.float64),
         "train.losses": np.array(losses, dtype=np.float32),
         "train.grad_norms": np.array(norms, dtype=np.float32),
         "train.lrs": np.array(lrs, dtype=np.float32),
