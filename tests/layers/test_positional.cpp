@@ -235,3 +235,27 @@ TEST_CASE("inconsistent model settings are caught when the model is built", "[po
   ModelConfig c3 = small_config("rope", {{"fraction", Value(0.5)}});  // 4 of 8 dims: fine
   CHECK_NOTHROW(Transformer(c3));
 }
+
+TEST_CASE("alibi adds -slope * distance per head and makes attention translation invariant", "[positional][alibi]") {
+  auto m = make_model(small_config("alibi"), 21);
+  const IndexArray pos = default_positions(1, 5);
+  const Tensor b = m->encoding().attention_bias(pos, 0);
+  REQUIRE(b.shape() == Shape{2, 5, 5});
+  // H = 2: slopes 2^-4 and 2^-8
+  CHECK(b.value()(0, 4, 1) == Approx(-3.0 / 16));
+  CHECK(b.value()(1, 4, 1) == Approx(-3.0 / 256));
+  CHECK(b.value()(0, 2, 2) == 0);
+  // shifting every position id leaves the outputs unchanged (relative), unlike sinusoidal
+  Rng rng(22);
+  const IndexArray tok = random_tokens(2, 7, 11, rng);
+  NoGrad ng;
+  const Array y0 = m->forward(tok, default_positions(2, 7, 0)).value();
+  const Array y5 = m->forward(tok, default_positions(2, 7, 5)).value();
+  REQUIRE(y0.size() == y5.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < y0.size(); ++i) worst = std::max(worst, double(std::abs(y0.data()[i] - y5.data()[i])));
+  CHECK(worst < 1e-5);
+  IndexArray mixed = default_positions(2, 7, 0);
+  mixed(1, 0) = 3;
+  CHECK_THROWS_WITH(m->forward(tok, mixed), Catch::Contains("same position ids"));
+}
