@@ -24,6 +24,19 @@ std::size_t shape_numel(const Shape& s) {
 Tensor::Tensor(Array value, bool requires_grad) : impl_(std::make_shared<TensorImpl>()) {
   impl_->value = std::move(value);
   impl_->requires_grad = requires_grad;
+  impl_->handles = 1;
+}
+
+void Tensor::release() noexcept {
+  if (!impl_) return;
+  TensorImpl& t = *impl_;
+  // Last handle of a recorded intermediate that something else (the tape) still holds: nobody can
+  // read the value again, so give its storage back now.
+  if (--t.handles == 0 && t.node >= 0 && !t.released && impl_.use_count() > 1) {
+    t.released = true;
+    t.released_shape = t.value.shape();
+    t.value = Array();
+  }
 }
 
 Tensor Tensor::zeros(const Shape& shape, bool requires_grad) {
@@ -106,7 +119,8 @@ Tensor Tensor::detach() const { return Tensor(Array(value()), false); }
 
 Array& grad_buffer(TensorImpl& t) {
   if (!t.has_grad) {
-    if (t.grad.shape() != t.value.shape()) t.grad.resize(t.value.shape());
+    const Shape& shape = t.released ? t.released_shape : t.value.shape();
+    if (t.grad.shape() != shape) t.grad.resize(shape);
     t.grad.fill(real(0));
     t.has_grad = true;
   }

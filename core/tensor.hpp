@@ -41,7 +41,8 @@ struct Error : std::runtime_error {
 };
 
 struct TensorImpl {
-  Array value;
+  Array value;                  // released (emptied) once no handle can read it, see Tensor
+  Shape released_shape;         // the value's shape, kept when the value is released
   Array grad;                   // meaningful only when has_grad
   bool has_grad = false;
   bool requires_grad = false;
@@ -49,12 +50,31 @@ struct TensorImpl {
   std::uint64_t version = 0;    // bumped by each in-place write
   std::int64_t node = -1;       // index of the producing node on the tape; -1 for leaves
   std::uint64_t epoch = 0;      // tape epoch of that node (detects consumed tapes)
+  std::int64_t handles = 0;     // live Tensor handles (the value's readers)
+  bool released = false;
 };
 
+// A Tensor handle can read the value. Memory rule: when the last handle to a recorded intermediate
+// (a non-leaf) goes away, nobody can read its value any more, so the value's storage is released at
+// once; the tape keeps the TensorImpl alive through GradRef only to route its gradient. This frees
+// e.g. the fused qkv output right after the heads are split, instead of at the end of backward.
+// Handles are counted without atomics: like the tape, a graph belongs to one thread.
 class Tensor {
  public:
   Tensor() = default;  // null handle
   explicit Tensor(Array value, bool requires_grad = false);
+  Tensor(const Tensor& o) : impl_(o.impl_) { acquire(); }
+  Tensor(Tensor&& o) noexcept : impl_(std::move(o.impl_)) {}
+  Tensor& operator=(const Tensor& o) {
+    Tensor tmp(o);
+    std::swap(impl_, tmp.impl_);
+    return *this;
+  }
+  Tensor& operator=(Tensor&& o) noexcept {
+    std::swap(impl_, o.impl_);
+    return *this;
+  }
+  ~Tensor() { release(); }
 
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor full(const Shape& shape, real v, bool requires_grad = false);
@@ -97,6 +117,26 @@ class Tensor {
 
  private:
   TensorImpl& check() const;
+  void acquire() {
+    if (impl_) ++impl_->handles;
+  }
+  void release() noexcept;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// A reference that keeps a tensor alive as a gradient target without reading its value: what op
+// closures capture for inputs whose backward needs only the incoming gradient (add, head split,
+// rotary, reshape...). It does not count as a handle, so the value may be released.
+class GradRef {
+ public:
+  GradRef() = default;
+  explicit GradRef(const Tensor& t) : impl_(t.shared()) {}
+  bool defined() const { return impl_ != nullptr; }
+  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  const Shape& shape() const { return impl_->released ? impl_->released_shape : impl_->value.shape(); }
+  TensorImpl* impl() const { return impl_.get(); }
+
+ private:
   std::shared_ptr<TensorImpl> impl_;
 };
 

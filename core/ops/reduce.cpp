@@ -152,8 +152,8 @@ Tensor reduce_sum(const char* op, const Tensor& x, const std::vector<int>& axes,
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [x, G, scale](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
+    tape.record(op, out, {}, [xg = GradRef(x), G, scale](const Array& g) {
+      real* gx = grad_buffer(*xg.impl()).data();
       const real* pg = g.data();
       if (G.simple) {
         for (std::size_t o = 0; o < G.outer; ++o) {
@@ -165,7 +165,7 @@ Tensor reduce_sum(const char* op, const Tensor& x, const std::vector<int>& axes,
         }
       } else {
         const std::size_t nlast = G.dims.back(), slast = G.ostride.back();
-        for_each_general(G, x.numel(), [&](std::size_t i, std::size_t io) {
+        for_each_general(G, shape_numel(xg.shape()), [&](std::size_t i, std::size_t io) {
           for (std::size_t k = 0; k < nlast; ++k) gx[i + k] += pg[io + k * slast] * scale;
         });
       }
@@ -256,8 +256,8 @@ Tensor max(const Tensor& x, int axis, bool keepdims) {
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     // Backward reads only the argmax indices, not x's values: nothing to save.
-    tape.record(op, out, {}, [x, arg = std::move(arg), r, inner](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
+    tape.record(op, out, {}, [xg = GradRef(x), arg = std::move(arg), r, inner](const Array& g) {
+      real* gx = grad_buffer(*xg.impl()).data();
       const real* pg = g.data();
       for (std::size_t o = 0, n = arg.size() / inner; o < n; ++o)
         for (std::size_t j = 0; j < inner; ++j) {

@@ -116,8 +116,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   std::copy(x.data(), x.data() + x.numel(), out.mutable_data());
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [x](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
+    tape.record(op, out, {}, [xg = GradRef(x)](const Array& g) {
+      real* gx = grad_buffer(*xg.impl()).data();
       const real* pg = g.data();
       for (std::size_t i = 0, n = g.size(); i < n; ++i) gx[i] += pg[i];
     });
@@ -147,8 +147,8 @@ Tensor permute(const Tensor& x, const std::vector<int>& axes) {
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     // dx = g permuted back by the inverse permutation.
-    tape.record(op, out, {}, [x, inv](const Array& g) {
-      permute_into<true>(g.data(), g.shape(), inv, grad_buffer(*x.impl()).data());
+    tape.record(op, out, {}, [xg = GradRef(x), inv](const Array& g) {
+      permute_into<true>(g.data(), g.shape(), inv, grad_buffer(*xg.impl()).data());
     });
   }
   return out;
@@ -188,8 +188,8 @@ Tensor slice(const Tensor& x, int axis, std::size_t start, std::size_t stop) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [x, outer, block, row, first](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
+    tape.record(op, out, {}, [xg = GradRef(x), outer, block, row, first](const Array& g) {
+      real* gx = grad_buffer(*xg.impl()).data();
       const real* pg = g.data();
       for (std::size_t o = 0; o < outer; ++o) {
         real* dst = gx + o * row + first;
@@ -242,7 +242,9 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record(xs)) {
-    tape.record(op, out, {}, [xs, first, block, outer, row](const Array& g) {
+    std::vector<GradRef> refs;
+    for (const auto& t : xs) refs.emplace_back(t);
+    tape.record(op, out, {}, [xs = std::move(refs), first, block, outer, row](const Array& g) {
       const real* pg = g.data();
       for (std::size_t k = 0; k < xs.size(); ++k) {
         if (!xs[k].requires_grad()) continue;
@@ -287,8 +289,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     // dx[s] = sum of g over every output element that read s.
-    tape.record(op, out, {}, [x, w](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
+    tape.record(op, out, {}, [xg = GradRef(x), w](const Array& g) {
+      real* gx = grad_buffer(*xg.impl()).data();
       const real* pg = g.data();
       for_each_run(w, [&](std::size_t o, std::size_t s, std::size_t len, std::size_t st) {
         if (st == 0) {

@@ -113,3 +113,32 @@ TEST_CASE("Rng is deterministic, its streams differ, and its state round-trips",
   }
   CHECK_THROWS_AS(a.below(0), Error);
 }
+
+TEST_CASE("an intermediate's value is released when its last handle goes and gradients still flow", "[tape][memory]") {
+  Tensor x = Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}, true);
+  Tensor y;
+  TensorImpl* mid_impl = nullptr;
+  {
+    Tensor mid = mul_scalar(x, 2);     // only add's closure (a gradient target) will hold it
+    mid_impl = mid.impl();
+    y = add(mid, x);
+    CHECK_FALSE(mid_impl->released);   // a handle is alive
+  }
+  CHECK(mid_impl->released);           // no handle: the value's storage is gone
+  CHECK(mid_impl->value.size() <= 1);
+  y.backward(xt::ones<real>({2, 3}));
+  REQUIRE(x.grad().size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(x.grad().data()[i] == 3);  // d(2x + x)/dx
+  // values a backward reads are kept: mul saves both operands
+  Tensor a = Tensor::from({2}, {1, 2}, true);
+  Tensor p;
+  TensorImpl* sq_impl = nullptr;
+  {
+    Tensor sq = mul(a, a);
+    sq_impl = sq.impl();
+    p = mul(sq, a);
+  }
+  CHECK_FALSE(sq_impl->released);
+  p.backward(xt::ones<real>({2}));
+  CHECK(a.grad()(1) == 12);  // d(a^3)/da = 3a^2
+}
