@@ -11,6 +11,7 @@
 
 #include "core/blas.hpp"
 #include "core/ops/common.hpp"
+#include "core/ops/fast_math.hpp"
 
 namespace pelab {
 
@@ -18,41 +19,7 @@ namespace {
 
 constexpr const char* kOp = "attention";
 
-// e^x for x <= 0 (softmax after subtracting the row max), vectorizable: a Cephes-style polynomial
-// (max relative error 8.4e-8, under one float ulp) instead of a libm call per element, which was
-// half the forward's time. x < -86 gives exactly 0 (no denormals reach the GEMMs); NaN stays NaN.
-inline float exp_nonpos(float x) {
-  std::uint32_t ux;
-  std::memcpy(&ux, &x, 4);
-  const std::uint32_t kLo = 0xC2AC0000u;  // bits of -86.0f; for x <= 0, larger bits = more negative
-  const std::uint32_t uc = ux < kLo ? ux : kLo;
-  float xc;
-  std::memcpy(&xc, &uc, 4);
-  const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low mantissa bits
-  const float t = xc * 1.44269504088896341f + kMagic;
-  const float n = t - kMagic;                                  // round(x / ln 2)
-  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;  // x - n ln 2, in two parts
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;  // e^r, |r| <= ln2 / 2
-  std::int32_t tb, pb;
-  std::memcpy(&tb, &t, 4);
-  std::memcpy(&pb, &p, 4);
-  std::uint32_t yb = static_cast<std::uint32_t>(pb + (tb - 0x4B400000) * (1 << 23));  // e^r * 2^n
-  // Masks, not branches: GCC would sink the polynomial into a branch and then not vectorize it.
-  const std::uint32_t keep = 0u - static_cast<std::uint32_t>(ux <= kLo);
-  const std::uint32_t nan = 0u - static_cast<std::uint32_t>((ux & 0x7FFFFFFFu) > 0x7F800000u);
-  yb = ((yb & keep) & ~nan) | (ux & nan);
-  float y;
-  std::memcpy(&y, &yb, 4);
-  return y;
-}
-// The double build (gradient checks, reference comparisons) keeps libm's exp.
-inline double exp_nonpos(double x) { return std::exp(x); }
+using detail::exp_nonpos;
 
 // Row reductions with 8 independent accumulators, so the compiler can keep them in one vector register.
 template <class T>

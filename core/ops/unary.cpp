@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/ops/common.hpp"
+#include "core/ops/fast_math.hpp"
 
 namespace pelab {
 
@@ -27,8 +28,8 @@ Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
   if (tape.should_record({&x})) {
     // The saved tensor; for From::nothing it stays null and is never read.
     Tensor src = S == From::input ? x : S == From::output ? out : Tensor();
-    tape.record(op, out, {src}, [x, src, d](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
+    tape.record(op, out, {src}, [xg = GradRef(x), src, d](const Array& g) {
+      real* gx = grad_buffer(*xg.impl()).data();
       const real* pg = g.data();
       const std::size_t n = g.size();
       if constexpr (S == From::nothing) {
@@ -90,11 +91,11 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu(const Tensor& x) {
   return unary<From::input>(
-      "gelu", x, [](real v) { return real(0.5) * v * (real(1) + std::erf(v * real(kInvSqrt2))); },
+      "gelu", x, [](real v) { return real(0.5) * v * (real(1) + detail::erf_fast(v * real(kInvSqrt2))); },
       // Phi(x) + x phi(x)
       [](real v) {
-        return real(0.5) * (real(1) + std::erf(v * real(kInvSqrt2))) +
-               v * real(kInvSqrt2Pi) * std::exp(real(-0.5) * v * v);
+        return real(0.5) * (real(1) + detail::erf_fast(v * real(kInvSqrt2))) +
+               v * real(kInvSqrt2Pi) * detail::exp_nonpos(real(-0.5) * v * v);
       });
 }
 
