@@ -9,7 +9,7 @@ build_dir=${1:-build}
 packages=(g++ cmake make pkg-config
           libxtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
-          gnuplot-nox)
+          gnuplot-nox fortunes-min)  # fortunes-min: the default char_lm corpus
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
