@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "layers/param_spec.hpp"
+#include "training/fs.hpp"
 
 namespace pelab {
 
@@ -26,40 +27,6 @@ constexpr const char* kOptimizer = "optimizer.safetensors";
 constexpr const char* kState = "state.json";
 constexpr const char* kTmpPrefix = ".tmp-";
 constexpr int kVersion = 1;
-
-std::string sys_error(const std::string& what, const std::string& path) {
-  return "checkpoint: " + what + " " + path + ": " + std::strerror(errno);
-}
-
-void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) throw Error(sys_error("cannot open", path));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw Error(sys_error("cannot fsync", path));
-}
-
-void write_file_synced(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(sys_error("cannot create", path));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string msg = sys_error("cannot write", path);
-      ::close(fd);
-      throw Error(msg);
-    }
-    done += std::size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    const std::string msg = sys_error("cannot fsync", path);
-    ::close(fd);
-    throw Error(msg);
-  }
-  if (::close(fd) != 0) throw Error(sys_error("cannot close", path));
-}
 
 // Removes a checkpoint directory so that a crash midway leaves it incomplete (state.json goes first).
 void remove_checkpoint_dir(const fs::path& dir) {

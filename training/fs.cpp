@@ -14,47 +14,65 @@
 
 namespace pelab {
 
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
+namespace {
+Error sys_error(const std::string& what, const std::string& path) {
+  return Error(what + " " + path + ": " + std::strerror(errno));
+}
+}  // namespace
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) throw sys_error("cannot open", path);
+  const int rc = ::fsync(fd);
   ::close(fd);
+  if (rc != 0) throw sys_error("cannot fsync", path);
+}
+
+void write_file_synced(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw sys_error("cannot create", path);
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const Error e = sys_error("cannot write", path);
+      ::close(fd);
+      throw e;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const Error e = sys_error("cannot fsync", path);
+    ::close(fd);
+    throw e;
+  }
+  if (::close(fd) != 0) throw sys_error("cannot close", path);
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + why);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  try {
+    write_file_synced(tmp, content);
+  } catch (...) {
     ::unlink(tmp.c_str());
-    throw Error("cannot flush " + tmp + ": " + std::strerror(errno));
+    throw;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+    const Error e = sys_error("cannot rename " + tmp + " to", path);
     ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
+    throw e;
   }
   const auto dir = std::filesystem::path(path).parent_path();
-  fsync_path(dir.empty() ? "." : dir.string());
+  fsync_path(dir.empty() ? "." : dir.string(), true);
 }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path + ": " + std::strerror(errno));
+  if (!in) throw sys_error("cannot read", path);
   std::ostringstream os;
   os << in.rdbuf();
+  if (in.bad()) throw sys_error("error reading", path);
   return os.str();
 }
 
