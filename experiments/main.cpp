@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);  // prints help, or the error with a hint
+    return rc == 0 ? kOk : kBadInput;
   }
 
   try {
