@@ -2,12 +2,15 @@
 // assembling summary.csv / summary.md.
 #include "experiments/report.hpp"
 
+#include "experiments/config.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -298,6 +301,20 @@ Sweep load_sweep(const std::string& sweep_dir) {
       names.push_back(name);
     }
     std::sort(names.begin(), names.end(), natural_less);
+    // Rows follow the grid's order (sweep.toml, written by `pelab sweep`) rather than the alphabet.
+    if (fs::exists(root / "sweep.toml")) {
+      try {
+        const auto cells = expand_sweep(parse_config(read_file((root / "sweep.toml").string()), "sweep.toml"));
+        std::map<std::string, std::size_t> rank;
+        for (std::size_t i = 0; i < cells.size(); ++i) rank[cells[i].dir_name] = i;
+        std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+          const std::size_t ra = rank.count(a) ? rank[a] : cells.size(), rb = rank.count(b) ? rank[b] : cells.size();
+          return ra < rb;
+        });
+      } catch (const Error&) {
+        // an unreadable grid only costs the ordering
+      }
+    }
     for (const std::string& name : names) {
       if (fs::exists(root / name / "eval.json")) {
         s.runs.push_back(load_eval(root / name, name));

@@ -70,6 +70,10 @@ TEST_CASE("a sweep runs every cell in parallel processes, reports, and a re-run 
   }
   CHECK(fs::exists(out + "/summary.md"));
   CHECK(fs::exists(out + "/summary.csv"));
+  const std::string md = read_file(out + "/summary.md");
+  REQUIRE(md.find("| none") != std::string::npos);
+  REQUIRE(md.find("| rope") != std::string::npos);
+  CHECK(md.find("| none") < md.find("| rope"));  // rows in the grid's order
 
   // Forget one cell's result: a re-run trains only that cell and leaves the others untouched.
   const auto kept = fs::last_write_time(out + "/" + cells[0] + "/eval.json");
