@@ -148,8 +148,15 @@ std::string format_results(const std::vector<LengthResult>& rs, bool is_lm) {
       std::snprintf(buf, sizeof buf, "%8zu  %-5s  n/a: %s\n", r.length, r.in_distribution ? "in" : "OOD",
                     r.reason.c_str());
     } else if (is_lm) {
-      std::snprintf(buf, sizeof buf, "%8zu  %-5s  %8.4f  %8.1f%%\n", r.length, r.in_distribution ? "in" : "OOD",
-                    r.loss, 100 * r.token_acc);
+      std::snprintf(buf, sizeof buf, "%8zu  %-5s  %8.4f  %8.1f%%   loss by position:", r.length,
+                    r.in_distribution ? "in" : "OOD", r.loss, 100 * r.token_acc);
+      std::string line = buf;
+      for (const auto& bk : r.buckets) {  // where in the context the loss rises
+        std::snprintf(buf, sizeof buf, " [%zu,%zu) %.3f", bk.from, bk.to, bk.loss);
+        line += buf;
+      }
+      os << line << '\n';
+      continue;
     } else {
       std::snprintf(buf, sizeof buf, "%8zu  %-5s  %8.4f  %8.1f%%  %10.1f%%\n", r.length,
                     r.in_distribution ? "in" : "OOD", r.loss, 100 * r.token_acc, 100 * r.exact_match.value_or(0));
