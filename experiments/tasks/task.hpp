@@ -14,6 +14,7 @@
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
 #include "layers/param_spec.hpp"
+#include "layers/registry.hpp"
 #include "training/batch.hpp"  // Batch: what a task produces
 
 namespace pelab {
@@ -51,15 +52,12 @@ struct TaskSpec {
   std::function<std::unique_ptr<Task>(const TaskCommon&, const Params&)> make;  // throws Error on bad settings
 };
 
-class TaskRegistry {
+class TaskRegistry : public NamedRegistry<TaskSpec> {
  public:
   static TaskRegistry& instance();
-  void add(TaskSpec spec);
-  const TaskSpec& get(const std::string& name) const;  // Error names the known tasks (did you mean)
-  std::vector<std::string> names() const;
 
  private:
-  std::vector<TaskSpec> specs_;
+  TaskRegistry() : NamedRegistry("task", "tasks") {}
 };
 
 std::unique_ptr<Task> make_task(const std::string& name, const TaskCommon& common,

@@ -18,6 +18,7 @@
 
 #include "layers/module.hpp"
 #include "layers/param_spec.hpp"
+#include "layers/registry.hpp"
 
 namespace pelab {
 
@@ -53,15 +54,12 @@ struct EncodingSpec {
   std::function<std::unique_ptr<PositionalEncoding>(const Params&, const ModelDims&)> make;
 };
 
-class EncodingRegistry {
+class EncodingRegistry : public NamedRegistry<EncodingSpec> {
  public:
   static EncodingRegistry& instance();
-  void add(EncodingSpec spec);
-  const EncodingSpec& get(const std::string& name) const;  // Error lists the known names
-  std::vector<std::string> names() const;                  // sorted
 
  private:
-  std::vector<EncodingSpec> specs_;
+  EncodingRegistry() : NamedRegistry("positional encoding", "encodings") {}
 };
 
 // Resolves user-given parameters against the spec, validates them against the model, builds the encoding.

@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "layers/positional/encoding.hpp"
 
 namespace pelab {
@@ -7,30 +5,6 @@ namespace pelab {
 EncodingRegistry& EncodingRegistry::instance() {
   static EncodingRegistry r;  // function-local: safe from static-initialization order
   return r;
-}
-
-void EncodingRegistry::add(EncodingSpec spec) {
-  for (const auto& s : specs_)
-    if (s.name == spec.name) throw Error("positional encoding '" + spec.name + "' registered twice");
-  specs_.push_back(std::move(spec));
-}
-
-std::vector<std::string> EncodingRegistry::names() const {
-  std::vector<std::string> n;
-  for (const auto& s : specs_) n.push_back(s.name);
-  std::sort(n.begin(), n.end());
-  return n;
-}
-
-const EncodingSpec& EncodingRegistry::get(const std::string& name) const {
-  for (const auto& s : specs_)
-    if (s.name == name) return s;
-  const auto known = names();
-  std::string msg = "unknown positional encoding '" + name + "'";
-  if (auto n = nearest(name, known)) msg += " (did you mean '" + *n + "'?)";
-  msg += "; known encodings: ";
-  for (std::size_t i = 0; i < known.size(); ++i) msg += (i ? ", " : "") + known[i];
-  throw Error(msg);
 }
 
 Params resolve_encoding_params(const std::string& name, const std::map<std::string, Value>& given,
