@@ -1,0 +1,448 @@
+"""pelab's decoder-only model, written in PyTorch: the one reference that the parity fixtures
+(tests/pytorch/gen_fixtures.py) and the speed comparison (bench/bench_torch.py) both use.
+
+What is here, each mirroring the pelab code named beside it:
+  - safetensors read/write (core/safetensors.cpp; no pip package on this machine);
+  - the positional encodings, one class each, in a registry (layers/positional/*.cpp);
+  - the model: pre-LN GPT-2 block, fused qkv, exact-erf GELU MLP, untied LM head (layers/transformer.cpp);
+  - the masked cross-entropy (core/ops/cross_entropy.cpp);
+  - the training step: AdamW with pelab's decay rule, the warmup + decay schedule, global-norm clipping
+    (training/optimizer.cpp, training/schedule.cpp, training/trainer.cpp);
+  - two initializations: pelab's (N(0, 0.02)) and the fixtures' deliberately large one.
+
+Adding an encoding: subclass Encoding, set `name` and `params` (the same keys and defaults as its
+EncodingSpec in pelab), override the hooks it uses (the same four places as layers/positional/encoding.hpp),
+decorate it with @register, and give it a fixture in gen_fixtures.py's FIXTURES (the C++ test
+tests/layers/test_parity.cpp fails naming any registered pelab encoding without one).
+
+Run with Debian's torch 1.13 (/usr/bin/python3), never a pyenv/venv python.
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# ---------------------------------------------------------------- safetensors
+_DTYPES = {"F32": "<f4", "F64": "<f8", "I32": "<i4"}
+
+
+def save_safetensors(path, tensors, metadata):
+    """tensors: name -> np.ndarray (float32 -> F32, float64 -> F64, int32 -> I32); metadata: str -> str.
+    Atomic (.tmp + fsync + rename); names sorted, so the same input gives the same bytes."""
+    header, chunks, offset = {}, [], 0
+    for name in sorted(tensors):
+        a = np.array(tensors[name], order="C")  # (ascontiguousarray would turn 0-d into 1-d)
+        dtype = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int32): "I32"}[a.dtype]
+        b = a.astype(_DTYPES[dtype]).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        chunks.append(b)
+        offset += len(b)
+    header["__metadata__"] = metadata
+    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    h += b" " * (-(8 + len(h)) % 8)  # data section 8-byte aligned
+    with open(path + ".tmp", "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(chunks))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def load_safetensors(path):
+    """-> (name -> read-only np.ndarray, metadata dict)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    metadata = header.pop("__metadata__", {})
+    data, out = raw[8 + n:], {}
+    for name, e in header.items():
+        begin, end = e["data_offsets"]
+        a = np.frombuffer(data[begin:end], dtype=_DTYPES[e["dtype"]]).reshape(e["shape"])
+        assert a.nbytes == end - begin, name
+        out[name] = a
+    return out, metadata
+
+
+def save_checked(path, tensors, metadata):
+    """save_safetensors, then read the file back and require every tensor bit for bit."""
+    save_safetensors(path, tensors, metadata)
+    back, back_meta = load_safetensors(path)
+    assert back_meta == metadata and sorted(back) == sorted(tensors), path
+    for n, a in tensors.items():
+        assert back[n].dtype == a.dtype and back[n].shape == a.shape, n
+        assert back[n].tobytes() == np.array(a, order="C").tobytes(), n
+
+
+# ---------------------------------------------------------------- positional encodings
+ENCODINGS = {}  # name -> Encoding subclass
+
+
+def register(cls):
+    assert cls.name and cls.name not in ENCODINGS, cls.name
+    ENCODINGS[cls.name] = cls
+    return cls
+
+
+def resolve_params(name, given):
+    """The encoding's parameters with defaults filled in; unknown keys are an error (as in pelab)."""
+    if name not in ENCODINGS:
+        raise KeyError(f"unknown encoding '{name}'; registered: {', '.join(sorted(ENCODINGS))}")
+    spec = ENCODINGS[name].params
+    unknown = sorted(set(given) - set(spec))
+    if unknown:
+        raise KeyError(f"encoding '{name}' has no parameter(s) {unknown}; allowed: {sorted(spec)}")
+    return {k: given.get(k, v) for k, v in spec.items()}
+
+
+class Encoding(nn.Module):
+    """The four places an encoding may act, as in layers/positional/encoding.hpp; each defaults to nothing.
+    dims: d_model, n_heads, head_dim, train_len. Tensors: x (B, T, C), q and k (B, H, T, hs), positions (B, T)."""
+    name = ""
+    params = {}               # parameter -> default: the same keys and defaults as pelab's EncodingSpec
+    relative = False          # logits unchanged when every position is shifted by the same offset
+    shared_positions = False  # every row of a batch must carry the same positions (one bias for the batch)
+
+    def __init__(self, params, dims):
+        super().__init__()
+        self.p, self.dims = params, dims
+        self._cache = {}
+
+    def cached(self, slot, positions, key, fn):
+        """fn() for these positions (and key), kept while the same positions come back (every layer of a
+        forward, every step of a benchmark)."""
+        hit = self._cache.get(slot)
+        if hit is None or hit[1] != key or hit[0].shape != positions.shape or not torch.equal(hit[0], positions):
+            hit = self._cache[slot] = (positions.clone(), key, fn())
+        return hit[2]
+
+    def begin_forward(self, positions):  # once per forward, before the first layer
+        pass
+
+    def encode_input(self, x, positions):  # 1. token embeddings -> (B, T, C)
+        return x
+
+    def encode_qk(self, q, k, positions, layer):  # 2. -> (q, k)
+        return q, k
+
+    def attention_bias(self, positions, layer):  # 3. additive logit bias (H or 1, T, T), or None
+        return None
+
+    def logit_scale(self, positions, layer):  # 4. per-head scales (H,) replacing 1/sqrt(hs), or None
+        return None
+
+
+@register
+class NoPE(Encoding):
+    name = "none"
+    relative = True
+
+
+@register
+class Learned(Encoding):
+    """A trainable (max_len, d) table; row t is added at position t (pelab's checkpoint name pos.weight)."""
+    name = "learned"
+    params = {"max_len": 0, "clamp": False}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.max_len = params["max_len"] or dims["train_len"]
+        self.weight = nn.Parameter(torch.empty(self.max_len, dims["d_model"]))
+        nn.init.normal_(self.weight)  # what nn.Embedding does (the fixtures' random stream depends on it)
+
+    def encode_input(self, x, positions):
+        if self.p["clamp"]:
+            positions = positions.clamp(max=self.max_len - 1)
+        return x + F.embedding(positions, self.weight)
+
+
+def sinusoidal_table(positions, d, base):
+    """(...) int -> (..., d) float32: PE[t, 2i] = sin(t / base^(2i/d)), PE[t, 2i+1] = cos(same)."""
+    i = torch.arange(d // 2, dtype=torch.float64)
+    inv = base ** (-2.0 * i / d)                              # (d/2,)
+    ang = positions.to(torch.float64)[..., None] * inv        # (..., d/2)
+    pe = torch.stack([torch.sin(ang), torch.cos(ang)], dim=-1).reshape(*positions.shape, d)
+    return pe.to(torch.float32)                               # angles in float64, then rounded
+
+
+@register
+class Sinusoidal(Encoding):
+    name = "sinusoidal"
+    params = {"base": 10000.0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.rows = torch.zeros(0, dims["d_model"])  # rows 0..n-1 of the table, grown on demand
+
+    def encode_input(self, x, positions):
+        top = int(positions.max()) + 1
+        if top > self.rows.shape[0]:
+            self.rows = sinusoidal_table(torch.arange(max(top, 2 * self.rows.shape[0])), x.shape[-1],
+                                         self.p["base"])
+        return x + self.rows[positions]
+
+
+def rope_angles(positions, rot, base):
+    """positions (B, T) -> angles (B, 1, T, rot/2) in float64: position * base^(-2i/rot)."""
+    i = torch.arange(rot // 2, dtype=torch.float64)
+    theta = base ** (-2.0 * i / rot)                                     # (rot/2,)
+    return positions.to(torch.float64)[:, None, :, None] * theta
+
+
+def rotate(x, cos, sin, layout):
+    """x (B, H, T, rot) rotated pairwise: (x1, x2) -> (x1 cos a - x2 sin a, x1 sin a + x2 cos a).
+    interleaved pairs dims (2i, 2i+1) (RoFormer); half pairs (i, i + rot/2) (Llama)."""
+    if layout == "interleaved":
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).reshape(x.shape)
+    assert layout == "half", layout
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+@register
+class Rope(Encoding):
+    """The first rot = fraction * hs dims of every q and k head are rotated, the rest pass through."""
+    name = "rope"
+    params = {"base": 10000.0, "layout": "interleaved", "fraction": 1.0}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        r = params["fraction"] * dims["head_dim"]
+        self.rot = int(round(r))
+        assert abs(r - self.rot) < 1e-9 and self.rot % 2 == 0 and self.rot > 0, f"rope: {r} rotated dims"
+
+    def encode_qk(self, q, k, positions, layer):
+        cos, sin = self.cached("tables", positions, q.dtype, lambda: self._tables(positions, q.dtype))
+        return self._rotate_heads(q, cos, sin), self._rotate_heads(k, cos, sin)
+
+    def _tables(self, positions, dtype):
+        """Angles in float64; cos and sin rounded to the activations' dtype (pelab's tables are `real`)."""
+        ang = rope_angles(positions, self.rot, self.p["base"])              # (B, 1, T, rot/2)
+        return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+
+    def _rotate_heads(self, x, cos, sin):
+        if self.rot == x.shape[-1]:
+            return rotate(x, cos, sin, self.p["layout"])
+        return torch.cat([rotate(x[..., :self.rot], cos, sin, self.p["layout"]), x[..., self.rot:]], dim=-1)
+
+
+def alibi_slopes(n_heads):
+    """Press et al.: for H a power of two 2^(-8/H), 2^(-16/H), ...; otherwise the slopes of the next lower
+    power of two followed by every other slope of the next higher one."""
+    def pow2(n):
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    p = 1
+    while p * 2 <= n_heads:
+        p *= 2
+    return pow2(p) + pow2(2 * p)[0::2][:n_heads - p]
+
+
+@register
+class Alibi(Encoding):
+    """bias[h, i, j] = -m_h |p_i - p_j|, computed in float64 and rounded to float32 as pelab's constant."""
+    name = "alibi"
+    params = {"slope_scale": 1.0}
+    relative = True
+    shared_positions = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.slopes = torch.tensor(alibi_slopes(dims["n_heads"]), dtype=torch.float64) * params["slope_scale"]
+
+    def attention_bias(self, positions, layer):
+        return self.cached("bias", positions, None, lambda: self._bias(positions))
+
+    def _bias(self, positions):
+        assert bool((positions == positions[:1]).all()), "alibi: every row of a batch must carry the same positions"
+        p = positions[0].to(torch.float64)
+        return (-self.slopes[:, None, None] * (p[:, None] - p[None, :]).abs()).to(torch.float32)  # (H, T, T)
+
+
+def make_encoding(name, params, dims):
+    return ENCODINGS[name](resolve_params(name, params), dims)
+
+
+# ---------------------------------------------------------------- the model (pre-LN, GPT-2 style)
+class Attention(nn.Module):
+    def __init__(self, d, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x, positions, pe, layer, causal):
+        B, T, d = x.shape
+        H, hs = self.n_heads, d // self.n_heads
+        q, k, v = self.qkv(x).split(d, dim=-1)                           # each (B, T, d)
+        q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
+        q, k = pe.encode_qk(q, k, positions, layer)
+        scale = pe.logit_scale(positions, layer)
+        if scale is None:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)              # (B, H, T, T)
+        else:
+            att = (q @ k.transpose(-2, -1)) * scale.to(q.dtype)[:, None, None]
+        bias = pe.attention_bias(positions, layer)
+        if bias is not None:
+            att = att + bias
+        att = att.masked_fill(causal, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, d)                   # merge heads
+        return self.proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.fc = nn.Linear(d, hidden)
+        self.proj = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x)))  # exact erf GELU
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg["d_model"]
+        self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
+        self.attn = Attention(d, cfg["n_heads"])
+        self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
+        self.mlp = MLP(d, cfg["d_mlp"])
+
+    def forward(self, x, positions, pe, layer, causal):
+        x = x + self.attn(self.ln1(x), positions, pe, layer, causal)
+        return x + self.mlp(self.ln2(x))
+
+
+class Model(nn.Module):
+    """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
+    learned table with max_len 0). Parameter names are pelab's checkpoint names."""
+
+    def __init__(self, cfg, encoding, encoding_params=None):
+        super().__init__()
+        dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
+                    train_len=cfg["seq_len"])
+        self.tok_emb = nn.Embedding(cfg["vocab"], cfg["d_model"])
+        self.pos = make_encoding(encoding, encoding_params or {}, dims)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
+        self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
+        self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
+        self.causal = {}  # T -> (T, T) bool, True above the diagonal (future keys)
+
+    def forward(self, tokens, positions):
+        """tokens, positions (B, T) -> logits (B, T, V)."""
+        T = tokens.shape[1]
+        if T not in self.causal:
+            self.causal[T] = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        causal = self.causal[T]
+        self.pos.begin_forward(positions)
+        x = self.pos.encode_input(self.tok_emb(tokens), positions)         # (B, T, d)
+        for i, blk in enumerate(self.blocks):
+            x = blk(x, positions, self.pos, i, causal)
+        return self.head(self.ln_f(x))                                    # (B, T, V)
+
+
+def default_positions(batch, T):
+    return torch.arange(T).repeat(batch, 1)  # (B, T): 0..T-1 on every row
+
+
+# ---------------------------------------------------------------- initialization
+def param_kind(name):
+    """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias."""
+    parts = name.split(".")
+    if parts[-2] in ("ln1", "ln2", "ln_f"):
+        return "norm_gain" if parts[-1] == "weight" else "norm_bias"
+    if name in ("tok_emb.weight", "pos.weight"):
+        return "embedding"
+    return "weight" if parts[-1] == "weight" else "bias"
+
+
+def init_pelab(model, std=0.02, emb_std=0.02):
+    """pelab's init_parameters, in distribution (not in values: the random streams differ):
+    weights N(0, std), embeddings N(0, emb_std), biases 0, LayerNorm gain 1 and bias 0."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            kind = param_kind(name)
+            if kind in ("weight", "embedding"):
+                p.normal_(0.0, std if kind == "weight" else emb_std)
+            else:
+                p.fill_(1.0 if kind == "norm_gain" else 0.0)
+
+
+def init_fixture_weights(model):
+    """Deliberately large, non-trivial values (a fixture, not a training init): N(0, 0.2) for weights and
+    embeddings, N(0, 0.1) for biases, 1 + N(0, 0.1) and N(0, 0.1) for LayerNorm gain and bias.
+    pos.weight is drawn last so every encoding shares the very same other weights."""
+    named = sorted(model.named_parameters(), key=lambda kv: kv[0] == "pos.weight")
+    with torch.no_grad():
+        for name, p in named:
+            kind = param_kind(name)
+            if kind in ("norm_gain", "norm_bias"):
+                p.copy_((1.0 if kind == "norm_gain" else 0.0) + 0.1 * torch.randn_like(p))
+            elif kind == "bias":
+                p.normal_(0.0, 0.1)
+            else:
+                p.normal_(0.0, 0.2)
+
+
+# ---------------------------------------------------------------- loss and training step
+def masked_ce(logits, targets, mask):
+    """Cross-entropy summed over counted tokens / number of counted tokens. Targets under a zero mask
+    may be -1 and are never read (clamped to a valid id, then multiplied by 0)."""
+    logp = logits.log_softmax(dim=-1)
+    nll = -logp.gather(-1, targets.clamp(min=0)[..., None])[..., 0]      # (B, T)
+    return (nll * mask).sum() / mask.sum()
+
+
+def decays(name, decay_norm_and_bias=False, decay_embeddings=True):
+    """pelab's ParamGroupRule (training/optimizer.cpp): Linear weights always decay, embeddings by default,
+    biases and LayerNorm parameters not by default."""
+    kind = param_kind(name)
+    if kind == "weight":
+        return True
+    return decay_embeddings if kind == "embedding" else decay_norm_and_bias
+
+
+def make_adamw(model, lr, weight_decay, betas=(0.9, 0.999), eps=1e-8, **rule):
+    """torch.optim.AdamW with pelab's decay groups (`rule`: decay_norm_and_bias, decay_embeddings)."""
+    named = list(model.named_parameters())
+    return torch.optim.AdamW([{"params": [p for n, p in named if decays(n, **rule)], "weight_decay": weight_decay},
+                              {"params": [p for n, p in named if not decays(n, **rule)], "weight_decay": 0.0}],
+                             lr=lr, betas=tuple(betas), eps=eps)
+
+
+def lr_at(step, peak, min_lr, warmup, total, kind="cosine"):
+    """training/schedule.cpp's lr_at, operation for operation (0-based step)."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    if kind == "constant":
+        return peak
+    span = max(1.0, float(total) - float(warmup))
+    p = min(max((float(step) - float(warmup)) / span, 0.0), 1.0)
+    if kind == "cosine":
+        return min_lr + 0.5 * (peak - min_lr) * (1 + math.cos(math.pi * p))
+    assert kind == "linear", kind
+    return peak + (min_lr - peak) * p
+
+
+def train_step(model, opt, tokens, positions, targets, mask, lr, clip_norm):
+    """One step of pelab's Trainer: forward, masked CE, backward, clip (clip_norm 0 = off), AdamW at lr.
+    Returns (loss, total gradient norm before clipping) as Python floats."""
+    opt.zero_grad(set_to_none=True)
+    loss = masked_ce(model(tokens, positions), targets, mask)
+    loss.backward()
+    if clip_norm > 0:
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm).item()
+    else:
+        norm = torch.norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None])).item()
+    for g in opt.param_groups:
+        g["lr"] = lr
+    opt.step()
+    return loss.item(), norm
