@@ -374,7 +374,7 @@ TEST_CASE("safetensors: PyTorch fixtures load with the expected layout", "[safet
     INFO(p);
     REQUIRE(fs::exists(p));
     SafeTensors st = load_safetensors(p);
-    CHECK(st.metadata.at("encoding") == enc);
+    CHECK(st.metadata.at("fixture") == enc);  // "encoding" holds pelab's name (rope for rope_half)
     CHECK(st.get_int("input.tokens").shape() == IndexArray::shape_type{3, 12});
     CHECK(st.get_int("input.positions").shape() == IndexArray::shape_type{3, 12});
     CHECK(st.get_int("input.targets").shape() == IndexArray::shape_type{3, 12});

@@ -1,0 +1,121 @@
+// Reading the PyTorch fixtures written by tests/pytorch/gen_fixtures.py: the model a fixture describes
+// (from its metadata), its weights, and an allclose that reports how much of its tolerance the worst
+// element uses. Shared by the layer parity test and the training parity tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/safetensors.hpp"
+#include "layers/transformer.hpp"
+
+namespace pelab::test {
+
+// Paths of the fixtures "<prefix>*.safetensors", sorted.
+inline std::vector<std::string> fixture_files(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(PELAB_FIXTURES_DIR)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && e.path().extension() == ".safetensors") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline std::string fixture_name(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+// The encoding parameters recorded in the metadata (a JSON object), typed by the pelab encoding's spec.
+// The generator records them resolved, so the keys must be exactly the spec's: a pelab parameter the
+// PyTorch reference does not know, or the reverse, throws Error naming it.
+inline std::map<std::string, Value> fixture_encoding_params(const SafeTensors& st) {
+  const std::string enc = st.metadata.at("encoding");
+  const nlohmann::json given = nlohmann::json::parse(st.metadata.at("encoding_params"));
+  const EncodingSpec& spec = EncodingRegistry::instance().get(enc);
+  std::map<std::string, Value> out;
+  for (const auto& ps : spec.params) {
+    if (!given.contains(ps.key))
+      throw Error("fixture of encoding '" + enc + "' does not record its parameter '" + ps.key +
+                  "': teach tests/pytorch/pelab_ref.py about it and regenerate");
+    const nlohmann::json& v = given.at(ps.key);
+    switch (ps.type) {
+      case ValueType::boolean: out[ps.key] = Value(v.get<bool>()); break;
+      case ValueType::integer: out[ps.key] = Value(v.get<std::int64_t>()); break;
+      case ValueType::number: out[ps.key] = Value(v.get<double>()); break;
+      case ValueType::string: out[ps.key] = Value(v.get<std::string>()); break;
+    }
+  }
+  for (const auto& [key, v] : given.items())
+    if (!out.count(key)) throw Error("fixture of encoding '" + enc + "' records a parameter '" + key +
+                                     "' that pelab's encoding does not have");
+  return out;
+}
+
+// The model the fixture's metadata describes (dropout 0, as in the reference).
+inline ModelConfig fixture_model_config(const SafeTensors& st) {
+  const nlohmann::json cfg = nlohmann::json::parse(st.metadata.at("config"));
+  ModelConfig c;
+  c.vocab = cfg.at("vocab").get<std::size_t>();
+  c.d_model = cfg.at("d_model").get<std::size_t>();
+  c.n_layers = cfg.at("n_layers").get<std::size_t>();
+  c.n_heads = cfg.at("n_heads").get<std::size_t>();
+  c.d_ff = cfg.at("d_mlp").get<std::size_t>();
+  c.ln_eps = cfg.at("ln_eps").get<real>();
+  c.train_len = cfg.at("seq_len").get<std::size_t>();
+  c.dropout = 0;
+  c.encoding = st.metadata.at("encoding");
+  c.encoding_params = fixture_encoding_params(st);
+  return c;
+}
+
+// Sets every parameter of `model` to the fixture's tensor "<prefix><name>" (present, same shape).
+inline void set_fixture_weights(const SafeTensors& st, Transformer& model, const std::string& prefix = "") {
+  for (const auto& p : model.parameters()) {
+    INFO("parameter " << prefix << p.name);
+    REQUIRE(st.floats.count(prefix + p.name) == 1);
+    const Array& w = st.floats.at(prefix + p.name);
+    REQUIRE(w.shape() == p.tensor.shape());
+    Tensor t = p.tensor;
+    t.mutable_value() = w;
+  }
+}
+
+// allclose(got, want, rtol, atol) over any number of calls, remembering the worst element.
+struct Compare {
+  double worst_abs = 0;
+  std::string worst_where;
+  double worst_ratio = 0;  // max of err / (atol + rtol |want|): the tolerance use, > 1 fails
+  std::string ratio_where;
+  bool ok = true;
+
+  void add(double got, double want, double rtol, double atol, const std::string& where) {
+    const double err = std::abs(got - want);
+    const double ratio = err / (atol + rtol * std::abs(want));
+    if (!(ratio <= 1)) ok = false;
+    const auto at = [&] { return where + ": " + std::to_string(got) + " vs " + std::to_string(want); };
+    if (!(ratio <= worst_ratio)) worst_ratio = ratio, ratio_where = at();
+    if (err > worst_abs) worst_abs = err, worst_where = at();
+  }
+};
+
+// One CHECK per comparison, naming its worst element.
+inline void check_ok(const Compare& c, const std::string& what) {
+  INFO("worst " << what << ": " << c.ratio_where << " (tolerance use " << c.worst_ratio << ")");
+  CHECK(c.ok);
+}
+
+inline void allclose(const Array& got, const Array& want, double rtol, double atol, const std::string& what,
+                     Compare& c) {
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(got.size() > 0);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    c.add(got.data()[i], want.data()[i], rtol, atol, what + "[" + std::to_string(i) + "]");
+}
+
+}  // namespace pelab::test
