@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """PyTorch side of the training-throughput benchmark (bench/bench_train.cpp is the pelab side).
 
-The same model as pelab's Transformer (pre-LN decoder, fused qkv, exact-erf GELU MLP of width 4d,
-untied LM head, LayerNorm eps 1e-5; encodings none / learned table / sinusoidal buffer / RoPE
-interleaved on q and k), written the way a typical PyTorch user would: attention spelled out with
-masked_fill + softmax (torch 1.13 has no scaled_dot_product_attention), tables precomputed as buffers.
+The same model as pelab's Transformer: tests/pytorch/pelab_ref.py, the module the parity fixtures come
+from (pre-LN decoder, fused qkv, exact-erf GELU MLP of width 4d, untied LM head, LayerNorm eps 1e-5; any
+encoding it registers, `all` = none, learned, sinusoidal, rope as in bench_train), written the way a
+typical PyTorch user would: attention spelled out with masked_fill + softmax (torch 1.13 has no
+scaled_dot_product_attention), position tables computed once and reused while the positions repeat.
 One step = forward, masked cross-entropy, backward, AdamW step, zero_grad(set_to_none=True).
 
     /usr/bin/python3 bench/bench_torch.py [--config a|b|c|all] [--encoding NAME|all] [--steps N]
@@ -17,7 +18,6 @@ Exit status 3 (and a message) when torch cannot be imported.
 """
 import argparse
 import json
-import math
 import os
 import resource
 import statistics
@@ -30,9 +30,9 @@ CONFIGS = {  # name -> (d_model, n_layers, n_heads, batch, seq, steps, warmup): 
     "b": (128, 4, 4, 32, 64, 40, 5),
     "c": (256, 4, 8, 16, 128, 12, 3),
 }
-ENCODINGS = ["none", "learned", "sinusoidal", "rope"]
+ENCODINGS = ["none", "learned", "sinusoidal", "rope"]  # `all`, as bench_train's
 VOCAB = 20
-BASE = 10000.0
+REF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "pytorch")
 
 
 def rss_mb(field="VmRSS"):
@@ -46,7 +46,7 @@ def rss_mb(field="VmRSS"):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", default="all", choices=list(CONFIGS) + ["all"])
-    p.add_argument("--encoding", default="all", choices=ENCODINGS + ["all"])
+    p.add_argument("--encoding", default="all", help="an encoding of tests/pytorch/pelab_ref.py, or all")
     p.add_argument("--steps", type=int, default=-1, help="timed steps (default: the config's)")
     p.add_argument("--warmup", type=int, default=-1, help="untimed steps first (default: the config's)")
     p.add_argument("--threads", type=int, default=1)
@@ -84,11 +84,15 @@ def run_cell(a):
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"      # idle OpenMP workers sleep instead of spinning
     try:
         import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
+        sys.path.insert(0, REF_DIR)
+        import pelab_ref as ref
     except ImportError as err:
         print(f"PyTorch not available ({err}): measuring pelab only", file=sys.stderr)
         return 3
+    if a.encoding not in ref.ENCODINGS:
+        print(f"bench_torch: unknown encoding '{a.encoding}'; known: {', '.join(sorted(ref.ENCODINGS))}",
+              file=sys.stderr)
+        return 2
     torch.set_num_threads(a.threads)
     rss_base = rss_mb()
 
@@ -96,102 +100,22 @@ def run_cell(a):
     steps = a.steps if a.steps > 0 else def_steps
     warmup = a.warmup if a.warmup >= 0 else def_warmup
     enc = a.encoding
-    hs = d // n_heads
-
-    class Attention(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.qkv = nn.Linear(d, 3 * d)
-            self.proj = nn.Linear(d, d)
-
-        def forward(self, x, mask, rot):
-            q, k, v = self.qkv(x).split(d, dim=-1)
-            q, k, v = (t.view(B, T, n_heads, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
-            if rot is not None:
-                q, k = rope(q, *rot), rope(k, *rot)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-            att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
-            y = (att @ v).transpose(1, 2).reshape(B, T, d)
-            return self.proj(y)
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.attn = Attention()
-            self.fc, self.fc_out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x, mask, rot):
-            x = x + self.attn(self.ln1(x), mask, rot)
-            return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))  # exact erf GELU
-
-    def rope(x, cos, sin):
-        """Interleaved RoPE: pairs (2i, 2i+1) rotated by position * base^(-2i/hs)."""
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
-
-    def angles(n, dim):
-        inv = BASE ** (-2.0 * torch.arange(dim // 2, dtype=torch.float64) / dim)
-        return torch.arange(n, dtype=torch.float64)[:, None] * inv  # (n, dim/2)
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok_emb = nn.Embedding(VOCAB, d)
-            if enc == "learned":
-                self.pos = nn.Embedding(T, d)
-            elif enc == "sinusoidal":
-                ang = angles(T, d)
-                table = torch.stack([ang.sin(), ang.cos()], dim=-1).reshape(T, d)
-                self.register_buffer("sin_table", table.float())
-            elif enc == "rope":
-                ang = angles(T, hs)
-                self.register_buffer("rope_cos", ang.cos().float())
-                self.register_buffer("rope_sin", ang.sin().float())
-            self.register_buffer("causal", torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1))
-            self.blocks = nn.ModuleList(Block() for _ in range(n_layers))
-            self.ln_f = nn.LayerNorm(d)
-            self.head = nn.Linear(d, VOCAB, bias=False)
-
-        def forward(self, tokens, positions):
-            x = self.tok_emb(tokens)
-            if enc == "learned":
-                x = x + self.pos(positions)
-            elif enc == "sinusoidal":
-                x = x + self.sin_table[positions]
-            rot = None
-            if enc == "rope":
-                rot = (self.rope_cos[positions][:, None], self.rope_sin[positions][:, None])  # (B, 1, T, hs/2)
-            for blk in self.blocks:
-                x = blk(x, self.causal, rot)
-            return self.head(self.ln_f(x))
 
     torch.manual_seed(0)
-    model = Model()
-    decay, no_decay = [], []
-    with torch.no_grad():  # pelab's init: weights and embeddings N(0, 0.02), biases 0, LayerNorm 1/0
-        for name, p in model.named_parameters():
-            is_ln = name.split(".")[-2] in ("ln1", "ln2", "ln_f")
-            if name.endswith(".weight") and not is_ln:
-                p.normal_(0.0, 0.02)
-                decay.append(p)
-            else:
-                p.fill_(1.0 if name.endswith(".weight") else 0.0)
-                no_decay.append(p)
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+    cfg = dict(vocab=VOCAB, d_model=d, n_layers=n_layers, n_heads=n_heads, d_mlp=4 * d, ln_eps=1e-5, seq_len=T)
+    model = ref.Model(cfg, enc)  # learned: a table of T rows (max_len 0 = the training length)
+    ref.init_pelab(model)        # weights and embeddings N(0, 0.02), biases 0, LayerNorm 1/0
+    opt = ref.make_adamw(model, lr=1e-3, weight_decay=0.01)
 
     g = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, VOCAB, (B, T), generator=g)
     targets = torch.randint(0, VOCAB, (B, T), generator=g)
-    positions = torch.arange(T).repeat(B, 1)
+    positions = ref.default_positions(B, T)
     mask = torch.ones(B, T)
     losses = []
 
     def step():
-        logits = model(tokens, positions)
-        nll = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1), reduction="none")
-        loss = (nll * mask.view(-1)).sum() / mask.sum()
+        loss = ref.masked_ce(model(tokens, positions), targets, mask)
         losses.append(loss.item())
         loss.backward()
         opt.step()
