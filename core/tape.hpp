@@ -14,9 +14,10 @@
 // - A root with more than one element needs an explicit seed gradient; otherwise Error.
 //
 // Writing an op's backward (the rule that keeps memory right). A node declares two lists:
-//   inputs: every Tensor argument of the op, in order. The tape holds those that require grad as
-//           gradient targets only (not readers), so an intermediate's value can still be released
-//           when its last handle goes (core/tensor.hpp's memory rule).
+//   inputs: every Tensor argument of the op, in order (an undefined optional one included). The tape
+//           holds those that require grad as gradient targets only (not readers), so an
+//           intermediate's value can still be released when its last handle goes (core/tensor.hpp's
+//           memory rule); it does not hold the others at all.
 //   saved:  exactly the tensors whose VALUES backward reads, each an input or the output. They are
 //           kept alive and version-checked until the node runs. When a value is read only for some
 //           input's gradient (matmul's dA reads B), save it only when that input requires grad and
@@ -37,7 +38,7 @@
 //       ...                             // gx[i] += ...
 //     });
 //
-// tests/core/test_tape.cpp checks, op by op, that inputs whose values backward does not read are
+// tests/core/test_lifetimes.cpp checks, op by op, that inputs whose values backward does not read are
 // released once the caller drops them.
 #pragma once
 
