@@ -1,6 +1,7 @@
 #include "core/tape.hpp"
 
 #include <string>
+#include <type_traits>
 
 namespace pelab {
 
@@ -23,16 +24,23 @@ bool Tape::should_record(const std::vector<Tensor>& inputs) const {
   return false;
 }
 
-void Tape::record(const char* op, Tensor& out, std::vector<Tensor> saved, BackwardFn fn) {
+// Nodes move when the tape grows: they must move, never copy (a copy would copy every closure).
+static_assert(std::is_nothrow_move_constructible<Node>::value, "Node must be nothrow-movable");
+
+void Tape::record(const char* op, Tensor& out, TensorList inputs, TensorList saved, BackwardFn fn) {
   Node n;
   n.op = op;
   n.output = out.shared();
-  n.saved.reserve(saved.size());
-  n.saved_versions.reserve(saved.size());
-  for (auto& s : saved) {
-    if (!s.defined()) continue;
-    n.saved_versions.push_back(s.impl()->version);
-    n.saved.push_back(s.shared());
+  for (const Tensor& t : inputs) n.inputs.push_back(t.defined() && t.requires_grad() ? t.shared() : nullptr);
+  for (const Tensor& s : saved) {
+    if (s.defined()) {
+      bool known = s.impl() == out.impl();
+      for (const Tensor& t : inputs) known = known || s.impl() == t.impl();
+      if (!known)
+        throw Error(std::string("record: op '") + op +
+                    "' saves a tensor that is neither one of its inputs nor its output");
+    }
+    n.saved.push_back({s, s.defined() ? s.impl()->version : 0});
   }
   n.backward = std::move(fn);
   TensorImpl& o = *out.impl();
@@ -40,6 +48,25 @@ void Tape::record(const char* op, Tensor& out, std::vector<Tensor> saved, Backwa
   o.node = static_cast<std::int64_t>(nodes_.size());
   o.epoch = epoch_;
   nodes_.push_back(std::move(n));
+}
+
+const real* BackwardCtx::saved(std::size_t k) const {
+  if (k >= n_.saved.size())
+    throw Error(std::string("backward of '") + n_.op + "': saved value " + std::to_string(k) + " of " +
+                std::to_string(n_.saved.size()) + " requested");
+  const Tensor& t = n_.saved[k].value;
+  return t.defined() ? t.data() : nullptr;
+}
+
+bool BackwardCtx::needs_grad(std::size_t i) const {
+  if (i >= n_.inputs.size())
+    throw Error(std::string("backward of '") + n_.op + "': input " + std::to_string(i) + " of " +
+                std::to_string(n_.inputs.size()) + " requested");
+  return n_.inputs[i] != nullptr;
+}
+
+real* BackwardCtx::grad(std::size_t i) const {
+  return needs_grad(i) ? grad_buffer(*n_.inputs[i]).data() : nullptr;
 }
 
 void Tape::clear() {
@@ -79,13 +106,15 @@ void Tape::backward(const Tensor& root, const Array* seed) {
     Node& n = nodes[static_cast<std::size_t>(i)];
     TensorImpl& out = *n.output;
     if (!out.has_grad) continue;  // not on a path to the root
-    for (std::size_t s = 0; s < n.saved.size(); ++s)
-      if (n.saved[s]->version != n.saved_versions[s])
+    for (std::size_t s = 0; s < n.saved.size(); ++s) {
+      const SavedValue& sv = n.saved[s];
+      if (sv.value.defined() && sv.value.impl()->version != sv.version)
         throw Error(std::string("backward: a tensor saved by op '") + n.op +
-                    "' was modified in place after it was saved (version " +
-                    std::to_string(n.saved_versions[s]) + " -> " + std::to_string(n.saved[s]->version) +
+                    "' was modified in place after it was saved (version " + std::to_string(sv.version) +
+                    " -> " + std::to_string(sv.value.impl()->version) +
                     "); clone it before writing, or run the forward pass again");
-    n.backward(out.grad);
+    }
+    n.backward(BackwardCtx(n, out.grad));
     if (!out.retain_grad) {  // non-leaf: free its gradient now, as PyTorch does
       out.has_grad = false;
       out.grad = Array();

@@ -12,24 +12,118 @@
 // - Tensors saved for backward remember their version; if one was written in place before backward
 //   runs (Tensor::mutable_value bumps the version), backward throws Error naming the op.
 // - A root with more than one element needs an explicit seed gradient; otherwise Error.
+//
+// Writing an op's backward (the rule that keeps memory right). A node declares two lists:
+//   inputs: every Tensor argument of the op, in order (an undefined optional one included). The tape
+//           holds those that require grad as gradient targets only (not readers), so an
+//           intermediate's value can still be released when its last handle goes (core/tensor.hpp's
+//           memory rule); it does not hold the others at all.
+//   saved:  exactly the tensors whose VALUES backward reads, each an input or the output. They are
+//           kept alive and version-checked until the node runs. When a value is read only for some
+//           input's gradient (matmul's dA reads B), save it only when that input requires grad and
+//           pass a null Tensor otherwise: the positions stay fixed.
+// backward receives a BackwardCtx with grad_out, saved(k) and grad(i), so
+//
+//     A CLOSURE NEVER CAPTURES A TENSOR (nor a reference or pointer to one).
+//
+// A captured handle is a reader: it keeps the value alive until the tape is consumed (a leak), and a
+// captured reference dangles. Closures capture plain data only: shapes, scalars, and op-private
+// arrays by value or shared_ptr (attention's P, rotary tables, dropout's mask). Example:
+//
+//   if (tape.should_record({&x}))
+//     tape.record("softmax", out, {x}, {out}, [rows, C](const BackwardCtx& c) {
+//       real* gx = c.grad(0);           // x's gradient buffer, or nullptr when x needs none
+//       const real* y = c.saved(0);     // the output's value
+//       const real* g = c.grad_out().data();
+//       ...                             // gx[i] += ...
+//     });
+//
+// tests/core/test_lifetimes.cpp checks, op by op, that inputs whose values backward does not read are
+// released once the caller drops them.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "core/tensor.hpp"
 
 namespace pelab {
 
-using BackwardFn = std::function<void(const Array& grad_out)>;
+// A read-only view of Tensors for record(): `{a, b}`, `{}` or a std::vector<Tensor>. It refers to
+// the caller's list, which lives until the end of the full expression: never keep one.
+class TensorList {
+ public:
+  TensorList() = default;
+  TensorList(std::initializer_list<Tensor> l) : list_(l) {}
+  TensorList(const std::vector<Tensor>& v) : vec_(&v) {}
+  const Tensor* begin() const { return vec_ ? vec_->data() : list_.begin(); }
+  const Tensor* end() const { return begin() + size(); }
+  std::size_t size() const { return vec_ ? vec_->size() : list_.size(); }
+
+ private:
+  std::initializer_list<Tensor> list_;
+  const std::vector<Tensor>* vec_ = nullptr;
+};
+
+namespace detail {
+// A list whose first N entries live inline, so recording a node allocates nothing for its usual
+// handful of inputs; concat's longer lists spill into the vector.
+template <class T, std::size_t N = 4>
+class SmallList {
+ public:
+  void push_back(T v) {
+    if (n_ < N)
+      head_[n_] = std::move(v);
+    else
+      tail_.push_back(std::move(v));
+    ++n_;
+  }
+  const T& operator[](std::size_t i) const { return i < N ? head_[i] : tail_[i - N]; }
+  std::size_t size() const { return n_; }
+
+ private:
+  std::array<T, N> head_{};
+  std::vector<T> tail_;
+  std::size_t n_ = 0;
+};
+}  // namespace detail
+
+class BackwardCtx;
+using BackwardFn = std::function<void(const BackwardCtx&)>;
+
+struct SavedValue {
+  Tensor value;               // a handle: keeps the value alive until the node has run; null allowed
+  std::uint64_t version = 0;  // value's version when saved
+};
 
 struct Node {
   const char* op = "";
   std::shared_ptr<TensorImpl> output;
-  std::vector<std::shared_ptr<TensorImpl>> saved;  // kept alive until backward; version-checked
-  std::vector<std::uint64_t> saved_versions;
+  detail::SmallList<std::shared_ptr<TensorImpl>> inputs;  // gradient targets; null: no grad needed
+  detail::SmallList<SavedValue> saved;
   BackwardFn backward;
+};
+
+// What a node's backward sees. grad(i) hands out input i's gradient buffer, zero-filled on first
+// use, to accumulate (+=) into. (A later "overwrite when this node is the gradient's only producer"
+// mode fits here: the context knows whether the buffer is fresh, see TensorImpl::has_grad.)
+class BackwardCtx {
+ public:
+  BackwardCtx(const Node& n, const Array& grad_out) : n_(n), g_(grad_out) {}
+  const Array& grad_out() const { return g_; }  // d(loss)/d(output), the output's shape
+  // Value of the k-th saved tensor; nullptr where a null Tensor was saved.
+  const real* saved(std::size_t k) const;
+  bool needs_grad(std::size_t i) const;  // input i requires grad
+  // Input i's gradient buffer (allocated as zeros on first use); nullptr when input i needs none.
+  real* grad(std::size_t i) const;
+
+ private:
+  const Node& n_;
+  const Array& g_;
 };
 
 class Tape {
@@ -44,9 +138,9 @@ class Tape {
   bool should_record(std::initializer_list<const Tensor*> inputs) const;
   bool should_record(const std::vector<Tensor>& inputs) const;
 
-  // Appends a node producing `out` (marked requires_grad). `saved` lists every tensor the backward
-  // function reads (inputs and/or the output): they are kept alive and version-checked.
-  void record(const char* op, Tensor& out, std::vector<Tensor> saved, BackwardFn fn);
+  // Appends a node producing `out` (marked requires_grad); see the rule at the top of this file.
+  // Throws Error if a saved tensor is neither an input nor `out`.
+  void record(const char* op, Tensor& out, TensorList inputs, TensorList saved, BackwardFn fn);
 
   void backward(const Tensor& root, const Array* seed);
 

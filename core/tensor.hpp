@@ -56,8 +56,10 @@ struct TensorImpl {
 
 // A Tensor handle can read the value. Memory rule: when the last handle to a recorded intermediate
 // (a non-leaf) goes away, nobody can read its value any more, so the value's storage is released at
-// once; the tape keeps the TensorImpl alive through GradRef only to route its gradient. This frees
-// e.g. the fused qkv output right after the heads are split, instead of at the end of backward.
+// once; the tape keeps the TensorImpl alive only to route its gradient (a node's inputs are gradient
+// targets, not readers; the values a backward reads are the node's saved handles, core/tape.hpp).
+// This frees e.g. the fused qkv output right after the heads are split, instead of at the end of
+// backward.
 // Handles are counted without atomics: like the tape, a graph belongs to one thread.
 class Tensor {
  public:
@@ -124,24 +126,8 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
-// A reference that keeps a tensor alive as a gradient target without reading its value: what op
-// closures capture for inputs whose backward needs only the incoming gradient (add, head split,
-// rotary, reshape...). It does not count as a handle, so the value may be released.
-class GradRef {
- public:
-  GradRef() = default;
-  explicit GradRef(const Tensor& t) : impl_(t.shared()) {}
-  bool defined() const { return impl_ != nullptr; }
-  bool requires_grad() const { return impl_ && impl_->requires_grad; }
-  const Shape& shape() const { return impl_->released ? impl_->released_shape : impl_->value.shape(); }
-  TensorImpl* impl() const { return impl_.get(); }
-
- private:
-  std::shared_ptr<TensorImpl> impl_;
-};
-
-// Gradient buffer of t, allocated as zeros on first use. Ops' backward functions accumulate
-// (+=) into it.
+// Gradient buffer of t, allocated as zeros on first use. Ops reach it through BackwardCtx::grad
+// (core/tape.hpp) and accumulate (+=) into it.
 Array& grad_buffer(TensorImpl& t);
 
 }  // namespace pelab

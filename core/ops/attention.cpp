@@ -135,28 +135,30 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   const bool record = tape.should_record({&q, &k, &v, &bias});
   if (opt.probs_out) *opt.probs_out = record ? Array(*P) : std::move(*P);
   if (record) {
-    tape.record(kOp, out, {q, k, v, bias}, [q, k, v, bias, P, d, scales, causal, off](const Array& g) {
+    // What each gradient reads: dV P and dO; dS (for dQ, dK, dbias) also V; dQ also K; dK also Q.
+    // The bias's value is never read, and P is op-private (shared with the closure, no copy).
+    const bool gq = q.requires_grad(), gk = k.requires_grad();
+    const bool need_ds = gq || gk || (bias.defined() && bias.requires_grad());
+    const Tensor save_q = gk ? q : Tensor(), save_k = gq ? k : Tensor(), save_v = need_ds ? v : Tensor();
+    auto backward = [P, d, scales, causal, off, need_ds](const BackwardCtx& c) {
       const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs;
-      const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
-      const bool gb = bias.defined() && bias.requires_grad();
-      const bool need_ds = gq || gk || gb;
-      const real *pq = q.data(), *pk = k.data(), *pv = v.data(), *pp = P->data(), *pg = g.data();
-      real* dq = gq ? grad_buffer(*q.impl()).data() : nullptr;
-      real* dk = gk ? grad_buffer(*k.impl()).data() : nullptr;
-      real* dv = gv ? grad_buffer(*v.impl()).data() : nullptr;
-      real* dbias = gb ? grad_buffer(*bias.impl()).data() : nullptr;
+      const real *pq = c.saved(0), *pk = c.saved(1), *pv = c.saved(2), *pp = P->data();
+      const real* pg = c.grad_out().data();
+      real* dq = c.grad(0);
+      real* dk = c.grad(1);
+      real* dv = c.grad(2);
+      real* dbias = c.grad(3);
       std::vector<real> scratch(need_ds ? Tq * Tk : 0);  // dP, then dS in place; reused across heads
       real* dS = scratch.data();
       for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
           const std::size_t bh = b * H + h;
           const real *Pbh = pp + bh * Tq * Tk, *dO = pg + bh * Tq * hs;
-          const real *qbh = pq + bh * Tq * hs, *kbh = pk + bh * Tk * hs, *vbh = pv + bh * Tk * hs;
-          if (gv)  // dV (Tk, hs) += P^T dO
+          if (dv)  // dV (Tk, hs) += P^T dO
             blas::gemm(true, false, Tk, hs, Tq, real(1), Pbh, Tk, dO, hs, real(1), dv + bh * Tk * hs, hs);
           if (!need_ds) continue;
           // dP (Tq, Tk) = dO V^T
-          blas::gemm(false, true, Tq, Tk, hs, real(1), dO, hs, vbh, hs, real(0), dS, Tk);
+          blas::gemm(false, true, Tq, Tk, hs, real(1), dO, hs, pv + bh * Tk * hs, hs, real(0), dS, Tk);
           // dS = P * (dP - rowsum(dP * P)); masked entries have P = 0, so dS = 0 there.
           for (std::size_t i = 0; i < Tq; ++i) {
             real* s = dS + i * Tk;
@@ -166,17 +168,18 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
             for (std::size_t j = 0; j < n; ++j) s[j] = p[j] * (s[j] - dot);
             std::fill(s + n, s + Tk, real(0));
           }
-          if (gb) {  // dbias[h or 0] += dS, summed over the batch
+          if (dbias) {  // dbias[h or 0] += dS, summed over the batch
             real* db = dbias + (d.bias_heads == 1 ? 0 : h) * Tq * Tk;
             for (std::size_t i = 0; i < Tq * Tk; ++i) db[i] += dS[i];
           }
           const real sc = scales[h];
-          if (gq)  // dQ (Tq, hs) += scale dS K
-            blas::gemm(false, false, Tq, hs, Tk, sc, dS, Tk, kbh, hs, real(1), dq + bh * Tq * hs, hs);
-          if (gk)  // dK (Tk, hs) += scale dS^T Q
-            blas::gemm(true, false, Tk, hs, Tq, sc, dS, Tk, qbh, hs, real(1), dk + bh * Tk * hs, hs);
+          if (dq)  // dQ (Tq, hs) += scale dS K
+            blas::gemm(false, false, Tq, hs, Tk, sc, dS, Tk, pk + bh * Tk * hs, hs, real(1), dq + bh * Tq * hs, hs);
+          if (dk)  // dK (Tk, hs) += scale dS^T Q
+            blas::gemm(true, false, Tk, hs, Tq, sc, dS, Tk, pq + bh * Tq * hs, hs, real(1), dk + bh * Tk * hs, hs);
         }
-    });
+    };
+    tape.record(kOp, out, {q, k, v, bias}, {save_q, save_k, save_v}, std::move(backward));
   }
   return out;
 }

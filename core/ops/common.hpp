@@ -1,4 +1,10 @@
 // Shared helpers for op implementations (not part of the user-facing API).
+//
+// Every op records its backward with Tape::record(op, out, inputs, saved, fn) (core/tape.hpp):
+// `saved` lists exactly the tensors whose values backward reads, and backward gets them, the output's
+// gradient and the inputs' gradient buffers from its BackwardCtx. The closure never captures a Tensor
+// (that keeps its value alive: a leak) nor a reference to one; only shapes, scalars and op-private
+// arrays. tests/core/test_lifetimes.cpp lists every op with the values it may keep alive.
 #pragma once
 
 #include <algorithm>

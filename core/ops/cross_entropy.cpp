@@ -70,11 +70,11 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Arra
   out.mutable_data()[0] = static_cast<real>(loss);
   Tape& tape = Tape::current();
   if (tape.should_record({&logits})) {
-    tape.record(op, out, {logits}, [logits, V, counted = std::move(counted)](const Array& g) {
+    tape.record(op, out, {logits}, {logits}, [V, counted = std::move(counted)](const BackwardCtx& c) {
       // Always materialize the gradient, so an all-zero mask yields a zero gradient, not a missing one.
-      real* gx = grad_buffer(*logits.impl()).data();
-      const real* px = logits.data();
-      const real g0 = g.data()[0];
+      real* gx = c.grad(0);
+      const real* px = c.saved(0);
+      const real g0 = c.grad_out().data()[0];
       for (const Row& row : counted) {
         const real* xr = px + row.r * V;
         real* dr = gx + row.r * V;

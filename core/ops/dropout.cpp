@@ -26,11 +26,11 @@ Tensor dropout(const Tensor& x, real p, Rng& rng, bool training) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x), mask = std::move(mask)](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [mask = std::move(mask)](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       const real* pm = mask.data();
-      for (std::size_t i = 0, n = g.size(); i < n; ++i) gx[i] += pg[i] * pm[i];
+      for (std::size_t i = 0, n = mask.size(); i < n; ++i) gx[i] += pg[i] * pm[i];
     });
   }
   return out;

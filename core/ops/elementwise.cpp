@@ -7,10 +7,14 @@ namespace pelab {
 
 namespace {
 
+// Which operand values a partial derivative reads: a bit set of kA, kB.
+constexpr unsigned kA = 1, kB = 2;
+
 // One implementation for the four binary ops: Fwd computes y from (a, b); GradA / GradB give
-// dy/da and dy/db at (a, b). Backward accumulates g * dy/da into a's grad at the broadcast index,
-// which is exactly the sum over broadcast axes.
-template <bool kNeedsValues, class Fwd, class GradA, class GradB>
+// dy/da and dy/db at (a, b), reading only the operands named by DaReads / DbReads (the others are
+// passed as 0). Backward accumulates g * dy/da into a's grad at the broadcast index, which is exactly
+// the sum over broadcast axes.
+template <unsigned DaReads, unsigned DbReads, class Fwd, class GradA, class GradB>
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, Fwd fwd, GradA da, GradB db) {
   detail::require_defined(a, op, "a");
   detail::require_defined(b, op, "b");
@@ -25,27 +29,23 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, Fwd fwd, GradA d
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&a, &b})) {
-    // add / sub backward reads only the gradient: hold a and b as gradient targets, not values.
-    auto backward = [ag = GradRef(a), bg = GradRef(b), a = kNeedsValues ? a : Tensor(),
-                     b = kNeedsValues ? b : Tensor(), out_shape, da, db](const Array& g) {
-      const real* pa = kNeedsValues ? a.data() : nullptr;
-      const real* pb = kNeedsValues ? b.data() : nullptr;
-      const real* pg = g.data();
+    // Save only the values the needed derivatives read: add / sub none, mul(x, const) only const.
+    const unsigned reads = (a.requires_grad() ? DaReads : 0) | (b.requires_grad() ? DbReads : 0);
+    auto backward = [a_shape = a.shape(), b_shape = b.shape(), out_shape, da, db](const BackwardCtx& c) {
+      const real* pa = c.saved(0);  // nullptr when not read
+      const real* pb = c.saved(1);
+      const real* pg = c.grad_out().data();
       auto value = [](const real* p, std::size_t i) { return p ? p[i] : real(0); };
-      if (ag.requires_grad()) {
-        real* ga = grad_buffer(*ag.impl()).data();
-        detail::for_each_broadcast(out_shape, ag.shape(), bg.shape(), [&](std::size_t i, std::size_t ia, std::size_t ib) {
+      if (real* ga = c.grad(0))
+        detail::for_each_broadcast(out_shape, a_shape, b_shape, [&](std::size_t i, std::size_t ia, std::size_t ib) {
           ga[ia] += pg[i] * da(value(pa, ia), value(pb, ib));
         });
-      }
-      if (bg.requires_grad()) {
-        real* gb = grad_buffer(*bg.impl()).data();
-        detail::for_each_broadcast(out_shape, ag.shape(), bg.shape(), [&](std::size_t i, std::size_t ia, std::size_t ib) {
+      if (real* gb = c.grad(1))
+        detail::for_each_broadcast(out_shape, a_shape, b_shape, [&](std::size_t i, std::size_t ia, std::size_t ib) {
           gb[ib] += pg[i] * db(value(pa, ia), value(pb, ib));
         });
-      }
     };
-    tape.record(op, out, kNeedsValues ? std::vector<Tensor>{a, b} : std::vector<Tensor>{}, std::move(backward));
+    tape.record(op, out, {a, b}, {reads & kA ? a : Tensor(), reads & kB ? b : Tensor()}, std::move(backward));
   }
   return out;
 }
@@ -53,22 +53,22 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, Fwd fwd, GradA d
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return binary<false>("add", a, b, [](real x, real y) { return x + y; }, [](real, real) { return real(1); },
+  return binary<0, 0>("add", a, b, [](real x, real y) { return x + y; }, [](real, real) { return real(1); },
                 [](real, real) { return real(1); });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return binary<false>("sub", a, b, [](real x, real y) { return x - y; }, [](real, real) { return real(1); },
+  return binary<0, 0>("sub", a, b, [](real x, real y) { return x - y; }, [](real, real) { return real(1); },
                 [](real, real) { return real(-1); });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary<true>("mul", a, b, [](real x, real y) { return x * y; }, [](real, real y) { return y; },
+  return binary<kB, kA>("mul", a, b, [](real x, real y) { return x * y; }, [](real, real y) { return y; },
                 [](real x, real) { return x; });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  return binary<true>("div", a, b, [](real x, real y) { return x / y; }, [](real, real y) { return real(1) / y; },
+  return binary<kB, kA | kB>("div", a, b, [](real x, real y) { return x / y; }, [](real, real y) { return real(1) / y; },
                 [](real x, real y) { return -x / (y * y); });
 }
 
@@ -81,10 +81,10 @@ Tensor add_scalar(const Tensor& a, real s) {
   for (std::size_t i = 0; i < n; ++i) po[i] = pa[i] + s;
   Tape& tape = Tape::current();
   if (tape.should_record({&a})) {
-    tape.record("add_scalar", out, {}, [ag = GradRef(a)](const Array& g) {
-      real* ga = grad_buffer(*ag.impl()).data();
-      const real* pg = g.data();
-      for (std::size_t i = 0, n = g.size(); i < n; ++i) ga[i] += pg[i];
+    tape.record("add_scalar", out, {a}, {}, [](const BackwardCtx& c) {
+      real* ga = c.grad(0);
+      const real* pg = c.grad_out().data();
+      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) ga[i] += pg[i];
     });
   }
   return out;
@@ -99,10 +99,10 @@ Tensor mul_scalar(const Tensor& a, real s) {
   for (std::size_t i = 0; i < n; ++i) po[i] = pa[i] * s;
   Tape& tape = Tape::current();
   if (tape.should_record({&a})) {
-    tape.record("mul_scalar", out, {}, [ag = GradRef(a), s](const Array& g) {
-      real* ga = grad_buffer(*ag.impl()).data();
-      const real* pg = g.data();
-      for (std::size_t i = 0, n = g.size(); i < n; ++i) ga[i] += pg[i] * s;
+    tape.record("mul_scalar", out, {a}, {}, [s](const BackwardCtx& c) {
+      real* ga = c.grad(0);
+      const real* pg = c.grad_out().data();
+      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) ga[i] += pg[i] * s;
     });
   }
   return out;

@@ -31,9 +31,9 @@ Tensor embedding(const Tensor& table, const IndexArray& ids) {
   Tape& tape = Tape::current();
   if (tape.should_record({&table})) {
     // ids copied into the closure: the caller may reuse its buffer before backward runs.
-    tape.record(op, out, {}, [table, ids, D](const Array& g) {
-      real* gt = grad_buffer(*table.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {table}, {}, [ids, D](const BackwardCtx& c) {
+      real* gt = c.grad(0);
+      const real* pg = c.grad_out().data();
       const std::int32_t* pid = ids.data();
       for (std::size_t i = 0, n = ids.size(); i < n; ++i) {
         real* dst = gt + static_cast<std::size_t>(pid[i]) * D;

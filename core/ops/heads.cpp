@@ -28,9 +28,9 @@ Tensor split_heads(const Tensor& x, std::size_t H, std::size_t n_chunks, std::si
     }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x), B, T, W, H, C, hs, index](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [B, T, W, H, C, hs, index](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t b = 0; b < B; ++b)
         for (std::size_t t = 0; t < T; ++t) {
           real* row = gx + (b * T + t) * W + index * C;
@@ -60,9 +60,9 @@ Tensor merge_heads(const Tensor& x) {
       }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x), B, H, T, hs, C](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [B, H, T, hs, C](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
           for (std::size_t t = 0; t < T; ++t) {

@@ -57,18 +57,21 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, real
 
   Tape& tape = Tape::current();
   if (tape.should_record({&x, &gamma, &beta})) {
-    tape.record(op, out, {x, gamma}, [x, gamma, beta, rows, C, mean = std::move(mean), rstd = std::move(rstd)](const Array& g) {
-      const real* px = x.data();
-      const real* pgam = gamma.data();
-      const real* pg = g.data();
+    // dgamma reads x; dx reads x and gamma; dbeta reads neither (beta's value is never kept).
+    const Tensor save_x = x.requires_grad() || gamma.requires_grad() ? x : Tensor();
+    const Tensor save_gamma = x.requires_grad() ? gamma : Tensor();
+    auto backward = [rows, C, mean = std::move(mean), rstd = std::move(rstd)](const BackwardCtx& c) {
+      const real* px = c.saved(0);
+      const real* pgam = c.saved(1);
+      const real* pg = c.grad_out().data();
       const real* pm = mean.data();
       const real* pr = rstd.data();
-      real* gx = x.requires_grad() ? grad_buffer(*x.impl()).data() : nullptr;
-      real* ggam = gamma.requires_grad() ? grad_buffer(*gamma.impl()).data() : nullptr;
-      real* gbet = beta.defined() && beta.requires_grad() ? grad_buffer(*beta.impl()).data() : nullptr;
+      real* gx = c.grad(0);
+      real* ggam = c.grad(1);
+      real* gbet = c.grad(2);
       const real invC = real(1) / static_cast<real>(C);
       for (std::size_t r = 0; r < rows; ++r) {
-        const real* xr = px + r * C;
+        const real* xr = px ? px + r * C : nullptr;  // read only for dgamma and dx
         const real* gr = pg + r * C;
         const real m = pm[r], rs = pr[r];
         if (ggam)
@@ -91,7 +94,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, real
             dr[j] += rs * (gr[j] * pgam[j] - sd - (xr[j] - m) * rs * sdx);
         }
       }
-    });
+    };
+    tape.record(op, out, {x, gamma, beta}, {save_x, save_gamma}, std::move(backward));
   }
   return out;
 }

@@ -68,11 +68,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
   Tape& tape = Tape::current();
   if (tape.should_record({&a, &b})) {
-    tape.record("matmul", out, {a, b}, [a, b, d, ta, tb, lda, ldb, sa, sb, sc, fold](const Array& g) {
+    // dA reads B and dB reads A: each operand is kept only when the other one needs a gradient.
+    const Tensor save_a = b.requires_grad() ? a : Tensor();
+    const Tensor save_b = a.requires_grad() ? b : Tensor();
+    tape.record("matmul", out, {a, b}, {save_a, save_b}, [d, ta, tb, lda, ldb, sa, sb, sc, fold](const BackwardCtx& c) {
       const std::size_t M = d.M, N = d.N, K = d.K;
-      const real *pa = a.data(), *pb = b.data(), *pg = g.data();
-      if (a.requires_grad()) {
-        real* ga = grad_buffer(*a.impl()).data();
+      const real *pa = c.saved(0), *pb = c.saved(1), *pg = c.grad_out().data();
+      if (real* ga = c.grad(0)) {
         if (fold) {
           blas::gemm(false, !tb, d.batch * M, K, N, 1, pg, N, pb, ldb, 1, ga, K);  // dA = dC op(B)^T
         } else {
@@ -84,8 +86,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
           }
         }
       }
-      if (b.requires_grad()) {
-        real* gb = grad_buffer(*b.impl()).data();
+      if (real* gb = c.grad(1)) {
         if (fold) {
           if (!tb)  // dB (K,N) = A^T dC over the folded batch
             blas::gemm(true, false, K, N, d.batch * M, 1, pa, lda, pg, N, 1, gb, ldb);
@@ -130,16 +131,16 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x, &w, &bias})) {
-    tape.record(op, out, {x, w}, [x, w, bias, rows, in, out_f](const Array& g) {
-      const real* pg = g.data();
-      if (x.requires_grad())  // dx (rows, in) = g (rows, out) w (out, in)
-        blas::gemm(false, false, rows, in, out_f, 1, pg, out_f, w.data(), in, 1,
-                   grad_buffer(*x.impl()).data(), in);
-      if (w.requires_grad())  // dw (out, in) = g^T (out, rows) x (rows, in)
-        blas::gemm(true, false, out_f, in, rows, 1, pg, out_f, x.data(), in, 1,
-                   grad_buffer(*w.impl()).data(), in);
-      if (bias.defined() && bias.requires_grad()) {  // db = column sums of g, row by row (cache friendly)
-        real* gb = grad_buffer(*bias.impl()).data();
+    // dx reads w and dw reads x; the bias's value is never read.
+    const Tensor save_x = w.requires_grad() ? x : Tensor();
+    const Tensor save_w = x.requires_grad() ? w : Tensor();
+    tape.record(op, out, {x, w, bias}, {save_x, save_w}, [rows, in, out_f](const BackwardCtx& c) {
+      const real* pg = c.grad_out().data();
+      if (real* gx = c.grad(0))  // dx (rows, in) = g (rows, out) w (out, in)
+        blas::gemm(false, false, rows, in, out_f, 1, pg, out_f, c.saved(1), in, 1, gx, in);
+      if (real* gw = c.grad(1))  // dw (out, in) = g^T (out, rows) x (rows, in)
+        blas::gemm(true, false, out_f, in, rows, 1, pg, out_f, c.saved(0), in, 1, gw, in);
+      if (real* gb = c.grad(2)) {  // db = column sums of g, row by row (cache friendly)
         for (std::size_t r = 0; r < rows; ++r) {
           const real* gr = pg + r * out_f;
           for (std::size_t j = 0; j < out_f; ++j) gb[j] += gr[j];

@@ -152,9 +152,9 @@ Tensor reduce_sum(const char* op, const Tensor& x, const std::vector<int>& axes,
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x), G, scale](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [G, scale, n_in = x.numel()](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       if (G.simple) {
         for (std::size_t o = 0; o < G.outer; ++o) {
           const real* src = pg + o * G.inner;
@@ -165,7 +165,7 @@ Tensor reduce_sum(const char* op, const Tensor& x, const std::vector<int>& axes,
         }
       } else {
         const std::size_t nlast = G.dims.back(), slast = G.ostride.back();
-        for_each_general(G, shape_numel(xg.shape()), [&](std::size_t i, std::size_t io) {
+        for_each_general(G, n_in, [&](std::size_t i, std::size_t io) {
           for (std::size_t k = 0; k < nlast; ++k) gx[i + k] += pg[io + k * slast] * scale;
         });
       }
@@ -256,9 +256,9 @@ Tensor max(const Tensor& x, int axis, bool keepdims) {
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     // Backward reads only the argmax indices, not x's values: nothing to save.
-    tape.record(op, out, {}, [xg = GradRef(x), arg = std::move(arg), r, inner](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [arg = std::move(arg), r, inner](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t o = 0, n = arg.size() / inner; o < n; ++o)
         for (std::size_t j = 0; j < inner; ++j) {
           const std::size_t i = o * inner + j;

@@ -71,10 +71,10 @@ Tensor rotary(const Tensor& x, std::shared_ptr<const RotaryTables> tables, Rotar
       }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x), tables, layout, B, H, T, hs, P](const Array& g) {
+    tape.record(op, out, {x}, {}, [tables, layout, B, H, T, hs, P](const BackwardCtx& c) {
       const RotaryTables& tb = *tables;
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
           for (std::size_t t = 0; t < T; ++t) {

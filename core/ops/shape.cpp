@@ -116,10 +116,10 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   std::copy(x.data(), x.data() + x.numel(), out.mutable_data());
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x)](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
-      for (std::size_t i = 0, n = g.size(); i < n; ++i) gx[i] += pg[i];
+    tape.record(op, out, {x}, {}, [](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
+      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) gx[i] += pg[i];
     });
   }
   return out;
@@ -147,8 +147,8 @@ Tensor permute(const Tensor& x, const std::vector<int>& axes) {
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     // dx = g permuted back by the inverse permutation.
-    tape.record(op, out, {}, [xg = GradRef(x), inv](const Array& g) {
-      permute_into<true>(g.data(), g.shape(), inv, grad_buffer(*xg.impl()).data());
+    tape.record(op, out, {x}, {}, [inv](const BackwardCtx& c) {
+      permute_into<true>(c.grad_out().data(), c.grad_out().shape(), inv, c.grad(0));
     });
   }
   return out;
@@ -188,9 +188,9 @@ Tensor slice(const Tensor& x, int axis, std::size_t start, std::size_t stop) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {}, [xg = GradRef(x), outer, block, row, first](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [outer, block, row, first](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t o = 0; o < outer; ++o) {
         real* dst = gx + o * row + first;
         const real* src = pg + o * block;
@@ -242,13 +242,11 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record(xs)) {
-    std::vector<GradRef> refs;
-    for (const auto& t : xs) refs.emplace_back(t);
-    tape.record(op, out, {}, [xs = std::move(refs), first, block, outer, row](const Array& g) {
-      const real* pg = g.data();
-      for (std::size_t k = 0; k < xs.size(); ++k) {
-        if (!xs[k].requires_grad()) continue;
-        real* gx = grad_buffer(*xs[k].impl()).data();
+    tape.record(op, out, xs, {}, [first, block, outer, row](const BackwardCtx& c) {
+      const real* pg = c.grad_out().data();
+      for (std::size_t k = 0; k < first.size(); ++k) {
+        real* gx = c.grad(k);
+        if (!gx) continue;
         const std::size_t b = block[k];
         for (std::size_t o = 0; o < outer; ++o) {
           real* dst = gx + o * b;
@@ -289,9 +287,9 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     // dx[s] = sum of g over every output element that read s.
-    tape.record(op, out, {}, [xg = GradRef(x), w](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
+    tape.record(op, out, {x}, {}, [w](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
       for_each_run(w, [&](std::size_t o, std::size_t s, std::size_t len, std::size_t st) {
         if (st == 0) {
           real acc = 0;

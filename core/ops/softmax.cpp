@@ -49,11 +49,11 @@ Tensor softmax(const Tensor& x) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    // Backward needs only y; capturing the output handle is fine (the node already owns it).
-    tape.record(op, out, {out}, [x, y = out, rows, C](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
-      const real* py = y.data();
-      const real* pg = g.data();
+    // Backward reads only y: x's value is not kept.
+    tape.record(op, out, {x}, {out}, [rows, C](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* py = c.saved(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t r = 0; r < rows; ++r) {
         const real* yr = py + r * C;
         const real* gr = pg + r * C;
@@ -87,10 +87,11 @@ Tensor log_softmax(const Tensor& x) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {out}, [x, y = out, rows, C](const Array& g) {
-      real* gx = grad_buffer(*x.impl()).data();
-      const real* py = y.data();
-      const real* pg = g.data();
+    // Backward reads only y: x's value is not kept.
+    tape.record(op, out, {x}, {out}, [rows, C](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* py = c.saved(0);
+      const real* pg = c.grad_out().data();
       for (std::size_t r = 0; r < rows; ++r) {
         const real* yr = py + r * C;
         const real* gr = pg + r * C;

@@ -28,14 +28,14 @@ Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
   if (tape.should_record({&x})) {
     // The saved tensor; for From::nothing it stays null and is never read.
     Tensor src = S == From::input ? x : S == From::output ? out : Tensor();
-    tape.record(op, out, {src}, [xg = GradRef(x), src, d](const Array& g) {
-      real* gx = grad_buffer(*xg.impl()).data();
-      const real* pg = g.data();
-      const std::size_t n = g.size();
+    tape.record(op, out, {x}, {src}, [d](const BackwardCtx& c) {
+      real* gx = c.grad(0);
+      const real* pg = c.grad_out().data();
+      const std::size_t n = c.grad_out().size();
       if constexpr (S == From::nothing) {
         for (std::size_t i = 0; i < n; ++i) gx[i] += pg[i] * d(real(0));
       } else {
-        const real* pv = src.data();
+        const real* pv = c.saved(0);
         for (std::size_t i = 0; i < n; ++i) gx[i] += pg[i] * d(pv[i]);
       }
     });

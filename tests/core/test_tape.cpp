@@ -142,3 +142,37 @@ TEST_CASE("an intermediate's value is released when its last handle goes and gra
   p.backward(xt::ones<real>({2}));
   CHECK(a.grad()(1) == 12);  // d(a^3)/da = 3a^2
 }
+
+TEST_CASE("a node may save only its inputs and output, and its backward sees what it declared", "[tape]") {
+  Tape& tape = Tape::current();
+  tape.clear();
+  Tensor a = Tensor::from({2}, {1, 2}, true), c = Tensor::from({2}, {5, 7}, false);
+  Tensor other = Tensor::from({2}, {3, 4}, false);
+  Tensor out = Tensor::from({2}, {0, 0});
+  CHECK_THROWS_WITH(tape.record("probe", out, {a, c}, {other}, [](const BackwardCtx&) {}),
+                    Catch::Contains("probe") && Catch::Contains("neither one of its inputs nor its output"));
+  CHECK(tape.size() == 0);
+  // Inputs that need no gradient get none; a null saved slot keeps its position and reads as nullptr.
+  bool ran = false;
+  tape.record("probe", out, {a, c}, {Tensor(), c, out}, [&ran](const BackwardCtx& ctx) {
+    ran = true;
+    CHECK(ctx.needs_grad(0));
+    CHECK_FALSE(ctx.needs_grad(1));
+    CHECK(ctx.grad(1) == nullptr);
+    CHECK(ctx.saved(0) == nullptr);
+    REQUIRE(ctx.saved(1) != nullptr);
+    CHECK(ctx.saved(1)[1] == 7);
+    CHECK(ctx.saved(2)[0] == 0);
+    CHECK_THROWS_WITH(ctx.saved(3), Catch::Contains("probe"));
+    CHECK_THROWS_WITH(ctx.grad(2), Catch::Contains("probe"));
+    real* ga = ctx.grad(0);
+    REQUIRE(ga != nullptr);
+    for (int i = 0; i < 2; ++i) ga[i] += ctx.grad_out().data()[i] * ctx.saved(1)[i];
+  });
+  out.backward(xt::ones<real>({2}));
+  CHECK(ran);
+  REQUIRE(a.grad().size() == 2);
+  CHECK(a.grad()(0) == 5);
+  CHECK(a.grad()(1) == 7);
+  CHECK_FALSE(c.has_grad());
+}
