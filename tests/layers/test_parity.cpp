@@ -49,7 +49,7 @@ ModelConfig fixture_config(const std::string& fixture) {
   c.d_model = 32;
   c.n_layers = 2;
   c.n_heads = 4;
-  c.train_len = 12;
+  c.train_seq_len = 12;
   c.encoding = fixture == "rope_half" ? "rope" : fixture;
   if (fixture == "learned") c.encoding_params["max_len"] = Value(std::int64_t(16));
   if (fixture == "rope") c.encoding_params["layout"] = Value(std::string("interleaved"));

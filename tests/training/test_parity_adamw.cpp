@@ -38,7 +38,7 @@ ModelConfig fixture_config(const SafeTensors& st) {
   c.n_heads = cfg.at("n_heads").get<std::size_t>();
   c.d_ff = cfg.at("d_mlp").get<std::size_t>();
   c.ln_eps = cfg.at("ln_eps").get<real>();
-  c.train_len = cfg.at("seq_len").get<std::size_t>();
+  c.train_seq_len = cfg.at("seq_len").get<std::size_t>();
   const std::string enc = st.metadata.at("encoding");
   c.encoding = enc == "rope_half" ? "rope" : enc;
   const auto& spec = EncodingRegistry::instance().get(c.encoding);
