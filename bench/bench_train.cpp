@@ -39,7 +39,7 @@
 #include "core/tensor.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/transformer.hpp"
-#include "training/optimizer.hpp"
+#include "training/optimizer_registry.hpp"
 
 using namespace pelab;
 
@@ -135,16 +135,15 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   mc.n_layers = bc.n_layers;
   mc.n_heads = bc.n_heads;
   mc.encoding = encoding;
-  mc.train_len = bc.seq;
+  mc.train_seq_len = bc.seq;
   Transformer model(mc);
   Rng init_rng(0);
   init_parameters(model, init_rng);
   model.set_training(true);
 
-  OptimizerConfig oc;
-  oc.kind = "adamw";
-  oc.weight_decay = 0.01;
-  auto optimizer = make_optimizer(oc, model.parameters());
+  OptimizerCommon common;
+  common.weight_decay = 0.01;
+  auto optimizer = make_optimizer("adamw", {}, common, model.parameters());
 
   // One fixed random batch: throughput does not depend on the values.
   const std::size_t B = bc.batch, T = bc.seq;

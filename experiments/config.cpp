@@ -1,6 +1,7 @@
 // Reading a config: TOML text -> ExperimentConfig, remembering where every key came from so that
-// each error points at its line. Overrides ("--set section.key=value") are applied to the TOML tree
-// before reading, so they get exactly the same checks as the file.
+// each error points at its line, then validating and resolving every run it defines. Overrides
+// ("--set section.key=value") are applied to the TOML tree before reading, so they get exactly the
+// same checks as the file.
 #include "experiments/config.hpp"
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <toml++/toml.h>
 
 #include "experiments/config_schema.hpp"
-#include "experiments/tasks/task.hpp"
-#include "layers/positional/encoding.hpp"
 
 namespace pelab {
 namespace {
@@ -30,7 +29,7 @@ std::optional<Value> scalar_of(const toml::node& n) {
 }
 
 std::string node_text(const toml::node& n) {
-  if (auto v = scalar_of(n)) return value_str(*v);
+  if (auto v = scalar_of(n)) return format_value(*v);
   std::ostringstream os;
   n.visit([&](const auto& x) { os << x; });
   std::string s = os.str();
@@ -118,19 +117,12 @@ class Reader {
     for (const auto& p : parts)
       if (p.empty()) fail(w, "empty key in '" + path + "'");
 
-    toml::table doc;
-    bool as_string = false;
+    ValueText value;
     try {
-      doc = toml::parse("v = " + text, w);
-      if (doc.size() != 1) fail(w, "the value must be a single TOML value");
-    } catch (const toml::parse_error& e) {
-      // Bare words (--set encoding.name=rope) are strings; anything that looks like TOML must parse.
-      if (std::string("[{\"'").find(text[0]) != std::string::npos)
-        fail(w, "value is not valid TOML: " + std::string(e.description()) +
-                    (text[0] == '[' ? " (quote strings inside arrays: [\"none\", \"rope\"])" : ""));
-      as_string = true;
+      value = parse_value_text(text);
+    } catch (const Error& e) {
+      fail(w, e.what());
     }
-
     toml::table* t = &root_;
     std::string prefix;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -147,8 +139,13 @@ class Reader {
     const std::string full = prefix.empty() ? parts.back() : prefix + "." + parts.back();
     if (!t->contains(parts.back())) added_.emplace(full, added_.size());
     set_at_[full] = w;
-    if (as_string) t->insert_or_assign(parts.back(), text);
-    else doc.get("v")->visit([&](const auto& x) { t->insert_or_assign(parts.back(), x); });
+    if (!value.array) {
+      std::visit([&](const auto& x) { t->insert_or_assign(parts.back(), x); }, value.values[0]);
+      return;
+    }
+    toml::array a;
+    for (const Value& v : value.values) std::visit([&](const auto& x) { a.push_back(x); }, v);
+    t->insert_or_assign(parts.back(), std::move(a));
   }
 
   void read_top(const Entry& e) {
@@ -174,6 +171,7 @@ class Reader {
                   node_text(*e.node));
     const toml::table& t = *e.node->as_table();
     if (e.key == "sweep") read_sweep(t);
+    else if (e.key == "cell") read_cell(t);
     else read_section(e.key, t);
   }
 
@@ -187,8 +185,8 @@ class Reader {
         continue;
       }
       const Field* f = find_field(sec, e.key);
-      if (!f && (sec == "encoding" || sec == "task")) {
-        read_subtable(sec, e, w);
+      if (const PluginGroup* g = find_group(sec); !f && g) {
+        read_subtable(*g, e, w);
         continue;
       }
       if (!f) fail(w, unknown_key_msg(tag, e.key, section_keys(s)));
@@ -202,28 +200,22 @@ class Reader {
     }
   }
 
-  // [encoding.<name>] / [task.<name>]: parameters of one encoding or task, checked against its spec.
-  void read_subtable(const std::string& sec, const Entry& e, const std::string& w) {
-    const bool enc = sec == "encoding";
-    const std::string what = enc ? "encoding" : "task";
-    const auto names = enc ? EncodingRegistry::instance().names() : TaskRegistry::instance().names();
+  // [encoding.<name>] / [task.<name>] / [train.<optimizer>]: parameters of one plugin, checked against its spec.
+  void read_subtable(const PluginGroup& g, const Entry& e, const std::string& w) {
+    const std::string& sec = g.section;
+    const auto names = g.names();
     if (!e.node->is_table()) {
-      // A parameter written directly under [encoding] / [task]: say which subtable it belongs in.
-      for (const auto& n : names) {
-        const auto& params = enc ? EncodingRegistry::instance().get(n).params : TaskRegistry::instance().get(n).params;
-        for (const auto& p : params)
-          if (p.key == e.key)
-            fail(w, "[" + sec + "] unknown key '" + e.key + "'; parameters of " + std::string(enc ? "an " : "a ") + what +
-                        " go in its own subtable, e.g. [" + sec + "." + n + "] " + e.key + " = ...");
-      }
+      // A parameter written directly under [encoding] / [train]: say which subtable it belongs in.
+      const std::string moved = misplaced_param_msg(g, e.key);
+      if (!moved.empty()) fail(w, moved);
       fail(w, unknown_key_msg("[" + sec + "]", e.key, section_keys(*find_section(sec))));
     }
     if (std::find(names.begin(), names.end(), e.key) == names.end()) {
-      std::string msg = "[" + sec + "] unknown " + what + " subtable [" + sec + "." + e.key + "]";
+      std::string msg = "[" + sec + "] unknown " + g.noun + " subtable [" + sec + "." + e.key + "]";
       if (auto n = nearest(e.key, names)) msg += " (did you mean [" + sec + "." + *n + "]?)";
-      fail(w, msg + "; known " + what + "s: " + join(names));
+      fail(w, msg + "; known " + g.noun + "s: " + join(names));
     }
-    (enc ? cfg_.encoding_params : cfg_.task_params)[e.key];  // present even when empty
+    g.tables(cfg_)[e.key];  // present even when empty
     for (const auto& p : ordered(*e.node->as_table(), sec + "." + e.key)) {
       const std::string path = sec + "." + e.key + "." + p.key, pw = where(path, p.line);
       const Setting st = find_setting(path, pw, "");
@@ -264,9 +256,10 @@ class Reader {
         ExperimentConfig scratch;
         apply_setting(scratch, st, *v, w, "[sweep]", e.key);
         const Value norm = get_setting(scratch, st);
-        if (st.field && st.field->spec.key == "name") check_name(st.section, norm, w, tag);
+        if (const PluginGroup* g = find_group(st.section); st.field && g && g->selector == st.key)
+          check_name(*g, norm, w, tag);
         if (std::find(values.begin(), values.end(), norm) != values.end())
-          fail(w, tag + " lists " + value_str(norm) + " twice");
+          fail(w, tag + " lists " + format_value(norm) + " twice");
         values.push_back(norm);
       }
       cfg_.sweep[e.key] = values;
@@ -274,13 +267,38 @@ class Reader {
     }
   }
 
-  static void check_name(const std::string& section, const Value& v, const std::string& w, const std::string& tag) {
-    const std::string& name = std::get<std::string>(v);
+  static void check_name(const PluginGroup& g, const Value& v, const std::string& w, const std::string& tag) {
     try {
-      if (section == "encoding") EncodingRegistry::instance().get(name);
-      else TaskRegistry::instance().get(name);
+      g.params(std::get<std::string>(v));
     } catch (const Error& e) {
-      fail(w, tag + " has value " + value_str(v) + ": " + e.what());
+      fail(w, tag + " has value " + format_value(v) + ": " + e.what());
+    }
+  }
+
+  // [cell] index, label and [cell.assignment] "section.key" = value: which sweep cell this file is.
+  void read_cell(const toml::table& t) {
+    for (const auto& e : ordered(t, "cell")) {
+      const std::string w = where("cell." + e.key, e.line);
+      if (e.key == "assignment" && e.node->is_table()) {
+        for (const auto& a : ordered(*e.node->as_table(), "cell.assignment")) {
+          const std::string aw = where("cell.assignment." + a.key, a.line);
+          const Setting st = find_setting(a.key, aw, "[cell.assignment] key '" + a.key + "' names no setting: ");
+          auto v = scalar_of(*a.node);
+          if (!v) fail(aw, "[cell.assignment] key '" + a.key + "' has value " + node_text(*a.node) + "; expected " +
+                               st.expected());
+          ExperimentConfig scratch;
+          apply_setting(scratch, st, *v, aw, "[cell.assignment]", a.key);
+          cfg_.cell.assignment.emplace_back(a.key, get_setting(scratch, st));
+        }
+      } else if (e.key == "index" && e.node->as_integer() && e.node->as_integer()->get() >= 0) {
+        cfg_.cell.index = static_cast<std::size_t>(e.node->as_integer()->get());
+      } else if (e.key == "label" && e.node->as_string()) {
+        cfg_.cell.label = e.node->as_string()->get();
+      } else {
+        fail(w, std::string("[cell] key '") + e.key + "' has value " + node_text(*e.node) +
+                    "; [cell] (written by `pelab sweep`) takes index = an integer >= 0, label = a string and "
+                    "a subtable [cell.assignment] of swept \"section.key\" = value");
+      }
     }
   }
 
@@ -293,17 +311,16 @@ class Reader {
 
 }  // namespace
 
-ExperimentConfig parse_config(const std::string& text, const std::string& name,
-                              const std::vector<std::string>& overrides) {
-  ExperimentConfig cfg = Reader(name).read(text, overrides);
+LoadedConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
+  LoadedConfig out;
+  out.config = Reader(name).read(text, overrides);
   TaskCache cache;
   // A grid is checked cell by cell (the base alone need not be runnable, e.g. when n_heads is swept).
-  if (cfg.sweep.empty()) validate_config(cfg, cache);
-  else expand_sweep_cached(cfg, cache);
-  return cfg;
+  out.runs = expand_sweep_cached(out.config, cache);
+  return out;
 }
 
-ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw ConfigError(path + ": config file not found");
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": is a directory, not a config file");

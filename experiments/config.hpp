@@ -1,31 +1,45 @@
-// Experiment configuration: TOML files with sections model, encoding, task, train, eval, sweep, output.
+// Experiment configuration: TOML files with sections model, encoding, task, train, eval, sweep, output
+// and cell.
 //
 //   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init_std
 //   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
-//   [task]      name, min_len, train_len; per-task parameters in subtables: [task.addition] ...
-//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed, threads
-//   [eval]      lengths, samples, batch_size, clamp-free reporting
+//   [task]      name, min_len, train_len (problem sizes); per-task parameters in subtables: [task.addition] ...
+//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed, threads;
+//               per-optimizer parameters in subtables: [train.adamw] beta1 = 0.9, [train.sgd] momentum = 0.9
+//   [eval]      lengths, samples, batch_size, seed
 //   [sweep]     "section.key" = [values...] grid (e.g. "encoding.name" = ["none", "rope"])
 //   [output]    dir
-// Every key is declared (type, default, range) in config.cpp; unknown keys, wrong types and
+//   [cell]      written by `pelab sweep` into each cell's file: index, label, [cell.assignment]
+// Every key is declared (type, default, range) in config_schema.cpp; unknown keys, wrong types and
 // out-of-range values are errors with file:line, the key and what is allowed.
+//
+// Reading a file gives a LoadedConfig: the settings as written and one RunSpec per run they define,
+// each resolved once (task built, model configured). Everything downstream uses the RunSpec.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "layers/param_spec.hpp"
+#include "core/params/value.hpp"
 #include "layers/transformer.hpp"
 #include "training/train_config.hpp"  // TrainConfig
 
 namespace pelab {
 
+class Task;
+
 // A bad config file, override or sweep: the message starts with "file:line:" (or "--set ...:").
 struct ConfigError : Error {
   using Error::Error;
 };
+
+// Subtables of plugin parameters: name (e.g. "rope") -> key -> value.
+using ParamTables = std::map<std::string, std::map<std::string, Value>>;
 
 struct EvalConfig {
   std::vector<std::size_t> lengths;  // problem sizes (sequence tasks) or context lengths (LM); empty = defaults
@@ -34,48 +48,66 @@ struct EvalConfig {
   std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed
 };
 
+// Which cell of a sweep grid a config is ([cell]); empty for a plain run.
+struct CellInfo {
+  std::optional<std::size_t> index;  // position in the grid, 0-based, the last swept key varying fastest
+  std::string label;                 // "encoding.name=rope,train.seed=1"
+  std::vector<std::pair<std::string, Value>> assignment;  // the swept keys and their values, in grid order
+  bool empty() const { return !index && label.empty() && assignment.empty(); }
+};
+
+// Every setting once, as written (defaults filled in); nothing derived.
 struct ExperimentConfig {
   std::string source;                // file it was loaded from ("" for built in code)
-  ModelConfig model;                 // vocab and train_len are filled from the task
-  std::string encoding = "none";     // = model.encoding
-  std::map<std::string, std::map<std::string, Value>> encoding_params;  // per encoding name, as given
+  ModelSettings model;
+  std::string encoding = "none";
+  ParamTables encoding_params;       // [encoding.<name>]
   std::string task = "copy";
-  std::size_t min_len = 1, train_len = 16;
-  std::map<std::string, std::map<std::string, Value>> task_params;      // per task name, as given
-  TrainConfig train;
+  std::size_t min_len = 1, train_len = 16;  // training problem sizes (sequence tasks) / LM context
+  ParamTables task_params;           // [task.<name>]
+  TrainConfig train;                 // with [train.<optimizer>] in train.optimizer_params
   EvalConfig eval;
-  std::map<std::string, std::vector<Value>> sweep;  // "section.key" -> values, in file order of keys
+  std::map<std::string, std::vector<Value>> sweep;  // "section.key" -> values
   std::vector<std::string> sweep_order;            // the keys of `sweep` in file order
   std::string output_dir = "runs";
+  CellInfo cell;
   // Where each given setting came from, for messages: "section.key" (also "encoding.rope.base",
   // "sweep.train.seed", and section names for their headers) -> "file:line" or "--set ...".
   std::map<std::string, std::string> locations;
 };
 
-// Equal in every setting; `source` and `locations` (where settings came from) are ignored.
-bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b);
+// One runnable experiment, resolved once by validation: training, evaluation, sweeps and the report
+// all use it rather than rebuilding anything.
+struct RunSpec {
+  ExperimentConfig config;           // no grid; every subtable resolved, default eval lengths filled in
+  std::shared_ptr<const Task> task;  // built from config (a corpus is read once per distinct setting)
+  ModelConfig model;                 // config.model plus vocab and train_seq_len from the task, the encoding
+  std::string dir_name;              // a sweep cell's directory ("" for a plain run)
+};
 
-// Loads and validates a config file; `overrides` are "section.key=value" strings (values parsed as TOML).
-// Throws ConfigError (an Error) whose message starts with "file:line:".
-ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// A config file read and checked: the settings as written (with the [sweep] grid) and every run they
+// define, each resolved: the grid's cells in order, or the one run when there is no grid.
+struct LoadedConfig {
+  ExperimentConfig config;
+  std::vector<RunSpec> runs;
+};
+
+// Loads, validates and resolves a config file; `overrides` are "section.key=value" strings (values
+// parsed as TOML, bare words as strings). Throws ConfigError whose message starts with "file:line:".
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Parses from a string (tests); `name` stands in for the file name in messages.
-ExperimentConfig parse_config(const std::string& text, const std::string& name,
-                              const std::vector<std::string>& overrides = {});
+LoadedConfig parse_config(const std::string& text, const std::string& name,
+                          const std::vector<std::string>& overrides = {});
 
-// The fully resolved config as TOML (every key, defaults filled in), written into each run directory;
-// loading it back gives an equal config.
+// The config as TOML, every key written (defaults included): what each run directory keeps as
+// config.toml and each sweep cell as cell.toml. Loading it back gives the same text, so two configs
+// are the same experiment exactly when their to_toml texts are equal.
 std::string to_toml(const ExperimentConfig& cfg);
 
-// One cell of a sweep: the config with the grid values applied, plus a short label like
-// "encoding.name=rope,train.seed=1" and a directory-safe name.
-struct SweepCell {
-  ExperimentConfig config;
-  std::vector<std::pair<std::string, Value>> assignment;
-  std::string label, dir_name;
-};
 // The cartesian product of the [sweep] grid in file order of its keys, the last key varying fastest
-// (one cell with empty label and dir_name when there is no grid). Each cell is fully validated and
-// has its sweep cleared; an invalid combination throws ConfigError naming the cell.
-std::vector<SweepCell> expand_sweep(const ExperimentConfig& cfg);
+// (the config itself when there is no grid). Each cell is validated and resolved, has its grid cleared
+// and its [cell] set: index, a label like "encoding.name=rope,train.seed=1" and the assignment; its
+// dir_name is directory-safe. An invalid combination throws ConfigError naming the cell.
+std::vector<RunSpec> expand_sweep(const ExperimentConfig& cfg);
 
 }  // namespace pelab

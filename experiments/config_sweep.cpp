@@ -1,4 +1,4 @@
-// Sweep expansion: the cartesian product of the [sweep] grid, each cell a validated config.
+// Sweep expansion: the cartesian product of the [sweep] grid, each cell a resolved RunSpec.
 #include <cctype>
 
 #include "experiments/config_schema.hpp"
@@ -20,13 +20,11 @@ std::string dir_safe(const std::string& s) {
 
 }  // namespace
 
-std::vector<SweepCell> expand_sweep_cached(const ExperimentConfig& cfg, TaskCache& cache) {
-  if (cfg.sweep.empty() && cfg.sweep_order.empty()) {
-    SweepCell cell{cfg, {}, "", ""};
-    validate_config(cell.config, cache);
-    return {cell};
-  }
+std::vector<RunSpec> expand_sweep_cached(const ExperimentConfig& cfg, TaskCache& cache) {
+  if (cfg.sweep.empty() && cfg.sweep_order.empty()) return {validate_config(cfg, cache)};
   const std::string where = location(cfg, "sweep");
+  if (!cfg.cell.empty())
+    fail(location(cfg, "cell"), "[cell] describes one cell of a grid, so the config cannot have a [sweep] grid too");
   if (cfg.sweep_order.size() != cfg.sweep.size())
     fail(where, "[sweep] sweep_order and sweep list different keys");
   std::vector<Setting> settings;
@@ -43,36 +41,40 @@ std::vector<SweepCell> expand_sweep_cached(const ExperimentConfig& cfg, TaskCach
     if (total > 100000) fail(where, "[sweep] the grid has more than 100000 cells");
   }
 
-  std::vector<SweepCell> cells;
+  std::vector<RunSpec> cells;
   std::map<std::string, std::string> dirs;  // dir name -> label, to catch collisions
   std::vector<std::size_t> idx(settings.size(), 0);
   for (std::size_t c = 0; c < total; ++c) {
-    SweepCell cell{cfg, {}, "", ""};
-    cell.config.sweep.clear();
-    cell.config.sweep_order.clear();
+    ExperimentConfig cell = cfg;
+    cell.sweep.clear();
+    cell.sweep_order.clear();
+    cell.cell.index = c;
+    std::string dir_name;
     for (std::size_t i = 0; i < settings.size(); ++i) {
       const std::string& k = cfg.sweep_order[i];
       const Value& v = (*values[i])[idx[i]];
-      cell.label += (i ? "," : "") + k + "=" + plain_value(v);
-      cell.dir_name += (i ? "__" : "") + dir_safe(k + "=" + plain_value(v));
+      cell.cell.label += (i ? "," : "") + k + "=" + label_text(v);
+      dir_name += (i ? "__" : "") + dir_safe(k + "=" + label_text(v));
     }
+    const std::string label = cell.cell.label;
+    RunSpec spec;
     try {
       for (std::size_t i = 0; i < settings.size(); ++i) {
         const std::string& k = cfg.sweep_order[i];
         const std::string w = location(cfg, "sweep." + k);
-        apply_setting(cell.config, settings[i], (*values[i])[idx[i]], w, "[sweep]", k);
-        cell.config.locations[k] = w;  // errors about a swept key point at the [sweep] line
-        cell.assignment.emplace_back(k, get_setting(cell.config, settings[i]));
+        apply_setting(cell, settings[i], (*values[i])[idx[i]], w, "[sweep]", k);
+        cell.locations[k] = w;  // errors about a swept key point at the [sweep] line
+        cell.cell.assignment.emplace_back(k, get_setting(cell, settings[i]));
       }
-      validate_config(cell.config, cache);
+      spec = validate_config(std::move(cell), cache);
     } catch (const ConfigError& e) {
-      throw ConfigError(std::string(e.what()) + " (sweep cell " + cell.label + ")");
+      throw ConfigError(std::string(e.what()) + " (sweep cell " + label + ")");
     }
-    auto [it, fresh] = dirs.emplace(cell.dir_name, cell.label);
+    spec.dir_name = dir_name;
+    auto [it, fresh] = dirs.emplace(dir_name, label);
     if (!fresh)
-      fail(where, "[sweep] cells " + it->second + " and " + cell.label + " get the same directory name " +
-                      cell.dir_name);
-    cells.push_back(std::move(cell));
+      fail(where, "[sweep] cells " + it->second + " and " + label + " get the same directory name " + dir_name);
+    cells.push_back(std::move(spec));
     for (std::size_t i = settings.size(); i-- > 0;) {  // the last key varies fastest
       if (++idx[i] < values[i]->size()) break;
       idx[i] = 0;
@@ -83,7 +85,7 @@ std::vector<SweepCell> expand_sweep_cached(const ExperimentConfig& cfg, TaskCach
 
 }  // namespace config_detail
 
-std::vector<SweepCell> expand_sweep(const ExperimentConfig& cfg) {
+std::vector<RunSpec> expand_sweep(const ExperimentConfig& cfg) {
   config_detail::TaskCache cache;
   return config_detail::expand_sweep_cached(cfg, cache);
 }

@@ -1,5 +1,5 @@
-// Cross-key checks of a runnable config, pointing at the line of one of the keys involved; fills the
-// fields derived from the task and the encoding.
+// Cross-key checks of a runnable config, pointing at the line of one of the keys involved; resolves
+// it into a RunSpec (task built, model configured).
 #include <algorithm>
 
 #include "experiments/config_schema.hpp"
@@ -35,14 +35,21 @@ std::vector<std::string> param_paths(const ExperimentConfig& cfg, const std::str
   return v;
 }
 
-// Every [encoding.<name>] / [task.<name>] subtable: a known name, valid keys; stored fully resolved.
-template <class Registry>
-void resolve_subtables(ExperimentConfig& cfg, std::map<std::string, std::map<std::string, Value>>& all,
-                       const std::string& sec, Registry& registry) {
-  for (auto& [name, params] : all) {
-    const std::string where = location(cfg, sec + "." + name);
+// Every plugin subtable ([encoding.<name>], [task.<name>], [train.<name>]) and the chosen plugin's:
+// a known name, valid keys; stored fully resolved.
+void resolve_subtables(ExperimentConfig& cfg, const PluginGroup& g) {
+  const std::string name = chosen(g, cfg);
+  try {
+    g.params(name);  // names first, so an unknown name is reported as such rather than as a subtable
+  } catch (const Error& e) {
+    fail(location(cfg, g.section + "." + g.selector), "[" + g.section + "] key '" + g.selector + "': " + e.what());
+  }
+  ParamTables& all = g.tables(cfg);
+  all[name];
+  for (auto& [owner, params] : all) {
+    const std::string where = location(cfg, g.section + "." + owner);
     try {
-      params = resolve_params(registry.get(name).params, params, "[" + sec + "." + name + "]").values();
+      params = resolve_params(g.params(owner), params, "[" + g.section + "." + owner + "]").values();
     } catch (const ConfigError&) {
       throw;
     } catch (const Error& e) {
@@ -51,10 +58,21 @@ void resolve_subtables(ExperimentConfig& cfg, std::map<std::string, std::map<std
   }
 }
 
+// [cell.assignment] must agree with the settings (a cell file edited by hand would mislabel its results).
+void check_cell(const ExperimentConfig& cfg) {
+  for (const auto& [key, v] : cfg.cell.assignment) {
+    const std::string w = location(cfg, "cell.assignment." + key);
+    const Value actual = get_setting(cfg, find_setting(key, w, "[cell.assignment] "));
+    if (actual != v)
+      fail(w, "[cell.assignment] '" + key + "' = " + format_value(v) + " but the config sets it to " +
+                  format_value(actual));
+  }
+}
+
 TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
   const auto& params = cfg.task_params.at(cfg.task);
   std::string key = cfg.task + "|" + num(cfg.min_len) + "|" + num(cfg.train_len);
-  for (const auto& [k, v] : params) key += "|" + k + "=" + toml_value(v);
+  for (const auto& [k, v] : params) key += "|" + k + "=" + format_value(v);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   TaskInfo info;
   try {
@@ -90,15 +108,15 @@ void check_eval_lengths(const ExperimentConfig& cfg, TaskInfo& info) {
 
 }  // namespace
 
-void validate_config(ExperimentConfig& cfg, TaskCache& cache) {
+RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   if (cfg.min_len > cfg.train_len)
     fail(location_any(cfg, {"task.min_len", "task.train_len"}),
          "[task] min_len " + num(cfg.min_len) + " is greater than train_len " + num(cfg.train_len) +
              "; expected min_len <= train_len");
   const TrainConfig& t = cfg.train;
   if (t.min_lr > t.lr)
-    fail(location_any(cfg, {"train.min_lr", "train.lr"}), "[train] min_lr " + format_number(t.min_lr) +
-                                                               " is greater than lr " + format_number(t.lr) +
+    fail(location_any(cfg, {"train.min_lr", "train.lr"}), "[train] min_lr " + format_value(t.min_lr) +
+                                                               " is greater than lr " + format_value(t.lr) +
                                                                "; expected min_lr <= lr");
   if (t.warmup > t.steps)
     fail(location_any(cfg, {"train.warmup", "train.steps"}),
@@ -106,28 +124,16 @@ void validate_config(ExperimentConfig& cfg, TaskCache& cache) {
   if (cfg.output_dir.empty()) fail(location(cfg, "output.dir"), "[output] key 'dir' is empty; expected a directory");
   for (std::size_t n : cfg.eval.lengths)
     if (n == 0) fail(location(cfg, "eval.lengths"), "[eval] key 'lengths' contains 0; expected positive integers");
-
-  // Names first, so an unknown name is reported as such rather than as an unknown subtable.
-  try {
-    TaskRegistry::instance().get(cfg.task);
-  } catch (const Error& e) {
-    fail(location(cfg, "task.name"), std::string("[task] key 'name': ") + e.what());
-  }
-  try {
-    EncodingRegistry::instance().get(cfg.encoding);
-  } catch (const Error& e) {
-    fail(location(cfg, "encoding.name"), std::string("[encoding] key 'name': ") + e.what());
-  }
-  cfg.task_params[cfg.task];
-  cfg.encoding_params[cfg.encoding];
-  resolve_subtables(cfg, cfg.task_params, "task", TaskRegistry::instance());
-  resolve_subtables(cfg, cfg.encoding_params, "encoding", EncodingRegistry::instance());
+  for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
+  check_cell(cfg);
 
   TaskInfo& info = task_info(cfg, cache);
-  const Task& task = *info.task;
-  ModelConfig& m = cfg.model;
-  m.vocab = task.vocab_size();
-  m.train_len = task.sequence_length(cfg.train_len);
+  RunSpec spec;
+  spec.task = info.task;
+  ModelConfig& m = spec.model;
+  static_cast<ModelSettings&>(m) = cfg.model;
+  m.vocab = spec.task->vocab_size();
+  m.train_seq_len = spec.task->sequence_length(cfg.train_len);
   m.encoding = cfg.encoding;
   m.encoding_params = cfg.encoding_params.at(cfg.encoding);
   if (m.d_model % m.n_heads != 0)
@@ -148,8 +154,10 @@ void validate_config(ExperimentConfig& cfg, TaskCache& cache) {
     fail(location(cfg, "model"), "[model] " + strip_prefix(e.what(), "model: "));
   }
 
-  cfg.eval.lengths = eval_lengths(cfg, task);  // fills the defaults when none are given
+  cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
   check_eval_lengths(cfg, info);
+  spec.config = std::move(cfg);
+  return spec;
 }
 
 }  // namespace pelab::config_detail

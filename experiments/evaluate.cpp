@@ -6,6 +6,7 @@
 
 #include "core/tape.hpp"
 #include "training/metrics.hpp"
+#include "training/metrics_table.hpp"
 
 namespace pelab {
 
@@ -22,7 +23,7 @@ namespace {
 
 // Per-token negative log-likelihoods of the counted targets, accumulated into position buckets.
 void add_nll(const Array& logits, const Batch& b, std::vector<double>& pos_sum, std::vector<std::size_t>& pos_n,
-             double& total, std::size_t& count) {
+             double& total) {
   const std::size_t B = b.batch(), T = b.length(), V = logits.shape()[2];
   if (pos_sum.size() < T) pos_sum.resize(T, 0.0), pos_n.resize(T, 0);
   const real* pl = logits.data();
@@ -38,7 +39,6 @@ void add_nll(const Array& logits, const Batch& b, std::vector<double>& pos_sum, 
       pos_sum[t] += nll;
       ++pos_n[t];
       total += nll;
-      ++count;
     }
 }
 
@@ -59,8 +59,7 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   TokenStats stats;
   std::vector<double> pos_sum;
   std::vector<std::size_t> pos_n;
-  double total = 0;
-  std::size_t count = 0;
+  double total = 0;  // over the targets with mask > 0, which stats.counted counts too
   const std::size_t bs = std::max<std::size_t>(1, ecfg.batch_size);
   for (std::size_t done = 0, i = 0; done < ecfg.samples; done += bs, ++i) {
     const std::size_t b = std::min(bs, ecfg.samples - done);
@@ -69,13 +68,12 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
     const Batch batch = task.eval_batch(seed, b, n);
     const Tensor logits = model.forward(batch.tokens, default_positions(batch.batch(), batch.length()));
     stats.add(token_stats(logits.value(), batch));
-    add_nll(logits.value(), batch, pos_sum, pos_n, total, count);
+    add_nll(logits.value(), batch, pos_sum, pos_n, total);
     r.samples += b;
   }
-  r.loss = count ? total / double(count) : 0;
-  r.token_acc = stats.token_acc();
-  if (!task.is_language_model()) r.exact_match = stats.exact_match();
-  else {
+  stats.loss_sum = total;  // the loss metric is loss_sum / counted
+  r.metrics = compute_metrics(stats, task.is_language_model());
+  if (task.is_language_model()) {
     // buckets of half the training context: the first two cover what training saw
     const std::size_t w = std::max<std::size_t>(1, train_len / 2);
     for (std::size_t from = 0; from < pos_sum.size(); from += w) {
@@ -90,78 +88,51 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   return r;
 }
 
-std::vector<LengthResult> evaluate_lengths(Transformer& model, const Task& task, const ExperimentConfig& cfg,
-                                           const std::vector<std::size_t>& lengths) {
+std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& spec) {
+  const ExperimentConfig& cfg = spec.config;
   const bool was = model.training();
   model.set_training(false);
   std::vector<LengthResult> out;
-  for (std::size_t n : lengths) out.push_back(evaluate_length(model, task, cfg.eval, n, cfg.min_len, cfg.train_len));
+  for (std::size_t n : cfg.eval.lengths)
+    out.push_back(evaluate_length(model, *spec.task, cfg.eval, n, cfg.min_len, cfg.train_len));
   model.set_training(was);
   return out;
 }
 
-nlohmann::ordered_json to_json(const LengthResult& r) {
-  nlohmann::ordered_json j;
-  j["length"] = r.length;
-  j["in_distribution"] = r.in_distribution;
-  j["status"] = r.ok ? "ok" : "n/a";
-  if (!r.ok) {
-    j["reason"] = r.reason;
-    return j;
-  }
-  j["loss"] = r.loss;
-  j["token_acc"] = r.token_acc;
-  j["exact_match"] = r.exact_match ? nlohmann::ordered_json(*r.exact_match) : nlohmann::ordered_json(nullptr);
-  j["samples"] = r.samples;
-  nlohmann::ordered_json b = nlohmann::ordered_json::array();
-  for (const auto& bk : r.buckets) b.push_back({{"from", bk.from}, {"to", bk.to}, {"loss", bk.loss}});
-  j["buckets"] = b;
-  return j;
-}
-
-LengthResult length_result_from_json(const nlohmann::json& j) {
-  LengthResult r;
-  r.length = j.at("length").get<std::size_t>();
-  r.in_distribution = j.at("in_distribution").get<bool>();
-  r.ok = j.at("status").get<std::string>() == "ok";
-  if (!r.ok) {
-    r.reason = j.value("reason", "");
-    return r;
-  }
-  r.loss = j.at("loss").get<double>();
-  r.token_acc = j.at("token_acc").get<double>();
-  if (!j.at("exact_match").is_null()) r.exact_match = j.at("exact_match").get<double>();
-  r.samples = j.value("samples", std::size_t(0));
-  for (const auto& b : j.value("buckets", nlohmann::json::array()))
-    r.buckets.push_back({b.at("from").get<std::size_t>(), b.at("to").get<std::size_t>(), b.at("loss").get<double>()});
-  return r;
-}
-
 std::string format_results(const std::vector<LengthResult>& rs, bool is_lm) {
+  std::vector<const MetricSpec*> cols;
+  for (const auto& m : metric_table())
+    if (m.for_lm || !is_lm) cols.push_back(&m);
   std::ostringstream os;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%8s  %-5s  %8s  %9s  %11s\n", "length", "dist", "loss", "token_acc",
-                is_lm ? "" : "exact_match");
+  std::snprintf(buf, sizeof buf, "%8s  %-5s", "length", "dist");
   os << buf;
-  for (const auto& r : rs) {
-    if (!r.ok) {
-      std::snprintf(buf, sizeof buf, "%8zu  %-5s  n/a: %s\n", r.length, r.in_distribution ? "in" : "OOD",
-                    r.reason.c_str());
-    } else if (is_lm) {
-      std::snprintf(buf, sizeof buf, "%8zu  %-5s  %8.4f  %8.1f%%   loss by position:", r.length,
-                    r.in_distribution ? "in" : "OOD", r.loss, 100 * r.token_acc);
-      std::string line = buf;
-      for (const auto& bk : r.buckets) {  // where in the context the loss rises
-        std::snprintf(buf, sizeof buf, " [%zu,%zu) %.3f", bk.from, bk.to, bk.loss);
-        line += buf;
-      }
-      os << line << '\n';
-      continue;
-    } else {
-      std::snprintf(buf, sizeof buf, "%8zu  %-5s  %8.4f  %8.1f%%  %10.1f%%\n", r.length,
-                    r.in_distribution ? "in" : "OOD", r.loss, 100 * r.token_acc, 100 * r.exact_match.value_or(0));
-    }
+  for (const MetricSpec* m : cols) {
+    std::snprintf(buf, sizeof buf, "  %11s", m->name.c_str());
     os << buf;
+  }
+  os << '\n';
+  for (const auto& r : rs) {
+    std::snprintf(buf, sizeof buf, "%8zu  %-5s", r.length, r.in_distribution ? "in" : "OOD");
+    os << buf;
+    if (!r.ok) {
+      os << "  n/a: " << r.reason << '\n';
+      continue;
+    }
+    for (const MetricSpec* m : cols) {
+      const double v = r.metric(m->name).value_or(0);
+      if (m->percent) std::snprintf(buf, sizeof buf, "  %10.1f%%", 100 * v);
+      else std::snprintf(buf, sizeof buf, "  %11.4f", v);
+      os << buf;
+    }
+    if (is_lm) {
+      os << "   loss by position:";  // where in the context the loss rises
+      for (const auto& bk : r.buckets) {
+        std::snprintf(buf, sizeof buf, " [%zu,%zu) %.3f", bk.from, bk.to, bk.loss);
+        os << buf;
+      }
+    }
+    os << '\n';
   }
   return os.str();
 }

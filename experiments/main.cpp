@@ -18,6 +18,8 @@
 #include "experiments/sweep.hpp"
 #include "layers/positional/encoding.hpp"
 #include "training/checkpoint.hpp"
+#include "training/metrics_table.hpp"
+#include "training/optimizer_registry.hpp"
 #include "training/fs.hpp"
 #include "training/signals.hpp"
 
@@ -39,43 +41,31 @@ std::string quote_args(int argc, char** argv) {
   return s;
 }
 
-// "key=value" with the value parsed as a TOML literal (bare words are strings).
-std::pair<std::string, Value> parse_assignment(const std::string& kv) {
-  const auto eq = kv.find('=');
-  if (eq == std::string::npos) throw Error("--assign expects key=value, got '" + kv + "'");
-  const std::string key = kv.substr(0, eq), v = kv.substr(eq + 1);
-  if (v == "true" || v == "false") return {key, Value(v == "true")};
-  if (!v.empty() && v.front() == '"') return {key, Value(nlohmann::json::parse(v).get<std::string>())};
-  try {
-    std::size_t pos = 0;
-    const long long i = std::stoll(v, &pos);
-    if (pos == v.size()) return {key, Value(static_cast<std::int64_t>(i))};
-    const double d = std::stod(v, &pos);
-    if (pos == v.size()) return {key, Value(d)};
-  } catch (const std::exception&) {
-  }
-  return {key, Value(v)};
-}
-
 void print_params(const std::vector<ParamSpec>& params) {
   for (const auto& p : params)
     std::printf("      %-16s %-10s default %-14s %s; %s\n", p.key.c_str(), type_name(p.type).c_str(),
-                value_str(p.default_value).c_str(), p.allowed().c_str(), p.help.c_str());
+                format_value(p.default_value).c_str(), p.allowed().c_str(), p.help.c_str());
+}
+
+template <class Registry>
+void print_registry(const char* title, const Registry& r) {
+  std::printf("%s\n", title);
+  for (const auto& n : r.names()) {
+    const auto& s = r.get(n);
+    std::printf("  %-12s %s\n", n.c_str(), s.summary.c_str());
+    print_params(s.params);
+  }
 }
 
 int cmd_list() {
-  std::printf("positional encodings ([encoding] name = ...; parameters in [encoding.NAME]):\n");
-  for (const auto& n : EncodingRegistry::instance().names()) {
-    const auto& s = EncodingRegistry::instance().get(n);
-    std::printf("  %-12s %s\n", n.c_str(), s.summary.c_str());
-    print_params(s.params);
-  }
-  std::printf("\ntasks ([task] name = ...; parameters in [task.NAME]):\n");
-  for (const auto& n : TaskRegistry::instance().names()) {
-    const auto& s = TaskRegistry::instance().get(n);
-    std::printf("  %-12s %s\n", n.c_str(), s.summary.c_str());
-    print_params(s.params);
-  }
+  print_registry("positional encodings ([encoding] name = ...; parameters in [encoding.NAME]):",
+                 EncodingRegistry::instance());
+  print_registry("\ntasks ([task] name = ...; parameters in [task.NAME]):", TaskRegistry::instance());
+  print_registry("\noptimizers ([train] optimizer = ...; parameters in [train.NAME]):", OptimizerRegistry::instance());
+  std::printf("\nmetrics ([train] early_stop_metric, pelab report --metric):\n");
+  for (const auto& m : metric_table())
+    std::printf("  %-12s %s; %s is better%s\n", m.name.c_str(), m.title.c_str(), m.lower_is_better ? "lower" : "higher",
+                m.for_lm ? "" : "; sequence tasks only");
   return kOk;
 }
 
@@ -87,8 +77,8 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "help for every command");
 
   // train
-  std::string config_path, out_dir, label;
-  std::vector<std::string> overrides, assigns;
+  std::string config_path, out_dir;
+  std::vector<std::string> overrides;
   bool resume = false, quiet = false;
   int threads = 0;
   auto* train = app.add_subcommand("train", "train one model from a config file");
@@ -100,8 +90,6 @@ int main(int argc, char** argv) {
   train->add_flag("--quiet", quiet, "no console output");
   int cell = -1;
   train->add_option("--cell", cell, "train only cell K (0-based) of the config's [sweep] grid")->check(CLI::NonNegativeNumber);
-  train->add_option("--label", label, "sweep cell label (set by pelab sweep)")->group("");
-  train->add_option("--assign", assigns, "swept key=value of this cell (set by pelab sweep)")->group("");
 
   // sweep
   int jobs = 1;
@@ -127,18 +115,21 @@ int main(int argc, char** argv) {
   bool no_plots = false;
   auto* report = app.add_subcommand("report", "tables (summary.md, summary.csv) and plots for a sweep directory");
   report->add_option("sweep_dir", sweep_dir, "sweep directory")->required()->check(CLI::ExistingDirectory);
-  report->add_option("--metric", metric, "auto | token_acc | exact_match | loss")
-      ->check(CLI::IsMember({"auto", "token_acc", "exact_match", "loss"}));
+  std::vector<std::string> metric_choices = metric_names();
+  metric_choices.insert(metric_choices.begin(), "auto");
+  std::string metric_help;
+  for (const auto& m : metric_choices) metric_help += (metric_help.empty() ? "" : " | ") + m;
+  report->add_option("--metric", metric, metric_help)->check(CLI::IsMember(metric_choices));
   report->add_flag("--no-plots", no_plots, "tables only");
 
   // list, show-task
-  auto* list = app.add_subcommand("list", "encodings and tasks with their parameters");
+  auto* list = app.add_subcommand("list", "encodings, tasks and optimizers with their parameters, and the metrics");
   std::string task_name;
   std::size_t n_show = 3, show_len = 0;
   std::uint64_t show_seed = 0;
   auto* show = app.add_subcommand("show-task", "print a few samples of a task and its format");
   show->add_option("name", task_name, "task name (see pelab list)")->required();
-  show->add_option("--set", overrides, "task parameter: key=value (repeatable)");
+  show->add_option("--set", overrides, "task parameter: key=value, e.g. reverse_digits=true (repeatable)");
   show->add_option("-n", n_show, "samples")->check(CLI::Range(1, 100));
   show->add_option("--len", show_len, "problem size (default 8)");
   show->add_option("--seed", show_seed, "seed");
@@ -154,18 +145,19 @@ int main(int argc, char** argv) {
     if (*list) return cmd_list();
 
     if (*show) {
-      TaskCommon common;
-      common.train_len = show_len ? show_len : 8;
-      common.min_len = common.train_len;
-      std::map<std::string, Value> given;
-      for (const auto& kv : overrides) given.insert(parse_assignment(kv));
-      auto task = make_task(task_name, common, given);
-      const auto& spec = TaskRegistry::instance().get(task_name);
-      std::printf("%s: %s\n\n%s\n\nvocabulary size %zu\n\n", spec.name.c_str(), spec.summary.c_str(),
-                  spec.format.c_str(), task->vocab_size());
+      // Built through the config loader: the same checks and messages as a config's [task.NAME].
+      const std::string len = std::to_string(show_len ? show_len : 8);
+      std::vector<std::string> sets = {"task.name=" + task_name, "task.train_len=" + len, "task.min_len=" + len,
+                                       "eval.lengths=[" + len + "]"};
+      for (const auto& kv : overrides) sets.push_back("task." + task_name + "." + kv);
+      const RunSpec spec = parse_config("", "show-task", sets).runs.at(0);
+      const auto& info = TaskRegistry::instance().get(task_name);
+      std::printf("%s: %s\n\n%s\n\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
+                  info.format.c_str(), spec.task->vocab_size());
       Rng rng(show_seed);
-      const Batch b = task->sample(rng, n_show, common.train_len, common.train_len);
-      for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", task->render(b, i).c_str());
+      const std::size_t n = spec.config.train_len;
+      const Batch b = spec.task->sample(rng, n_show, n, n);
+      for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", spec.task->render(b, i).c_str());
       return kOk;
     }
 
@@ -181,9 +173,10 @@ int main(int argc, char** argv) {
     }
 
     if (*eval) {
-      ExperimentConfig cfg = load_config(run_dir + "/config.toml");
+      // The run's own config.toml, with any --lengths / --samples applied as overrides (same checks).
+      std::vector<std::string> sets;
       if (!lengths_csv.empty()) {
-        cfg.eval.lengths.clear();
+        std::string items;
         std::stringstream ss(lengths_csv);
         std::string item;
         while (std::getline(ss, item, ',')) {
@@ -194,19 +187,20 @@ int main(int argc, char** argv) {
           } catch (const std::exception&) {
           }
           if (v <= 0 || pos != item.size()) throw Error("--lengths: '" + item + "' is not a positive integer");
-          cfg.eval.lengths.push_back(static_cast<std::size_t>(v));
+          items += (items.empty() ? "" : ", ") + std::to_string(v);
         }
+        sets.push_back("eval.lengths=[" + items + "]");
       }
-      if (samples) cfg.eval.samples = samples;
-      blas::set_num_threads(cfg.train.threads);
-      auto task = task_for(cfg);
-      Transformer model(model_config_for(cfg, *task));
+      if (samples) sets.push_back("eval.samples=" + std::to_string(samples));
+      const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
+      blas::set_num_threads(spec.config.train.threads);
+      Transformer model(spec.model);
       const auto ck = latest_checkpoint(run_dir);
       if (!ck) throw Error(run_dir + " has no checkpoint to evaluate (checkpoints/step_*/state.json)");
       load_weights(*ck + "/weights.safetensors", model);
-      const auto results = evaluate_lengths(model, *task, cfg, eval_lengths(cfg, *task));
+      const auto results = evaluate_lengths(model, spec);
       std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), ck->c_str(),
-                  format_results(results, task->is_language_model()).c_str());
+                  format_results(results, spec.task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const auto& r : results) j.push_back(to_json(r));
@@ -215,8 +209,8 @@ int main(int argc, char** argv) {
       return kOk;
     }
 
-    ExperimentConfig cfg = load_config(config_path, overrides);
-    if (threads) cfg.train.threads = threads;
+    if (threads) overrides.push_back("train.threads=" + std::to_string(threads));
+    const LoadedConfig loaded = load_config(config_path, overrides);
 
     if (*sweep) {
       SweepOptions so;
@@ -224,35 +218,32 @@ int main(int argc, char** argv) {
       so.jobs = jobs;
       so.report = !no_report;
       so.self_exe = self_exe();
-      return run_sweep(cfg, so);
+      return run_sweep(loaded, so);
     }
 
-    // train
+    // train: the config's one run, or cell K of its grid
+    const ExperimentConfig& cfg = loaded.config;
     RunOptions ro;
     ro.run_dir = out_dir.empty() ? cfg.output_dir : out_dir;
+    std::size_t k = 0;
     if (!cfg.sweep.empty()) {
-      const auto cells = expand_sweep(cfg);
+      const auto& cells = loaded.runs;
       if (cell < 0 || static_cast<std::size_t>(cell) >= cells.size()) {
         std::string msg = config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
                           " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:";
-        for (std::size_t i = 0; i < cells.size(); ++i) msg += "\n  " + std::to_string(i) + ": " + cells[i].label;
+        for (std::size_t i = 0; i < cells.size(); ++i) msg += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
         throw Error(msg);
       }
-      const SweepCell& c = cells[static_cast<std::size_t>(cell)];
-      cfg = c.config;
-      if (out_dir.empty()) ro.run_dir = cfg.output_dir + "/" + c.dir_name;
-      label = c.label;
-      for (const auto& a : c.assignment) assigns.push_back(a.first + "=" + value_str(a.second));
+      k = static_cast<std::size_t>(cell);
+      if (out_dir.empty()) ro.run_dir = cfg.output_dir + "/" + cells[k].dir_name;
     } else if (cell >= 0) {
       throw Error("--cell: " + config_path + " has no [sweep] grid");
     }
     ro.resume = resume;
     ro.console = !quiet;
-    ro.label = label;
-    for (const auto& a : assigns) ro.assignment.push_back(parse_assignment(a));
     ro.resume_command = quote_args(argc, argv) + (resume ? "" : " --resume");
     install_stop_handlers();
-    return run_experiment(cfg, ro);
+    return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kBadInput;

@@ -2,8 +2,6 @@
 // assembling summary.csv / summary.md.
 #include "experiments/report.hpp"
 
-#include "experiments/config.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -16,6 +14,7 @@
 
 #include "core/tensor.hpp"
 #include "training/fs.hpp"
+#include "training/metrics_table.hpp"
 
 namespace pelab {
 namespace report_detail {
@@ -23,35 +22,7 @@ namespace report_detail {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-std::optional<double> LengthResult::metric(const std::string& name) const {
-  if (name == "loss") return loss;
-  if (name == "token_acc") return token_acc;
-  if (name == "exact_match") return exact_match;
-  return std::nullopt;
-}
-
-std::string format_value(const ojson& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_number_integer()) return std::to_string(v.get<long long>());
-  if (v.is_number_unsigned()) return std::to_string(v.get<unsigned long long>());
-  if (v.is_number_float()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
-    return buf;
-  }
-  return v.dump();
-}
-
-bool is_percent(const std::string& metric) { return metric == "token_acc" || metric == "exact_match"; }
-
-std::string metric_title(const std::string& metric) {
-  if (metric == "token_acc") return "token accuracy (%)";
-  if (metric == "exact_match") return "exact match (%)";
-  return "loss";
-}
-
-CellStats cell_stats(const Group& g, long length, const std::string& metric) {
+CellStats cell_stats(const Group& g, std::size_t length, const std::string& metric) {
   CellStats c;
   std::vector<double> xs;
   for (const Run* r : g.runs) {
@@ -139,67 +110,12 @@ std::string need_string(const ojson& obj, const char* key, const std::string& fi
   return v.get<std::string>();
 }
 
-bool need_bool(const ojson& obj, const char* key, const std::string& file, const std::string& where) {
-  const ojson& v = need(obj, key, file, where);
-  if (!v.is_boolean()) bad(file, where + "." + key, "expected true or false, got " + v.dump());
-  return v.get<bool>();
-}
-
 ojson parse_json(const std::string& text, const std::string& file, const std::string& where) {
   try {
     return ojson::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(file + ": " + where + "invalid JSON: " + e.what());
   }
-}
-
-Run load_eval(const fs::path& run_dir, const std::string& dir_name) {
-  const std::string file = (run_dir / "eval.json").string();
-  const ojson j = parse_json(read_file(file), file, "");
-  if (!j.is_object()) bad(file, "top level", "expected a JSON object");
-  Run r;
-  r.dir_name = dir_name;
-  r.label = j.contains("label") && j["label"].is_string() ? j["label"].get<std::string>() : dir_name;
-  if (j.contains("assignment") && !j["assignment"].is_null()) {
-    const ojson& a = j["assignment"];
-    if (!a.is_object()) bad(file, "assignment", "expected an object of swept key -> value");
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      if (!it->is_primitive() || it->is_null())
-        bad(file, "assignment." + it.key(), "expected a string, number or bool, got " + it->dump());
-      r.assignment.emplace_back(it.key(), *it);
-    }
-  }
-  r.encoding = need_string(j, "encoding", file, "top level");
-  r.task = need_string(j, "task", file, "top level");
-  r.is_lm = need_bool(j, "is_lm", file, "top level");
-  r.train_len = need_int(j, "train_len", file, "top level", 1);
-  const ojson& results = need(j, "results", file, "top level");
-  if (!results.is_array()) bad(file, "results", "expected an array");
-  std::set<long> seen;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const std::string where = "results[" + std::to_string(i) + "]";
-    const ojson& e = results[i];
-    if (!e.is_object()) bad(file, where, "expected an object");
-    LengthResult lr;
-    lr.length = need_int(e, "length", file, where, 1);
-    if (!seen.insert(lr.length).second) bad(file, where, "length " + std::to_string(lr.length) + " appears twice");
-    lr.in_distribution = e.contains("in_distribution") ? need_bool(e, "in_distribution", file, where)
-                                                       : lr.length <= r.train_len;
-    const std::string status = need_string(e, "status", file, where);
-    if (status == "ok") {
-      lr.ok = true;
-      lr.loss = opt_number(e, "loss", file, where);
-      lr.token_acc = opt_number(e, "token_acc", file, where);
-      lr.exact_match = opt_number(e, "exact_match", file, where);
-    } else if (status == "n/a") {
-      lr.reason = e.contains("reason") && e["reason"].is_string() ? e["reason"].get<std::string>()
-                                                                 : "no reason given";
-    } else {
-      bad(file, where + ".status", "expected \"ok\" or \"n/a\", got \"" + status + "\"");
-    }
-    r.results.push_back(lr);
-  }
-  return r;
 }
 
 // Training loss points of a finished run. A missing file is tolerated (no curve); a malformed line is not.
@@ -219,6 +135,15 @@ void load_train_loss(const fs::path& run_dir, Run& r) {
     const auto loss = opt_number(j, "loss", file, where);
     if (loss && std::isfinite(*loss) && *loss > 0) r.train_loss.emplace_back(step, *loss);
   }
+}
+
+Run load_run(const fs::path& run_dir, const std::string& dir_name) {
+  Run r;
+  static_cast<EvalResult&>(r) = read_eval_result((run_dir / "eval.json").string());
+  r.dir_name = dir_name;
+  if (r.label.empty()) r.label = dir_name;
+  load_train_loss(run_dir, r);
+  return r;
 }
 
 // Status of a run directory without eval.json; the last metrics line may be half-written, so be lenient.
@@ -261,7 +186,7 @@ void build_groups(Sweep& s) {
     for (const std::string& k : s.group_keys) {
       std::string v = by_encoding ? r.encoding : "";
       for (const auto& [rk, rv] : r.assignment)
-        if (rk == k) v = format_value(rv);
+        if (rk == k) v = label_text(rv);
       values.push_back(v);
     }
     auto it = std::find_if(s.groups.begin(), s.groups.end(), [&](const Group& g) { return g.values == values; });
@@ -291,8 +216,7 @@ Sweep load_sweep(const std::string& sweep_dir) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw Error(sweep_dir + ": not a directory (expected a sweep directory)");
   if (fs::exists(root / "eval.json")) {  // a single run reported on its own
-    s.runs.push_back(load_eval(root, root.filename().string()));
-    load_train_loss(root, s.runs.back());
+    s.runs.push_back(load_run(root, root.filename().string()));
   } else {
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(root)) {
@@ -301,28 +225,14 @@ Sweep load_sweep(const std::string& sweep_dir) {
       names.push_back(name);
     }
     std::sort(names.begin(), names.end(), natural_less);
-    // Rows follow the grid's order (sweep.toml, written by `pelab sweep`) rather than the alphabet.
-    if (fs::exists(root / "sweep.toml")) {
-      try {
-        const auto cells = expand_sweep(parse_config(read_file((root / "sweep.toml").string()), "sweep.toml"));
-        std::map<std::string, std::size_t> rank;
-        for (std::size_t i = 0; i < cells.size(); ++i) rank[cells[i].dir_name] = i;
-        std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
-          const std::size_t ra = rank.count(a) ? rank[a] : cells.size(), rb = rank.count(b) ? rank[b] : cells.size();
-          return ra < rb;
-        });
-      } catch (const Error&) {
-        // an unreadable grid only costs the ordering
-      }
-    }
     for (const std::string& name : names) {
-      if (fs::exists(root / name / "eval.json")) {
-        s.runs.push_back(load_eval(root / name, name));
-        load_train_loss(root / name, s.runs.back());
-      } else {
-        s.unfinished.push_back({name, unfinished_status(root / name)});
-      }
+      if (fs::exists(root / name / "eval.json")) s.runs.push_back(load_run(root / name, name));
+      else s.unfinished.push_back({name, unfinished_status(root / name)});
     }
+    // Rows follow the grid: the cell index each run wrote (runs without one keep the name order, last).
+    std::stable_sort(s.runs.begin(), s.runs.end(), [](const Run& a, const Run& b) {
+      return a.cell.value_or(SIZE_MAX) < b.cell.value_or(SIZE_MAX);
+    });
   }
   if (s.runs.empty()) {
     std::string msg = "no finished runs in " + sweep_dir + " (no subdirectory holds an eval.json";
@@ -334,17 +244,20 @@ Sweep load_sweep(const std::string& sweep_dir) {
 }
 
 std::string resolve_metric(const Sweep& s, const ReportOptions& opt, std::vector<std::string>& warnings) {
-  const std::string& m = opt.metric;
-  if (m != "auto" && m != "loss" && m != "token_acc" && m != "exact_match")
-    throw Error("report: unknown metric '" + m + "' (allowed: auto, token_acc, exact_match, loss)");
-  if (m == "exact_match" && !s.any_seq)
-    throw Error("report: exact_match is not reported for language-model runs (use loss or token_acc)");
-  if (m != "auto") return m;
-  if (s.any_lm && s.any_seq) {
-    warnings.push_back("sweep mixes language-model and sequence tasks: main metric is loss");
-    return "loss";
+  if (opt.metric == "auto") {
+    if (s.any_lm && s.any_seq)
+      warnings.push_back("sweep mixes language-model and sequence tasks: main metric is " +
+                         headline_metric(true, true).name);
+    return headline_metric(s.any_lm, s.any_seq).name;
   }
-  return s.any_lm ? "loss" : "token_acc";
+  const MetricSpec* m = nullptr;
+  try {
+    m = &find_metric(opt.metric);
+  } catch (const Error& e) {
+    throw Error(std::string("report: ") + e.what() + " (or auto)");
+  }
+  if (!m->for_lm && !s.any_seq) throw Error("report: " + m->name + " is not reported for language-model runs");
+  return m->name;
 }
 
 }  // namespace
@@ -356,16 +269,16 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   const Sweep s = load_sweep(sweep_dir);
   const std::string metric = resolve_metric(s, opt, out.warnings);
 
-  // Tables: the chosen metric first, then the task family's usual ones.
-  std::vector<std::string> tables = {metric};
-  std::vector<std::string> usual;
-  if (s.any_seq) usual = {"token_acc", "exact_match"};
-  if (s.any_lm) usual.insert(usual.begin(), "loss");
-  for (const std::string& m : usual)
-    if (std::find(tables.begin(), tables.end(), m) == tables.end()) tables.push_back(m);
-  std::vector<std::string> csv_metrics = {"token_acc", "exact_match", "loss"};
-  if (s.any_lm) csv_metrics = s.any_seq ? std::vector<std::string>{"loss", "token_acc", "exact_match"}
-                                        : std::vector<std::string>{"loss", "token_acc"};
+  // Tables: the chosen metric first, then those the task kinds present show; the CSV has every metric
+  // reported, those shown first.
+  std::vector<std::string> tables = {metric}, csv_metrics, rest;
+  for (const auto& m : metric_table()) {
+    const bool shown = (s.any_seq && m.shown_for_sequence) || (s.any_lm && m.shown_for_lm);
+    if (shown && m.name != metric) tables.push_back(m.name);
+    if (shown) csv_metrics.push_back(m.name);
+    else if (s.any_seq || m.for_lm) rest.push_back(m.name);
+  }
+  csv_metrics.insert(csv_metrics.end(), rest.begin(), rest.end());
 
   const fs::path root(sweep_dir);
   const std::string csv_path = (root / "summary.csv").string();

@@ -1,10 +1,11 @@
 // `pelab report`: summary tables (CSV + markdown) and gnuplot plots of a sweep directory.
 //
-// SWEEP/ holds one subdirectory per sweep cell. A finished run has eval.json (per-length results) and
-// metrics.jsonl (training log); a run without eval.json is listed as unfinished, not an error. Runs are
-// grouped by their sweep assignment minus the seed key ("train.seed"), so each group's numbers are a
-// mean ± sample std over seeds. Writes SWEEP/summary.csv, SWEEP/summary.md and SWEEP/plots/*.
-// A directory that itself holds eval.json is reported as a sweep of that one run.
+// SWEEP/ holds one subdirectory per sweep cell. A finished run has eval.json (experiments/eval_result.hpp:
+// per-length results, its cell index and assignment) and metrics.jsonl (training log); a run without
+// eval.json is listed as unfinished, not an error. Rows follow the grid (the cell indices the runs
+// wrote). Runs are grouped by their sweep assignment minus the seed key ("train.seed"), so each group's
+// numbers are a mean ± sample std over seeds. Writes SWEEP/summary.csv, SWEEP/summary.md and
+// SWEEP/plots/*. A directory that itself holds eval.json is reported as a sweep of that one run.
 #pragma once
 
 #include <map>
@@ -13,12 +14,13 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "experiments/eval_result.hpp"
 
 namespace pelab {
 
 struct ReportOptions {
-  // "auto": token_acc for sequence tasks, loss for LM; or "exact_match" | "loss" | "token_acc".
+  // "auto": the headline metric of the task kinds present (token_acc for sequence tasks, loss for LM),
+  // or a metric's name (training/metrics_table.hpp).
   std::string metric = "auto";
   bool plots = true;
   std::string gnuplot = "gnuplot";  // program rendering the plots (PATH lookup); missing -> warning
@@ -37,22 +39,8 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
 // ---- internals shared by report.cpp, report_table.cpp and report_plot.cpp ----
 namespace report_detail {
 
-struct LengthResult {
-  long length = 0;
-  bool in_distribution = false;
-  bool ok = false;          // status "ok"; otherwise "n/a" with a reason
-  std::string reason;
-  std::optional<double> loss, token_acc, exact_match;
-  std::optional<double> metric(const std::string& name) const;
-};
-
-struct Run {
-  std::string dir_name, label;
-  std::vector<std::pair<std::string, nlohmann::ordered_json>> assignment;  // in file order
-  std::string encoding, task;
-  bool is_lm = false;
-  long train_len = 0;
-  std::vector<LengthResult> results;
+struct Run : EvalResult {
+  std::string dir_name;
   std::vector<std::pair<long, double>> train_loss;  // (step, loss) from metrics.jsonl, split "train"
 };
 
@@ -68,11 +56,11 @@ struct Group {
 
 struct Sweep {
   std::string dir;
-  std::vector<Run> runs;  // finished, in natural order of directory name
+  std::vector<Run> runs;  // finished, in grid order (then natural order of directory name)
   std::vector<Unfinished> unfinished;
   std::vector<std::string> group_keys;  // swept keys minus the seed key, first-seen order
   std::vector<Group> groups;            // first-appearance order
-  std::vector<long> lengths;            // every eval length, ascending
+  std::vector<std::size_t> lengths;     // every eval length, ascending
   bool any_lm = false, any_seq = false;
 };
 
@@ -84,11 +72,8 @@ struct CellStats {
   int n = 0, n_na = 0;   // runs with a value / runs reporting n/a
   std::string reason;    // first n/a reason
 };
-CellStats cell_stats(const Group& g, long length, const std::string& metric);
+CellStats cell_stats(const Group& g, std::size_t length, const std::string& metric);
 
-std::string format_value(const nlohmann::ordered_json& v);  // assignment value as text
-bool is_percent(const std::string& metric);                 // accuracies are shown in percent
-std::string metric_title(const std::string& metric);        // "token accuracy (%)"
 
 // report_table.cpp
 std::string summary_csv(const Sweep& s, const std::vector<std::string>& metrics);

@@ -17,6 +17,7 @@
 
 #include "core/tensor.hpp"
 #include "experiments/report.hpp"
+#include "training/metrics_table.hpp"
 #include "training/fs.hpp"
 
 namespace pelab {
@@ -126,9 +127,10 @@ struct Script {
 };
 
 Script length_plot(const Sweep& s, const std::string& metric) {
-  const bool pct = is_percent(metric);
+  const MetricSpec& m = find_metric(metric);
+  const bool pct = m.percent;
   std::ostringstream dat;
-  dat << "# " << metric_title(metric) << " vs eval length, mean and sample std over seeds; n/a lengths omitted\n"
+  dat << "# " << m.title << " vs eval length, mean and sample std over seeds; n/a lengths omitted\n"
       << "# one block per group (gnuplot index); columns: length mean std n band_lo band_hi\n";
   std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, gnuplot index)
   double lo_mean = 0, hi_mean = 0;
@@ -136,7 +138,7 @@ Script length_plot(const Sweep& s, const std::string& metric) {
   for (std::size_t i = 0; i < s.groups.size(); ++i) {
     std::ostringstream block;
     int points = 0;
-    for (long len : s.lengths) {
+    for (std::size_t len : s.lengths) {
       const CellStats c = cell_stats(s.groups[i], len, metric);
       if (c.n == 0) continue;
       const double k = pct ? 100.0 : 1.0, mean = k * c.mean, sd = k * c.std;
@@ -159,7 +161,7 @@ Script length_plot(const Sweep& s, const std::string& metric) {
     blocks.emplace_back(i, blocks.size());
   }
 
-  std::set<long> train_lens;
+  std::set<std::size_t> train_lens;
   std::set<std::string> tasks;
   for (const Run& r : s.runs) {
     train_lens.insert(r.train_len);
@@ -168,15 +170,15 @@ Script length_plot(const Sweep& s, const std::string& metric) {
   std::string task_text;
   for (const std::string& t : tasks) task_text += (task_text.empty() ? "" : " + ") + t;
   std::ostringstream gp;
-  gp << "# Length generalization: " << metric_title(metric) << " vs eval length.\n"
+  gp << "# Length generalization: " << m.title << " vs eval length.\n"
      << "# Re-render: cd to this directory and run `gnuplot length_generalization.gp`.\n"
      << preamble("length_generalization.png",
-                 task_text + ": " + metric_title(metric) + " vs eval length (mean ± std over seeds)")
+                 task_text + ": " + m.title + " vs eval length (mean ± std over seeds)")
      << "set xlabel \"eval length (log2 scale)\"\n"
-     << "set ylabel " << gp_string(metric_title(metric)) << "\n"
+     << "set ylabel " << gp_string(m.title) << "\n"
      << "set logscale x 2\n";
-  long xmin = s.lengths.front(), xmax = s.lengths.back();
-  for (long t : train_lens) {
+  std::size_t xmin = s.lengths.front(), xmax = s.lengths.back();
+  for (std::size_t t : train_lens) {
     xmin = std::min(xmin, t);
     xmax = std::max(xmax, t);
   }
@@ -189,7 +191,7 @@ Script length_plot(const Sweep& s, const std::string& metric) {
   } else if (any && lo_mean > 0 && hi_mean / lo_mean > 20) {
     gp << "set logscale y\n";
   }
-  for (long t : train_lens) {
+  for (std::size_t t : train_lens) {
     gp << "set arrow from " << t << ", graph 0 to " << t << ", graph 1 nohead dt 2 lw 1.5 lc rgb \"#555555\"\n";
     gp << "set label " << gp_string(train_lens.size() == 1 ? "train length" : "train length " + std::to_string(t))
        << " at " << t << ", graph 0.5 center rotate by 90 offset -1,0 textcolor rgb \"#555555\"\n";

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "experiments/report.hpp"
+#include "training/metrics_table.hpp"
 
 namespace pelab {
 namespace report_detail {
@@ -32,7 +33,7 @@ std::string loss_text(double x) {
 }
 
 std::string value_text(double x, const std::string& metric) {
-  return is_percent(metric) ? num(100 * x, "%.1f") : loss_text(x);
+  return find_metric(metric).percent ? num(100 * x, "%.1f") : loss_text(x);
 }
 
 // n/a reasons differing only in numbers (position 130 vs 258) share one footnote.
@@ -57,13 +58,13 @@ std::string join_unique(std::vector<std::string> xs, const char* sep) {
 
 std::string title_line(const Sweep& s) {
   std::vector<std::string> tasks, lens;
-  std::vector<long> sorted_lens;
+  std::vector<std::size_t> sorted_lens;
   for (const Run& r : s.runs) {
     tasks.push_back(r.task);
     sorted_lens.push_back(r.train_len);
   }
   std::sort(sorted_lens.begin(), sorted_lens.end());
-  for (long l : sorted_lens) lens.push_back(std::to_string(l));
+  for (std::size_t l : sorted_lens) lens.push_back(std::to_string(l));
   return join_unique(tasks, " + ") + ", train_len " + join_unique(lens, "/");
 }
 
@@ -72,7 +73,7 @@ std::string summary_csv(const Sweep& s, const std::vector<std::string>& metrics)
   for (const std::string& k : s.group_keys) os << csv_field(k) << ",";
   os << "length,in_distribution,metric,mean,std,n,n_na\n";
   for (const Group& g : s.groups) {
-    for (long len : s.lengths) {
+    for (std::size_t len : s.lengths) {
       for (const std::string& m : metrics) {
         const CellStats c = cell_stats(g, len, m);
         if (!c.present) continue;
@@ -152,7 +153,7 @@ std::string metric_table(const Sweep& s, const std::string& metric) {
     for (std::size_t j = 0; j < r.size(); ++j) w[j] = std::max(w[j], width(r[j]));
   const std::size_t nkeys = s.group_keys.size();
   std::ostringstream os;
-  os << "## " << metric_title(metric) << ": " << title_line(s) << "\n\n";
+  os << "## " << find_metric(metric).title << ": " << title_line(s) << "\n\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     os << "|";
     for (std::size_t j = 0; j < rows[i].size(); ++j) {
@@ -168,7 +169,7 @@ std::string metric_table(const Sweep& s, const std::string& metric) {
     }
   }
   os << "\n";
-  long train_len_min = s.runs.front().train_len, train_len_max = train_len_min;
+  std::size_t train_len_min = s.runs.front().train_len, train_len_max = train_len_min;
   for (const Run& r : s.runs) {
     train_len_min = std::min(train_len_min, r.train_len);
     train_len_max = std::max(train_len_max, r.train_len);

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <map>
 
-#include <nlohmann/json.hpp>
-
+#include "experiments/eval_result.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "training/fs.hpp"
+#include "training/metrics_table.hpp"
 #include "training/signals.hpp"
 
 extern char** environ;
@@ -30,41 +30,35 @@ struct Running {
   std::chrono::steady_clock::time_point start;
 };
 
-std::string toml_literal(const Value& v) {
-  if (auto s = std::get_if<std::string>(&v)) return nlohmann::json(*s).dump();  // JSON string = TOML basic string
-  return value_str(v);
-}
-
-// One line summarising a finished cell from its eval.json (in-distribution and longest length).
+// One line summarising a finished cell: its headline metric in distribution (at train_len) and at the
+// longest length.
 std::string cell_summary(const std::string& dir) {
   try {
-    const auto j = nlohmann::json::parse(read_file(dir + "/eval.json"));
-    const bool lm = j.value("is_lm", false);
+    const EvalResult r = read_eval_result(dir + "/eval.json");
+    const MetricSpec& m = headline_metric(r.is_lm, !r.is_lm);
     std::string in, out;
-    for (const auto& r : j.at("results")) {
-      std::string v;
-      if (r.at("status") != "ok") v = "n/a";
-      else {
-        char buf[32];
-        if (lm) std::snprintf(buf, sizeof buf, "loss %.3f", r.at("loss").get<double>());
-        else std::snprintf(buf, sizeof buf, "acc %.1f%%", 100 * r.at("token_acc").get<double>());
+    for (const auto& lr : r.results) {
+      std::string v = "n/a";
+      if (auto x = lr.metric(m.name)) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, m.percent ? "%s %.1f%%" : "%s %.3f", m.name.c_str(), m.percent ? 100 * *x : *x);
         v = buf;
       }
-      const std::string s = "@" + std::to_string(r.at("length").get<int>()) + " " + v;
-      if (r.at("in_distribution").get<bool>() && r.at("length").get<std::size_t>() == j.at("train_len").get<std::size_t>())
-        in = s;
+      const std::string s = "@" + std::to_string(lr.length) + " " + v;
+      if (lr.in_distribution && lr.length == r.train_len) in = s;
       out = s;
     }
     return in + (in.empty() ? "" : ", ") + out;
-  } catch (const std::exception&) {
+  } catch (const Error&) {
     return "";
   }
 }
 
 }  // namespace
 
-int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt) {
-  const std::vector<SweepCell> cells = expand_sweep(cfg);
+int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
+  const ExperimentConfig& cfg = loaded.config;
+  const std::vector<RunSpec>& cells = loaded.runs;
   const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
   fs::create_directories(root);
   write_file_atomic(root + "/sweep.toml", to_toml(cfg));
@@ -94,14 +88,10 @@ int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt) {
   bool interrupted = false;
 
   auto spawn = [&](std::size_t idx) {
-    const SweepCell& c = cells[idx];
+    const RunSpec& c = cells[idx];
     const std::string dir = root + "/" + c.dir_name;
-    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume",
-                                     "--label", c.label};
-    for (const auto& [k, v] : c.assignment) {
-      args.push_back("--assign");
-      args.push_back(k + "=" + toml_literal(v));
-    }
+    // The cell file says everything, its [cell] table included: the child reads nothing else.
+    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -113,7 +103,7 @@ int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt) {
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, opt.self_exe.c_str(), &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw Error("sweep: cannot start " + opt.self_exe + " for cell " + c.label);
+    if (rc != 0) throw Error("sweep: cannot start " + opt.self_exe + " for cell " + c.config.cell.label);
     running[pid] = {idx, std::chrono::steady_clock::now()};
   };
 
@@ -130,19 +120,20 @@ int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt) {
     }
     auto it = running.find(pid);
     if (it == running.end()) continue;
-    const SweepCell& c = cells[it->second.index];
+    const RunSpec& c = cells[it->second.index];
+    const std::string& label = c.config.cell.label;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const std::string dir = root + "/" + c.dir_name;
     ++finished;
     if (code == 0 && fs::exists(dir + "/eval.json")) {
-      std::printf("[%zu/%zu] done   %-45s %6.0fs  %s\n", finished, cells.size(), c.label.c_str(), secs,
+      std::printf("[%zu/%zu] done   %-45s %6.0fs  %s\n", finished, cells.size(), label.c_str(), secs,
                   cell_summary(dir).c_str());
     } else {
       if (code == kInterrupted || stop_requested()) interrupted = true;
-      failed.push_back(c.label);
+      failed.push_back(label);
       std::printf("[%zu/%zu] %s %-45s exit %d, see %s/stdout.log\n", finished, cells.size(),
-                  interrupted ? "stopped" : "FAILED", c.label.c_str(), code, dir.c_str());
+                  interrupted ? "stopped" : "FAILED", label.c_str(), code, dir.c_str());
     }
     std::fflush(stdout);
     running.erase(it);

@@ -18,7 +18,9 @@ struct SweepOptions {
   std::string self_exe;         // the pelab binary to spawn for each cell
 };
 
-// Returns an exit code (0 when every cell finished).
-int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt);
+// Writes SWEEP/sweep.toml (the grid) and SWEEP/<cell>/cell.toml (each cell's config with its [cell]
+// table), then runs `pelab train <cell>/cell.toml` per unfinished cell. Returns an exit code (0 when
+// every cell finished).
+int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt);
 
 }  // namespace pelab

@@ -1,6 +1,6 @@
 #include "layers/module.hpp"
 
-#include "layers/param_spec.hpp"
+#include "core/params/param_spec.hpp"
 
 namespace pelab {
 

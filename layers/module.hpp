@@ -12,7 +12,7 @@
 
 namespace pelab {
 
-// What a parameter is decides its initialization (layers/init.hpp) and whether weight decay applies.
+// What a parameter is decides its initialization (init_parameters below) and whether weight decay applies.
 enum class ParamKind {
   weight,     // Linear weights: normal(0, init_std), decayed
   embedding,  // token embeddings and learned position tables: normal(0, emb_init_std), decayed

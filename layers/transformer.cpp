@@ -15,7 +15,7 @@ ModelDims ModelConfig::dims() const {
   d.n_heads = n_heads;
   d.head_dim = n_heads ? d_model / n_heads : 0;
   d.n_layers = n_layers;
-  d.train_len = train_len;
+  d.train_seq_len = train_seq_len;
   return d;
 }
 

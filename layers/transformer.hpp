@@ -13,8 +13,8 @@
 
 namespace pelab {
 
-struct ModelConfig {
-  std::size_t vocab = 0;
+// The [model] section of a config: architecture and initialization, nothing derived from elsewhere.
+struct ModelSettings {
   std::size_t d_model = 64, n_layers = 2, n_heads = 4;
   std::size_t d_ff = 0;               // MLP width; 0 = 4 * d_model
   Activation activation = Activation::gelu;
@@ -24,9 +24,14 @@ struct ModelConfig {
   real ln_eps = real(1e-5);
   double init_std = 0.02;             // Linear weights ~ normal(0, init_std) (layers/module.hpp)
   double emb_init_std = 0.02;         // token embeddings and learned position tables
+};
+
+// Everything a Transformer is built from: the settings plus what the task and the encoding decide.
+struct ModelConfig : ModelSettings {
+  std::size_t vocab = 0;
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
-  std::size_t train_len = 0;          // longest training sequence (learned tables size from it)
+  std::size_t train_seq_len = 0;      // the longest training sequence in tokens (learned tables size from it)
 
   ModelDims dims() const;
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).

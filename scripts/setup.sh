@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
 packages=(g++ cmake make pkg-config
-          libxtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
+          libxtensor-dev libxsimd-dev libopenblas-dev
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           gnuplot-nox fortunes-min)  # fortunes-min: the default char_lm corpus
 missing=()

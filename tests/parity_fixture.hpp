@@ -67,7 +67,7 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
   c.n_heads = cfg.at("n_heads").get<std::size_t>();
   c.d_ff = cfg.at("d_mlp").get<std::size_t>();
   c.ln_eps = cfg.at("ln_eps").get<real>();
-  c.train_len = cfg.at("seq_len").get<std::size_t>();
+  c.train_seq_len = cfg.at("seq_len").get<std::size_t>();
   c.dropout = 0;
   c.encoding = st.metadata.at("encoding");
   c.encoding_params = fixture_encoding_params(st);

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "layers/param_spec.hpp"
+#include "core/params/param_spec.hpp"
 #include "training/fs.hpp"
 
 namespace pelab {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "training/fs.hpp"
+#include "training/metrics_table.hpp"
 
 namespace pelab {
 
@@ -60,9 +61,10 @@ std::string to_json_line(const MetricRecord& r) {
   j["step"] = r.step;
   j["split"] = r.split;
   j["length"] = r.length ? nlohmann::ordered_json(*r.length) : nlohmann::ordered_json(nullptr);
-  j["loss"] = opt(r.loss);
-  j["token_acc"] = opt(r.token_acc);
-  j["exact_match"] = opt(r.exact_match);
+  for (const auto& m : metric_table()) {
+    auto it = r.metrics.find(m.name);
+    j[m.name] = opt(it == r.metrics.end() ? std::nullopt : std::optional<double>(it->second));
+  }
   j["lr"] = opt(r.lr);
   j["grad_norm"] = opt(r.grad_norm);
   j["tokens_per_s"] = opt(r.tokens_per_s);

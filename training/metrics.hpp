@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -26,12 +27,14 @@ struct TokenStats {
 // token, and conversely. So one forward pass gives it.
 TokenStats token_stats(const Array& logits, const Batch& batch);
 
-// One metrics.jsonl line. Keys are fixed: absent values are written as null.
+// One metrics.jsonl line. Keys are fixed (every metric of training/metrics_table.hpp, in its order):
+// absent values are written as null.
 struct MetricRecord {
   std::size_t step = 0;
   std::string split = "train";  // "train" | "eval"
   std::optional<std::size_t> length;
-  std::optional<double> loss, token_acc, exact_match, lr, grad_norm, tokens_per_s;
+  std::map<std::string, double> metrics;  // by metric name (MetricValues)
+  std::optional<double> lr, grad_norm, tokens_per_s;
   double time = 0;  // seconds since the run started (accumulated across resumes)
 };
 std::string to_json_line(const MetricRecord& r);

@@ -18,7 +18,7 @@ bool decays(const Parameter& p, const ParamGroupRule& rule) {
   return false;
 }
 
-namespace {
+namespace optimizer_detail {
 
 std::vector<bool> decay_mask(const std::vector<Parameter>& params, const ParamGroupRule& rule) {
   std::vector<bool> d;
@@ -32,6 +32,10 @@ void check_range(double v, double lo, double hi, bool hi_open, const std::string
     throw Error("optimizer: " + what + " = " + std::to_string(v) + " is out of range; allowed: [" +
                 std::to_string(lo) + ", " + std::to_string(hi) + (hi_open ? ")" : "]"));
 }
+
+}  // namespace optimizer_detail
+
+namespace {
 
 std::uint64_t parse_count(const std::string& s, const std::string& key) {
   bool ok = !s.empty() && s.size() <= 20;
@@ -134,105 +138,7 @@ void Optimizer::state_from(const SafeTensors& st) {
   steps_ = steps;
 }
 
-// ---------------------------------------------------------------- AdamW
-
-AdamW::AdamW(std::vector<Parameter> params, const AdamWConfig& cfg) : Optimizer(std::move(params)), cfg_(cfg) {
-  check_range(cfg.beta1, 0, 1, true, "beta1");
-  check_range(cfg.beta2, 0, 1, true, "beta2");
-  check_range(cfg.eps, 0, 1, false, "eps");
-  check_range(cfg.weight_decay, 0, 1e3, false, "weight_decay");
-  decay_ = decay_mask(params_, cfg.rule);
-  add_buffers("m");
-  add_buffers("v");
-}
-
-void AdamW::step(double lr) {
-  NoGrad no_grad;
-  ++steps_;
-  // Scalars as PyTorch computes them (Python doubles), rounded to float where they meet a tensor.
-  const real b1 = real(cfg_.beta1), omb1 = real(1 - cfg_.beta1);
-  const real b2 = real(cfg_.beta2), omb2 = real(1 - cfg_.beta2);
-  const real eps = real(cfg_.eps);
-  const real decay_mul = real(1 - lr * cfg_.weight_decay);
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Tensor& pt = params_[i].tensor;
-    if (!pt.has_grad()) continue;
-    const std::uint64_t t = ++t_[i];
-    const double bc1 = 1 - std::pow(cfg_.beta1, double(t));
-    const double bc2 = 1 - std::pow(cfg_.beta2, double(t));
-    const real neg_step = real(-(lr / bc1));
-    const real bc2_sqrt = real(std::sqrt(bc2));
-    const real* g = pt.grad().data();
-    real* p = pt.mutable_data();
-    real* m = buffers_[0][i].data();
-    real* v = buffers_[1][i].data();
-    const std::size_t n = pt.numel();
-    if (decay_[i] && cfg_.weight_decay != 0)
-      for (std::size_t j = 0; j < n; ++j) p[j] *= decay_mul;
-    for (std::size_t j = 0; j < n; ++j) {
-      m[j] = m[j] * b1 + omb1 * g[j];
-      v[j] = v[j] * b2 + omb2 * g[j] * g[j];
-      const real denom = std::sqrt(v[j]) / bc2_sqrt + eps;
-      p[j] = p[j] + neg_step * m[j] / denom;
-    }
-  }
-}
-
-// ---------------------------------------------------------------- SGD
-
-SGD::SGD(std::vector<Parameter> params, const SGDConfig& cfg) : Optimizer(std::move(params)), cfg_(cfg) {
-  check_range(cfg.momentum, 0, 1, false, "momentum");
-  check_range(cfg.weight_decay, 0, 1e3, false, "weight_decay");
-  decay_ = decay_mask(params_, cfg.rule);
-  if (cfg.momentum != 0) add_buffers("buf");
-}
-
-void SGD::step(double lr) {
-  NoGrad no_grad;
-  ++steps_;
-  const real wd = real(cfg_.weight_decay), mom = real(cfg_.momentum), neg_lr = real(-lr);
-  const bool has_buf = cfg_.momentum != 0;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Tensor& pt = params_[i].tensor;
-    if (!pt.has_grad()) continue;
-    const bool first = t_[i]++ == 0;
-    const bool decay = decay_[i] && cfg_.weight_decay != 0;
-    const real* g = pt.grad().data();
-    real* p = pt.mutable_data();
-    real* buf = has_buf ? buffers_[0][i].data() : nullptr;
-    const std::size_t n = pt.numel();
-    for (std::size_t j = 0; j < n; ++j) {
-      real d = decay ? g[j] + wd * p[j] : g[j];
-      if (has_buf) {
-        buf[j] = first ? d : buf[j] * mom + d;
-        d = buf[j];
-      }
-      p[j] = p[j] + neg_lr * d;
-    }
-  }
-}
-
-// ---------------------------------------------------------------- factory, clipping
-
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter> params) {
-  if (cfg.kind == "adamw") {
-    AdamWConfig c;
-    c.beta1 = cfg.beta1;
-    c.beta2 = cfg.beta2;
-    c.eps = cfg.eps;
-    c.weight_decay = cfg.weight_decay;
-    c.rule = cfg.rule;
-    return std::make_unique<AdamW>(std::move(params), c);
-  }
-  if (cfg.kind == "sgd") {
-    SGDConfig c;
-    c.momentum = cfg.momentum;
-    c.weight_decay = cfg.weight_decay;
-    c.rule = cfg.rule;
-    return std::make_unique<SGD>(std::move(params), c);
-  }
-  throw Error("unknown optimizer '" + cfg.kind + "'; allowed: adamw, sgd");
-}
+// ---------------------------------------------------------------- clipping
 
 double clip_grad_norm(const std::vector<Parameter>& params, double max_norm) {
   double sq = 0;

@@ -1,4 +1,6 @@
-// Optimizers (AdamW, SGD with momentum), gradient clipping and the weight-decay grouping rule.
+// Optimizers (AdamW, SGD with momentum), gradient clipping and the weight-decay grouping rule. Each
+// optimizer is one file in training/optimizers/ that registers itself (training/optimizer_registry.hpp)
+// with its own [train.<name>] parameters; the trainer builds one by name.
 //
 // An optimizer holds the model's parameters (Module::parameters()), reads each one's gradient and
 // updates its value in place (through mutable_data, which bumps the version: a tape recorded before
@@ -24,6 +26,12 @@ struct ParamGroupRule {
   bool decay_embeddings = true;
 };
 bool decays(const Parameter& p, const ParamGroupRule& rule);
+
+namespace optimizer_detail {
+std::vector<bool> decay_mask(const std::vector<Parameter>& params, const ParamGroupRule& rule);
+// Throws Error unless lo <= v <= hi (v < hi when hi_open); `what` names the hyperparameter.
+void check_range(double v, double lo, double hi, bool hi_open, const std::string& what);
+}  // namespace optimizer_detail
 
 class Optimizer {
  public:
@@ -98,17 +106,6 @@ class SGD : public Optimizer {
   SGDConfig cfg_;
   std::vector<bool> decay_;
 };
-
-// Everything a config can choose, for make_optimizer.
-struct OptimizerConfig {
-  std::string kind = "adamw";  // "adamw" | "sgd"
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double momentum = 0.9;
-  double weight_decay = 0.01;
-  ParamGroupRule rule;
-};
-// Throws Error on an unknown kind (listing the allowed ones) or an out-of-range hyperparameter.
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter> params);
 
 // torch.nn.utils.clip_grad_norm_: the global L2 norm of all gradients (accumulated in double); if
 // max_norm > 0 and norm > max_norm, every gradient is scaled by max_norm / (norm + 1e-6). Returns the

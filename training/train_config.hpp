@@ -2,31 +2,35 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+
+#include "core/params/value.hpp"
 
 namespace pelab {
 
 struct TrainConfig {
   std::size_t steps = 1000;
   std::size_t batch_size = 32;
-  std::string optimizer = "adamw";   // adamw | sgd
+  std::string optimizer = "adamw";   // a registered optimizer (training/optimizer_registry.hpp)
+  // [train.<name>] subtables: each optimizer's own parameters (adamw: beta1, beta2, eps; sgd: momentum)
+  // as given, per optimizer name; the trainer resolves the chosen one's against its spec.
+  std::map<std::string, std::map<std::string, Value>> optimizer_params;
   double lr = 3e-3;                  // peak learning rate
   double min_lr = 0;                 // floor of the decay schedules
   std::string schedule = "cosine";   // constant | cosine (linear warmup + cosine) | linear (warmup + linear decay)
   std::size_t warmup = 0;            // warmup steps
-  double weight_decay = 0.01;        // AdamW decoupled decay
+  double weight_decay = 0.01;        // AdamW: decoupled decay; SGD: L2 term added to the gradient
   bool decay_norm_and_bias = false;  // by default LayerNorm gains and biases are not decayed
   bool decay_embeddings = true;      // token embeddings and learned position tables
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double momentum = 0.9;             // SGD
   double grad_clip = 1.0;            // global L2 norm; 0 = off
   std::uint64_t seed = 0;
   std::size_t log_every = 50;
   std::size_t eval_every = 0;        // 0 = only at the end
   std::size_t checkpoint_every = 0;  // 0 = only at the end
   std::size_t keep_checkpoints = 2;
-  std::string early_stop_metric;     // "" | "token_acc" | "exact_match" | "loss" (in-distribution eval)
-  double early_stop_target = 1.0;    // stop when metric >= target (loss: <= target)
+  std::string early_stop_metric;     // "" (off) or a metric of training/metrics_table.hpp (in-distribution eval)
+  double early_stop_target = 1.0;    // stop once the metric reaches it (accuracies >= target, loss <= target)
   int threads = 1;                   // OpenBLAS threads
 };
 

@@ -13,7 +13,8 @@
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
 #include "training/checkpoint.hpp"
-#include "training/optimizer.hpp"
+#include "training/metrics_table.hpp"
+#include "training/optimizer_registry.hpp"
 #include "training/schedule.hpp"
 #include "training/signals.hpp"
 
@@ -68,16 +69,14 @@ struct Trainer::Impl {
   Impl(Transformer& m, const TrainConfig& c, BatchSource s, TrainerOptions o)
       : model(m), cfg(c), source(std::move(s)), opt(std::move(o)), params(m.parameters()),
         data(data_rng(c.seed)), dropout(dropout_rng(c.seed)) {
-    OptimizerConfig oc;
-    oc.kind = cfg.optimizer;
-    oc.beta1 = cfg.beta1;
-    oc.beta2 = cfg.beta2;
-    oc.eps = cfg.eps;
-    oc.momentum = cfg.momentum;
-    oc.weight_decay = cfg.weight_decay;
-    oc.rule.decay_norm_and_bias = cfg.decay_norm_and_bias;
-    oc.rule.decay_embeddings = cfg.decay_embeddings;
-    optimizer = make_optimizer(oc, params);
+    OptimizerCommon common;
+    common.weight_decay = cfg.weight_decay;
+    common.rule.decay_norm_and_bias = cfg.decay_norm_and_bias;
+    common.rule.decay_embeddings = cfg.decay_embeddings;
+    auto given = cfg.optimizer_params.find(cfg.optimizer);
+    optimizer = make_optimizer(cfg.optimizer, given == cfg.optimizer_params.end() ? std::map<std::string, Value>{}
+                                                                                   : given->second,
+                               common, params);
     tty = opt.console && ::isatty(STDOUT_FILENO);
   }
 
@@ -202,21 +201,21 @@ TrainResult Trainer::run() {
       const double tps = dt > 0 ? iv_tokens / dt : 0;
       const double spent = elapsed() - time_before;
       const double eta = step > start_step ? spent / double(step - start_step) * double(cfg.steps - step) : 0;
+      const double mean_loss = iv_loss / iv_steps, acc = iv_stats.token_acc();
       MetricRecord r;
       r.step = step;
-      r.loss = iv_loss / iv_steps;
-      r.token_acc = iv_stats.token_acc();
-      r.exact_match = iv_stats.rows ? std::optional<double>(iv_stats.exact_match()) : std::nullopt;
+      r.metrics = {{"loss", mean_loss}, {"token_acc", acc}};
+      if (iv_stats.rows) r.metrics["exact_match"] = iv_stats.exact_match();
       r.lr = lr;
       r.grad_norm = iv_norm / iv_steps;
       r.tokens_per_s = tps;
       r.time = elapsed();
       s.metrics.write(r);
-      res.final_loss = *r.loss;
+      res.final_loss = mean_loss;
       char line[256];
       std::snprintf(line, sizeof line,
                     "step %6zu/%zu  loss %.4f  acc %5.1f%%  lr %.2e  |g| %.3f  %7.0f tok/s  ETA %s", step,
-                    cfg.steps, *r.loss, 100 * *r.token_acc, lr, *r.grad_norm, tps, format_duration(eta).c_str());
+                    cfg.steps, mean_loss, 100 * acc, lr, *r.grad_norm, tps, format_duration(eta).c_str());
       s.say(line);
       iv_loss = iv_norm = 0;
       iv_steps = iv_tokens = 0;
@@ -230,7 +229,7 @@ TrainResult Trainer::run() {
     bool stop_early = false;
     if (cfg.eval_every && step % cfg.eval_every == 0 && step < cfg.steps) {
       if (auto v = evaluate(step); v && !cfg.early_stop_metric.empty()) {
-        stop_early = cfg.early_stop_metric == "loss" ? *v <= cfg.early_stop_target : *v >= cfg.early_stop_target;
+        stop_early = reaches(find_metric(cfg.early_stop_metric), *v, cfg.early_stop_target);
         if (stop_early) s.say("early stop at step " + std::to_string(step) + ": " + cfg.early_stop_metric + " = " +
                               std::to_string(*v));
       }

@@ -100,7 +100,7 @@ class CharLm : public Task {
     if (batch == 0 || n == 0) throw Error(std::string(kWhat) + ": eval batch and length must be at least 1");
     const std::size_t held = ids_.size() - train_end_;
     if (held < n + 1)
-      throw Error(std::string(kWhat) + ": the held-out split of '" + path_ + "' (last " + value_str(Value(holdout_)) +
+      throw Error(std::string(kWhat) + ": the held-out split of '" + path_ + "' (last " + format_value(Value(holdout_)) +
                   " of the file) has " + std::to_string(held) + " characters, too short for eval length n = " +
                   std::to_string(n) + " (windows of n + 1 = " + std::to_string(n + 1) +
                   "); use a longer file, a larger task.char_lm.holdout or shorter eval lengths");

@@ -13,8 +13,8 @@
 
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
-#include "layers/param_spec.hpp"
-#include "layers/registry.hpp"
+#include "core/params/param_spec.hpp"
+#include "core/params/registry.hpp"
 #include "training/batch.hpp"  // Batch: what a task produces
 
 namespace pelab {

@@ -17,15 +17,15 @@
 #include <vector>
 
 #include "layers/module.hpp"
-#include "layers/param_spec.hpp"
-#include "layers/registry.hpp"
+#include "core/params/param_spec.hpp"
+#include "core/params/registry.hpp"
 
 namespace pelab {
 
 // The model's shape as an encoding sees it.
 struct ModelDims {
   std::size_t vocab = 0, d_model = 0, n_heads = 0, head_dim = 0, n_layers = 0;
-  std::size_t train_len = 0;  // the longest position count seen in training (tables size from it)
+  std::size_t train_seq_len = 0;  // the longest training sequence in tokens (tables size from it)
 };
 
 class PositionalEncoding : public Module {

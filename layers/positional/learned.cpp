@@ -31,7 +31,7 @@ class Learned : public PositionalEncoding {
   std::optional<std::string> unsupported(std::int64_t max_position) const override {
     if (clamp_ || max_position < static_cast<std::int64_t>(max_len_)) return std::nullopt;
     return "encoding 'learned': position " + std::to_string(max_position) + " is beyond its table of " +
-           std::to_string(max_len_) + " rows (max_len); set encoding.clamp = true to reuse the last row";
+           std::to_string(max_len_) + " rows (max_len); set encoding.learned.clamp = true to reuse the last row";
   }
 
  private:
@@ -45,15 +45,15 @@ PELAB_REGISTER_ENCODING(learned, EncodingSpec{
     "trainable absolute position table added to the embeddings (GPT-2)",
     {
         {"max_len", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "table rows; 0 = the training length (positions beyond it are unsupported)"},
+         "table rows; 0 = the longest training sequence (positions beyond it are unsupported)"},
         {"clamp", ValueType::boolean, false, {}, {}, {},
          "reuse the last row for positions >= max_len instead of failing"},
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {
       std::size_t max_len = static_cast<std::size_t>(p.get_int("max_len"));
-      if (max_len == 0) max_len = dims.train_len;
-      if (max_len == 0) throw Error("encoding 'learned': max_len is 0 and the training length is unknown");
+      if (max_len == 0) max_len = dims.train_seq_len;
+      if (max_len == 0) throw Error("encoding 'learned': max_len is 0 and the longest training sequence is unknown");
       return std::make_unique<Learned>(max_len, dims.d_model, p.get_bool("clamp"));
     },
 });

@@ -15,8 +15,8 @@ std::size_t rotated_dims(const Params& p, const ModelDims& dims) {
   const double r = p.get_number("fraction") * double(dims.head_dim);
   const auto rot = static_cast<std::size_t>(std::llround(r));
   if (std::abs(r - double(rot)) > 1e-9 || rot % 2 != 0 || rot == 0)
-    throw Error("encoding 'rope': fraction " + value_str(Value(p.get_number("fraction"))) + " of head_dim " +
-                std::to_string(dims.head_dim) + " gives " + value_str(Value(r)) +
+    throw Error("encoding 'rope': fraction " + format_value(Value(p.get_number("fraction"))) + " of head_dim " +
+                std::to_string(dims.head_dim) + " gives " + format_value(Value(r)) +
                 " rotated dims; it must be a positive even integer");
   return rot;
 }

@@ -1,7 +1,8 @@
-// Config loading: a good config round-trips through to_toml; every class of mistake (unknown key,
-// wrong type, out of range, unknown section/encoding/subtable, bad sweep, inconsistent model,
-// odd RoPE dims, min_len > train_len, TOML syntax) gives a message with the right line; overrides;
-// sweep expansion order, labels and directory names; every shipped config loads.
+// Config loading: a good config round-trips through to_toml and resolves into a RunSpec; every class of
+// mistake (unknown key, wrong type, out of range, unknown section/encoding/subtable, keys moved to an
+// optimizer's subtable, bad sweep, inconsistent model, odd RoPE dims, min_len > train_len, TOML syntax,
+// a [cell] that disagrees) gives a message with the right line; overrides; sweep expansion order,
+// labels, directory names and [cell] tables; every shipped config loads.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "experiments/config.hpp"
+#include "experiments/tasks/task.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;
@@ -68,10 +70,6 @@ warmup = 10
 weight_decay = 0.0
 decay_norm_and_bias = true
 decay_embeddings = false
-beta1 = 0.8
-beta2 = 0.99
-eps = 1e-7
-momentum = 0.5
 grad_clip = 0.0
 seed = 7
 log_every = 10
@@ -81,6 +79,14 @@ keep_checkpoints = 3
 early_stop_metric = "exact_match"
 early_stop_target = 0.99
 threads = 2
+
+[train.sgd]
+momentum = 0.5
+
+[train.adamw]
+beta1 = 0.8
+beta2 = 0.99
+eps = 1e-7
 
 [eval]
 lengths = [9, 18, 3]
@@ -94,8 +100,11 @@ dir = "runs/good \"quoted\""
 
 }  // namespace
 
-TEST_CASE("config: a good config is read exactly and round-trips through to_toml") {
-  const ExperimentConfig a = parse_config(kGood, "good.toml");
+TEST_CASE("config: a good config is read exactly, resolved once and round-trips through to_toml") {
+  const LoadedConfig loaded = parse_config(kGood, "good.toml");
+  REQUIRE(loaded.runs.size() == 1);
+  const RunSpec& run = loaded.runs[0];
+  const ExperimentConfig& a = run.config;
   CHECK(a.source == "good.toml");
   CHECK(a.model.d_model == 48);
   CHECK(a.model.n_heads == 6);
@@ -105,18 +114,24 @@ TEST_CASE("config: a good config is read exactly and round-trips through to_toml
   CHECK(a.model.tie_embeddings);
   CHECK(a.model.init_std == 0.05);
   CHECK(a.encoding == "rope");
-  CHECK(a.model.encoding == "rope");
-  CHECK(a.model.vocab > 0);          // from the task
-  CHECK(a.model.train_len > 9);      // the sequence length of 9-digit problems
-  REQUIRE(a.model.encoding_params.count("base") == 1);
-  CHECK(a.model.encoding_params.at("base") == Value(500.0));  // widened to a number
-  CHECK(a.model.encoding_params.at("fraction") == Value(1.0));  // defaults filled in
+  // The resolved run: the task built once, the model configured from the settings, task and encoding.
+  REQUIRE(run.task != nullptr);
+  CHECK(run.model.encoding == "rope");
+  CHECK(run.model.d_model == 48);
+  CHECK(run.model.vocab == run.task->vocab_size());
+  CHECK(run.model.train_seq_len == run.task->sequence_length(9));  // tokens of a 9-digit problem
+  CHECK(run.model.train_seq_len > 9);
+  REQUIRE(run.model.encoding_params.count("base") == 1);
+  CHECK(run.model.encoding_params.at("base") == Value(500.0));  // widened to a number
+  CHECK(run.model.encoding_params.at("fraction") == Value(1.0));  // defaults filled in
   CHECK(a.encoding_params.count("learned") == 1);
   CHECK(a.task == "addition");
   CHECK(a.min_len == 2);
   CHECK(a.train_len == 9);
   CHECK(a.task_params.at("addition").at("reverse_digits") == Value(true));
   CHECK(a.train.optimizer == "sgd");
+  CHECK(a.train.optimizer_params.at("sgd").at("momentum") == Value(0.5));
+  CHECK(a.train.optimizer_params.at("adamw").at("beta1") == Value(0.8));  // kept though not chosen
   CHECK(a.train.lr == 0.0123456789);
   CHECK(a.train.seed == 7);
   CHECK(a.train.early_stop_metric == "exact_match");
@@ -126,40 +141,45 @@ TEST_CASE("config: a good config is read exactly and round-trips through to_toml
   CHECK(a.output_dir == "runs/good \"quoted\"");
 
   const std::string text = to_toml(a);
-  const ExperimentConfig b = parse_config(text, "resolved.toml");
-  CHECK(same_settings(a, b));
+  const ExperimentConfig b = parse_config(text, "resolved.toml").runs.at(0).config;
   CHECK(to_toml(b) == text);  // the text depends on the settings only (runs compare it)
+  CHECK(b.train.optimizer_params == a.train.optimizer_params);
+  CHECK(b.eval.lengths == a.eval.lengths);
 
   // Every key is written, defaults included.
-  CHECK_THAT(text, Contains("beta2 = 0.99\n"));
+  CHECK_THAT(text, Contains("[train.adamw]\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-07\n"));
+  CHECK_THAT(text, Contains("[train.sgd]\nmomentum = 0.5\n"));
   CHECK_THAT(text, Contains("fraction = 1.0\n"));
   CHECK_THAT(text, Contains("[encoding.learned]\nclamp = true\nmax_len = 0\n"));
   CHECK_THAT(text, Contains("dropout = 0.1\n"));  // the float field prints as written
 
   // A differing config is not the same.
   ExperimentConfig c = b;
-  c.train.beta1 = 0.7;
-  CHECK_FALSE(same_settings(a, c));
+  c.train.optimizer_params["adamw"]["beta1"] = Value(0.7);
+  CHECK(to_toml(c) != text);
 }
 
 TEST_CASE("config: an empty file gives every default and a sweep round-trips") {
-  const ExperimentConfig d = parse_config("", "experiments/configs/empty.toml");
+  const ExperimentConfig d = parse_config("", "experiments/configs/empty.toml").runs.at(0).config;
   CHECK(d.task == "copy");
   CHECK(d.encoding == "none");
   CHECK(d.train_len == 16);
   CHECK(d.train.steps == TrainConfig{}.steps);
   CHECK(d.output_dir == "runs/empty");
   CHECK(d.eval.lengths == std::vector<std::size_t>{8, 16, 32, 64});  // L/2, L, 2L, 4L for sequence tasks
-  CHECK(same_settings(d, parse_config(to_toml(d), "x.toml")));
+  CHECK(d.train.optimizer_params.at("adamw").at("eps") == Value(1e-8));  // the chosen optimizer, resolved
+  CHECK(to_toml(d) == to_toml(parse_config(to_toml(d), "x.toml").runs.at(0).config));
 
-  const ExperimentConfig s = parse_config(
+  const LoadedConfig loaded = parse_config(
       "[sweep]\n\"train.seed\" = [3, 1]\n\"encoding.name\" = [\"rope\", \"none\"]\n\"encoding.rope.base\" = [100, 1e4]\n",
       "s.toml");
+  const ExperimentConfig& s = loaded.config;
+  CHECK(loaded.runs.size() == 8);
   REQUIRE(s.sweep_order.size() == 3);
   CHECK(s.sweep_order[0] == "train.seed");  // file order, not alphabetical
   CHECK(s.sweep_order[2] == "encoding.rope.base");
   CHECK(s.sweep.at("encoding.rope.base") == std::vector<Value>{Value(100.0), Value(1e4)});
-  CHECK(same_settings(s, parse_config(to_toml(s), "s.toml")));
+  CHECK(to_toml(s) == to_toml(parse_config(to_toml(s), "s.toml").config));
 }
 
 TEST_CASE("config: unknown keys name the nearest valid key with the line") {
@@ -178,7 +198,7 @@ TEST_CASE("config: wrong types and out-of-range values say what is allowed") {
   CHECK_THAT(error_of("\n[model]\nd_model = 64\n\nn_heads = \"4\"\n"),
              StartsWith("quick.toml:5: [model] key 'n_heads' has value \"4\"; expected an integer"));
   CHECK_THAT(error_of("[model]\ndropout = 1.0\n"),
-             StartsWith("quick.toml:2: [model] key 'dropout' has value 1; expected a number in [0, 1)"));
+             StartsWith("quick.toml:2: [model] key 'dropout' has value 1.0; expected a number in [0, 1)"));
   CHECK_THAT(error_of("[train]\nsteps = 0\n"),
              StartsWith("quick.toml:2: [train] key 'steps' has value 0; expected an integer in [1, "));
   CHECK_THAT(error_of("[train]\nlr = 0.1\nschedule = \"cosin\"\n"),
@@ -257,10 +277,40 @@ TEST_CASE("config: sweep keys and values are checked") {
   CHECK_THAT(error_of("[model]\nd_model = 60\nn_heads = 7\n[sweep]\n\"model.n_heads\" = [4, 6]\n"), Contains("(no error)"));
 }
 
+TEST_CASE("config: optimizer parameters live in [train.<optimizer>] and moved keys say where") {
+  CHECK_THAT(error_of("[train]\nlr = 0.1\nbeta1 = 0.8\n"),
+             StartsWith("quick.toml:3: [train] key 'beta1' moved to [train.adamw]") &&
+                 Contains("write [train.adamw] beta1 = ..."));
+  CHECK_THAT(error_of("[train]\nmomentum = 0.5\n"), StartsWith("quick.toml:2: [train] key 'momentum' moved to [train.sgd]"));
+  CHECK_THAT(error_of("[sweep]\n\"train.beta2\" = [0.9, 0.99]\n"),
+             StartsWith("quick.toml:2: [sweep] key 'train.beta2' names no setting: [train] key 'beta2' moved to [train.adamw]"));
+  CHECK_THAT(error_of("", {"train.eps=1e-6"}), StartsWith("--set train.eps=1e-6: [train] key 'eps' moved to [train.adamw]"));
+  CHECK_THAT(error_of("[train.adamw]\nbeta1 = 1.0\n"),
+             StartsWith("quick.toml:2: [train.adamw] key 'beta1' has value 1.0; expected a number in [0, 1)"));
+  CHECK_THAT(error_of("[train.adamw]\nmomentum = 0.5\n"),
+             StartsWith("quick.toml:2: [train.adamw] unknown key 'momentum'; allowed keys: beta1, beta2, eps"));
+  CHECK_THAT(error_of("[train.adam]\nbeta1 = 0.8\n"),
+             StartsWith("quick.toml:1: [train] unknown optimizer subtable [train.adam] (did you mean [train.adamw]?)"));
+  CHECK_THAT(error_of("[train]\noptimizer = \"adam\"\n"),
+             StartsWith("quick.toml:2: [train] key 'optimizer' has value \"adam\"; expected one of: adamw, sgd"));
+  CHECK_THAT(error_of("[train]\nearly_stop_metric = \"acc\"\n"),
+             StartsWith("quick.toml:2: [train] key 'early_stop_metric' has value \"acc\"; expected one of: \"\" (off), loss, "
+                        "token_acc, exact_match"));
+
+  // Swept like any other parameter; each cell resolves the chosen optimizer's subtable.
+  const auto cells = expand_sweep(parse_config(
+      "[train]\noptimizer = \"sgd\"\n[sweep]\n\"train.sgd.momentum\" = [0.0, 0.5]\n", "quick.toml").config);
+  REQUIRE(cells.size() == 2);
+  CHECK(cells[1].config.train.optimizer_params.at("sgd").at("momentum") == Value(0.5));
+  CHECK(cells[1].config.cell.label == "train.sgd.momentum=0.5");
+  CHECK(cells[0].config.train.optimizer_params.count("adamw") == 0);  // only what was chosen or given
+}
+
 TEST_CASE("config: overrides apply with the same checks and their own location") {
   const ExperimentConfig c = parse_config("[train]\nlr = 0.1\n", "quick.toml",
                                           {"train.lr=0.01", "encoding.name=rope", "encoding.rope.base = 500",
-                                           "model.causal=false", "output.dir=runs/x y", "sweep.train.seed=[1, 2]"});
+                                           "model.causal=false", "output.dir=runs/x y", "sweep.train.seed=[1, 2]"})
+                                   .config;
   CHECK(c.train.lr == 0.01);
   CHECK(c.encoding == "rope");
   CHECK(c.encoding_params.at("rope").at("base") == Value(500.0));
@@ -276,46 +326,61 @@ TEST_CASE("config: overrides apply with the same checks and their own location")
              StartsWith("--set model.n_heads=5: [model] d_model 64 is not divisible by n_heads 5"));
   CHECK_THAT(error_of("", {"lr=0.1"}), StartsWith("--set lr=0.1: expected section.key=value"));
   CHECK_THAT(error_of("", {"train.lr=[1,"}), StartsWith("--set train.lr=[1,: value is not valid TOML"));
+  CHECK_THAT(error_of("", {"eval.lengths=[4, 8]"}), Contains("(no error)"));
+  CHECK_THAT(error_of("", {"eval.lengths=[[4]]"}), StartsWith("--set eval.lengths=[[4]]: arrays hold single values"));
   CHECK_THAT(error_of("", {"trian.lr=1"}), StartsWith("--set trian.lr=1: unknown section [trian] (did you mean [train]?)"));
 }
 
-TEST_CASE("config: sweep cells come in file order with labels and safe directory names") {
-  const ExperimentConfig c = parse_config(
+TEST_CASE("config: sweep cells come in file order with labels, safe directory names and [cell] tables") {
+  const LoadedConfig c = parse_config(
       "[sweep]\n\"encoding.name\" = [\"none\", \"rope\"]\n\"train.seed\" = [0, 1, 2]\n", "quick.toml");
-  const auto cells = expand_sweep(c);
+  const auto& cells = c.runs;
   REQUIRE(cells.size() == 6);
-  CHECK(cells[0].label == "encoding.name=none,train.seed=0");
-  CHECK(cells[1].label == "encoding.name=none,train.seed=1");  // the last key varies fastest
-  CHECK(cells[3].label == "encoding.name=rope,train.seed=0");
+  CHECK(cells[0].config.cell.label == "encoding.name=none,train.seed=0");
+  CHECK(cells[1].config.cell.label == "encoding.name=none,train.seed=1");  // the last key varies fastest
+  CHECK(cells[3].config.cell.label == "encoding.name=rope,train.seed=0");
   CHECK(cells[5].dir_name == "encoding.name=rope__train.seed=2");
-  for (const auto& cell : cells) {
+  CHECK(expand_sweep(c.config).size() == 6);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const RunSpec& cell = cells[i];
+    const CellInfo& info = cell.config.cell;
+    CHECK(info.index == i);
     CHECK(cell.config.sweep.empty());
     CHECK(cell.config.sweep_order.empty());
-    REQUIRE(cell.assignment.size() == 2);
-    CHECK(cell.config.encoding == std::get<std::string>(cell.assignment[0].second));
-    CHECK(cell.config.model.encoding == cell.config.encoding);
-    CHECK(cell.config.train.seed == std::uint64_t(std::get<std::int64_t>(cell.assignment[1].second)));
-    const ExperimentConfig back = parse_config(to_toml(cell.config), "cell.toml");
-    CHECK(same_settings(cell.config, back));
-    CHECK(to_toml(back) == to_toml(cell.config));
+    REQUIRE(info.assignment.size() == 2);
+    CHECK(info.assignment[0].first == "encoding.name");
+    CHECK(cell.config.encoding == std::get<std::string>(info.assignment[0].second));
+    CHECK(cell.model.encoding == cell.config.encoding);
+    CHECK(cell.config.train.seed == std::uint64_t(std::get<std::int64_t>(info.assignment[1].second)));
+    CHECK(cell.task == cells[0].task);  // one task setting: built once, shared
+    // The cell file (what `pelab sweep` hands each cell) reads back to the same cell, [cell] included.
+    const std::string text = to_toml(cell.config);
+    CHECK_THAT(text, Contains("\n[cell]\nindex = " + std::to_string(i) + "\nlabel = \"" + info.label + "\"\n"));
+    const LoadedConfig back = parse_config(text, "cell.toml");
+    REQUIRE(back.runs.size() == 1);
+    const CellInfo& b = back.runs[0].config.cell;
+    CHECK(b.index == info.index);
+    CHECK(b.label == info.label);
+    CHECK(b.assignment == info.assignment);
+    CHECK(to_toml(back.runs[0].config) == text);
   }
 
   // Odd characters become '-', "__" only separates; numbers print as written.
   const auto odd = expand_sweep(parse_config(
       "[sweep]\n\"task.char_lm.path\" = [\"a b/c__d\"]\n\"train.lr\" = [1e-3]\n\"train.early_stop_metric\" = [\"\"]\n",
-      "quick.toml"));
+      "quick.toml").config);
   REQUIRE(odd.size() == 1);
-  CHECK(odd[0].label == "task.char_lm.path=a b/c__d,train.lr=0.001,train.early_stop_metric=");
+  CHECK(odd[0].config.cell.label == "task.char_lm.path=a b/c__d,train.lr=0.001,train.early_stop_metric=");
   CHECK(odd[0].dir_name == "task.char_lm.path=a-b-c_d__train.lr=0.001__train.early_stop_metric=");
 
   // No grid: one cell, the config itself.
-  const auto one = expand_sweep(parse_config("", "quick.toml"));
+  const auto one = expand_sweep(parse_config("", "quick.toml").config);
   REQUIRE(one.size() == 1);
-  CHECK(one[0].label.empty());
+  CHECK(one[0].config.cell.empty());
   CHECK(one[0].dir_name.empty());
 
   // Sweeping the task's length re-derives default eval lengths per cell.
-  const auto lens = expand_sweep(parse_config("[sweep]\n\"task.train_len\" = [8, 16]\n", "quick.toml"));
+  const auto lens = parse_config("[sweep]\n\"task.train_len\" = [8, 16]\n", "quick.toml").runs;
   REQUIRE(lens.size() == 2);
   CHECK(lens[0].config.eval.lengths == std::vector<std::size_t>{4, 8, 16, 32});
   CHECK(lens[1].config.eval.lengths == std::vector<std::size_t>{8, 16, 32, 64});
@@ -328,17 +393,17 @@ TEST_CASE("config: files load and a missing file is a clear error") {
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".toml") continue;
     INFO(entry.path().string());
-    ExperimentConfig c;
+    LoadedConfig c;
     REQUIRE_NOTHROW(c = load_config(entry.path().string()));
-    CHECK(c.source == entry.path().string());
-    CHECK_FALSE(c.output_dir.empty());
-    REQUIRE_NOTHROW(expand_sweep(c));
+    CHECK(c.config.source == entry.path().string());
+    CHECK_FALSE(c.config.output_dir.empty());
+    CHECK_FALSE(c.runs.empty());
     ++n;
   }
   CHECK(n >= 6);
-  const ExperimentConfig quick = load_config((dir / "quick.toml").string());
-  CHECK(quick.task == "copy");
-  CHECK(expand_sweep(quick).size() == 12);
+  const LoadedConfig quick = load_config((dir / "quick.toml").string());
+  CHECK(quick.config.task == "copy");
+  CHECK(quick.runs.size() == 12);
 
   try {
     load_config("/nonexistent/dir/nothing.toml");
@@ -346,4 +411,16 @@ TEST_CASE("config: files load and a missing file is a clear error") {
   } catch (const ConfigError& e) {
     CHECK_THAT(std::string(e.what()), StartsWith("/nonexistent/dir/nothing.toml: config file not found"));
   }
+}
+
+TEST_CASE("config: a [cell] table must agree with the settings and excludes a grid") {
+  const std::string cell = "[encoding]\nname = \"rope\"\n[cell]\nindex = 0\nlabel = \"x\"\n[cell.assignment]\n";
+  CHECK_THAT(error_of(cell + "\"encoding.name\" = \"rope\"\n"), Contains("(no error)"));
+  CHECK_THAT(error_of(cell + "\"encoding.name\" = \"none\"\n"),
+             StartsWith("quick.toml:7: [cell.assignment] 'encoding.name' = \"none\" but the config sets it to \"rope\""));
+  CHECK_THAT(error_of(cell + "\"encoding.nme\" = \"rope\"\n"),
+             StartsWith("quick.toml:7: [cell.assignment] key 'encoding.nme' names no setting: [encoding] unknown key 'nme'"));
+  CHECK_THAT(error_of("[cell]\nindex = -1\n"), StartsWith("quick.toml:2: [cell] key 'index' has value -1; [cell] "));
+  CHECK_THAT(error_of("[cell]\nindex = 1\n[sweep]\n\"train.seed\" = [1, 2]\n"),
+             StartsWith("quick.toml:1: [cell] describes one cell of a grid"));
 }

@@ -1,6 +1,7 @@
-// pelab report: a hand-written sweep directory (2 encodings x 3 seeds, a learned encoding with n/a at long
-// lengths, unfinished runs) gives exact summary.csv statistics, a readable summary.md and PNG plots;
-// malformed or empty input gives a clear Error.
+// pelab report: a sweep directory built from known results (2 encodings x 3 seeds, a learned encoding with
+// n/a at long lengths, unfinished runs) gives exact summary.csv statistics, a readable summary.md and PNG
+// plots; malformed or empty input gives a clear Error; eval.json round-trips; and a sweep of real runs
+// (what run.cpp writes) reports in grid order with the values its eval.json files hold.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -17,7 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.hpp"
+#include "experiments/config.hpp"
+#include "experiments/eval_result.hpp"
 #include "experiments/report.hpp"
+#include "experiments/run.hpp"
+#include "tiny_config.hpp"
 
 using namespace pelab;
 using Catch::Contains;
@@ -62,39 +67,46 @@ std::string na_reason(long len) {
   return "encoding 'learned': position " + std::to_string(2 * len + 2) + " is beyond its table of 34 rows";
 }
 
-// One finished run; `na_from`: lengths >= it are n/a.
-void add_run(const fs::path& sweep, const std::string& enc, int seed, long na_from = 1000, bool lm = false) {
-  const std::string label = "encoding.name=" + enc + ",train.seed=" + std::to_string(seed);
-  json j;
-  j["label"] = label;
-  j["assignment"] = {{"encoding.name", enc}, {"train.seed", seed}};
-  j["encoding"] = enc;
-  j["task"] = lm ? "lm" : "copy";
-  j["is_lm"] = lm;
-  j["train_len"] = 16;
-  j["seed"] = seed;
-  j["steps"] = 200;
-  j["final_train_loss"] = 0.01;
-  j["train_seconds"] = 1.5;
-  j["results"] = json::array();
+// One finished run, written as run.cpp writes it; `na_from`: lengths >= it are n/a.
+EvalResult run_result(const std::string& enc, int seed, long na_from = 1000, bool lm = false) {
+  EvalResult r;
+  r.label = "encoding.name=" + enc + ",train.seed=" + std::to_string(seed);
+  r.assignment = {{"encoding.name", Value(enc)}, {"train.seed", Value(std::int64_t(seed))}};
+  r.encoding = enc;
+  r.task = lm ? "lm" : "copy";
+  r.is_lm = lm;
+  r.train_len = 16;
+  r.seed = static_cast<std::uint64_t>(seed);
+  r.steps = 200;
+  r.status = "finished";
+  r.final_train_loss = 0.01;
+  r.train_seconds = 1.5;
+  r.eval_seconds = 0.25;
+  r.parameters = 1234;
   for (std::size_t i = 0; i < kLengths.size(); ++i) {
-    const long len = kLengths[i];
-    json r = {{"length", len}, {"in_distribution", len <= 16}};
-    if (len >= na_from) {
-      r["status"] = "n/a";
-      r["reason"] = na_reason(len);
+    LengthResult lr;
+    lr.length = static_cast<std::size_t>(kLengths[i]);
+    lr.in_distribution = kLengths[i] <= 16;
+    if (kLengths[i] >= na_from) {
+      lr.ok = false;
+      lr.reason = na_reason(kLengths[i]);
     } else {
       const double acc = kBase.at(enc)[i] + kDelta.at(seed);
-      r["status"] = "ok";
-      r["loss"] = lm ? 2.0 + i + kDelta.at(seed) : 1.0 - acc;
-      r["token_acc"] = acc;
-      r["exact_match"] = lm ? json(nullptr) : json(acc - 0.1);
-      r["buckets"] = json::array();
+      lr.metrics["loss"] = lm ? 2.0 + i + kDelta.at(seed) : 1.0 - acc;
+      lr.metrics["token_acc"] = acc;
+      if (!lm) lr.metrics["exact_match"] = acc - 0.1;
+      lr.samples = 64;
     }
-    j["results"].push_back(r);
+    r.results.push_back(lr);
   }
+  return r;
+}
+
+void add_run(const fs::path& sweep, const std::string& enc, int seed, long na_from = 1000, bool lm = false) {
+  const EvalResult r = run_result(enc, seed, na_from, lm);
+  const std::string& label = r.label;
   const fs::path dir = sweep / label;
-  write(dir / "eval.json", j.dump(2));
+  write(dir / "eval.json", to_json(r).dump(2));
   std::string metrics;
   for (int step : {0, 100, 200}) {
     json m = {{"step", step}, {"split", "train"}, {"length", nullptr}, {"loss", 3.0 / (1 + step) + kDelta.at(seed)},
@@ -344,11 +356,24 @@ TEST_CASE("report errors name the malformed file") {
   opt.plots = false;
   write(bad, "{\"label\": \"x\", \"results\": [");
   CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("invalid JSON"));
-  write(bad, R"({"encoding": "rope", "task": "copy", "is_lm": false, "train_len": 16,
-                 "results": [{"length": 8, "status": "done"}]})");
+  json good = to_json(run_result("rope", 2));
+  json j = good;
+  j["results"][0]["status"] = "done";
+  write(bad, j.dump());
   CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("results[0].status"));
-  write(bad, R"({"encoding": "rope", "task": "copy", "is_lm": false, "results": []})");
-  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("train_len"));
+  j = good;
+  j.erase("train_len");
+  write(bad, j.dump());
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt),
+                    Contains(bad.string()) && Contains("missing key \"train_len\""));
+  j = good;
+  j["results"][1]["token_acc"] = "high";
+  write(bad, j.dump());
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains(bad.string()) && Contains("results[1].token_acc"));
+  j = good;
+  j["results"][1]["length"] = 8;
+  write(bad, j.dump());
+  CHECK_THROWS_WITH(write_report(t.dir.string(), opt), Contains("length 8 appears twice"));
   // A malformed metrics line of a finished run names file and line.
   add_run(t.dir, "rope", 2);
   const fs::path metrics = t.dir / "encoding.name=rope,train.seed=2" / "metrics.jsonl";
@@ -375,4 +400,68 @@ TEST_CASE("report of a single run directory") {
   const ReportResult res = write_report(run.string(), opt);
   CHECK(has_line_containing(res.table_markdown, "| rope ", "| 90.0 ± 0.0 (1) |"));
   CHECK(fs::exists(run / "summary.csv"));
+}
+
+TEST_CASE("eval.json round-trips through to_json and eval_result_from_json") {
+  EvalResult a = run_result("learned", 2, 32);
+  a.cell = 7;
+  a.assignment.emplace_back("train.lr", Value(1e-3));
+  a.assignment.emplace_back("task.addition.reverse_digits", Value(true));
+  a.results[0].buckets = {{0, 8, 1.25}, {8, 16, 2.5}};
+  a.seed = 18446744073709551615ull;  // the largest seed survives
+  const json j = to_json(a);
+  const EvalResult b = eval_result_from_json(json::parse(j.dump()), "x.json");
+  CHECK(to_json(b) == j);
+  CHECK(b.cell == a.cell);
+  CHECK(b.assignment == a.assignment);  // types survive: 1e-3 stays a number, true a boolean
+  CHECK(b.seed == a.seed);
+  REQUIRE(b.results.size() == a.results.size());
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    CHECK(b.results[i].ok == a.results[i].ok);
+    CHECK(b.results[i].metrics == a.results[i].metrics);
+    CHECK(b.results[i].reason == a.results[i].reason);
+  }
+  CHECK(b.results[0].buckets.size() == 2);
+  CHECK(b.results[0].buckets[1].loss == 2.5);
+  CHECK_FALSE(b.results.back().metric("token_acc").has_value());  // n/a
+  // A plain run has no cell index; a language model no exact match.
+  const EvalResult lm = eval_result_from_json(to_json(run_result("rope", 1, 1000, true)), "lm.json");
+  CHECK_FALSE(lm.cell.has_value());
+  CHECK(lm.results[0].metrics.count("exact_match") == 0);
+  CHECK(lm.results[0].metrics.count("loss") == 1);
+}
+
+TEST_CASE("report of real runs follows the grid and shows what the runs wrote", "[e2e]") {
+  TempDir t;
+  // The grid lists rope before none: rows must follow it, not the alphabet of the directory names.
+  const LoadedConfig loaded =
+      parse_config(test::tiny_config(20) + "[sweep]\n\"encoding.name\" = [\"rope\", \"none\"]\n", "tiny.toml");
+  REQUIRE(loaded.runs.size() == 2);
+  for (const RunSpec& spec : loaded.runs) {
+    RunOptions ro;
+    ro.run_dir = (t.dir / spec.dir_name).string();
+    ro.console = false;
+    REQUIRE(run_experiment(spec, ro) == 0);
+  }
+  const EvalResult rope = read_eval_result((t.dir / loaded.runs[0].dir_name / "eval.json").string());
+  CHECK(rope.cell == std::optional<std::size_t>(0));
+  CHECK(rope.label == "encoding.name=rope");
+  REQUIRE(rope.results.size() == 3);
+  CHECK(rope.results[2].metrics.count("exact_match") == 1);
+
+  ReportOptions opt;
+  opt.plots = false;
+  const ReportResult res = write_report(t.dir.string(), opt);
+  const std::string md = res.table_markdown;
+  INFO(md);
+  REQUIRE(md.find("| rope ") != std::string::npos);
+  REQUIRE(md.find("| none ") != std::string::npos);
+  CHECK(md.find("| rope ") < md.find("| none "));
+  // The rope row's value at length 8 is the run's own token accuracy, in percent, n = 1.
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%.1f ± 0.0 (1) |", 100 * *rope.results[2].metric("token_acc"));
+  CHECK(has_line_containing(md, "| rope ", cell));
+  const auto rows = read_csv(t.dir / "summary.csv");
+  const CsvRow& r8 = find_row(rows, "rope", 8, "exact_match");
+  CHECK(std::stod(r8.at("mean")) == Approx(*rope.results[2].metric("exact_match")).epsilon(1e-9));
 }

@@ -11,6 +11,7 @@
 
 #include "experiments/config.hpp"
 #include "experiments/run.hpp"
+#include "tiny_config.hpp"
 #include "training/fs.hpp"
 
 using namespace pelab;
@@ -31,25 +32,7 @@ int run_cli(const std::string& args, const std::string& log) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-const char* kTinySweep = R"(
-[model]
-d_model = 16
-n_layers = 1
-n_heads = 2
-[task]
-name = "copy"
-train_len = 4
-[train]
-steps = 40
-batch_size = 8
-log_every = 20
-[eval]
-lengths = [2, 4, 8]
-samples = 16
-[sweep]
-"encoding.name" = ["none", "rope"]
-"train.seed" = [0, 1]
-)";
+const std::string kTinySweep = test::tiny_config(40) + "[sweep]\n\"encoding.name\" = [\"rope\", \"none\"]\n\"train.seed\" = [0, 1]\n";
 
 }  // namespace
 
@@ -59,21 +42,28 @@ TEST_CASE("a sweep runs every cell in parallel processes, reports, and a re-run 
   std::ofstream(cfg) << kTinySweep;
   const std::string out = dir + "/out";
   REQUIRE(run_cli("sweep " + cfg + " --out " + out + " --jobs 2", dir + "/log1.txt") == 0);
-  const std::vector<std::string> cells = {"encoding.name=none__train.seed=0", "encoding.name=none__train.seed=1",
-                                          "encoding.name=rope__train.seed=0", "encoding.name=rope__train.seed=1"};
-  for (const auto& c : cells) {
+  // In grid order: rope first, the last key varying fastest.
+  const std::vector<std::string> cells = {"encoding.name=rope__train.seed=0", "encoding.name=rope__train.seed=1",
+                                          "encoding.name=none__train.seed=0", "encoding.name=none__train.seed=1"};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string& c = cells[i];
     INFO(c << "\n" << read_file(dir + "/log1.txt"));
     REQUIRE(fs::exists(out + "/" + c + "/eval.json"));
     const auto j = nlohmann::json::parse(read_file(out + "/" + c + "/eval.json"));
     CHECK(j.at("results").size() == 3);
+    CHECK(j.at("cell") == i);
     CHECK(j.at("assignment").at("encoding.name") == (c.find("rope") != std::string::npos ? "rope" : "none"));
+    // The cell ran from its cell file alone, which carries its [cell] table; the run kept it as config.toml.
+    const std::string cell_toml = read_file(out + "/" + c + "/cell.toml");
+    CHECK(cell_toml.find("\n[cell]\nindex = " + std::to_string(i) + "\n") != std::string::npos);
+    CHECK(read_file(out + "/" + c + "/config.toml") == cell_toml);
   }
   CHECK(fs::exists(out + "/summary.md"));
   CHECK(fs::exists(out + "/summary.csv"));
   const std::string md = read_file(out + "/summary.md");
   REQUIRE(md.find("| none") != std::string::npos);
   REQUIRE(md.find("| rope") != std::string::npos);
-  CHECK(md.find("| none") < md.find("| rope"));  // rows in the grid's order
+  CHECK(md.find("| rope") < md.find("| none"));  // rows in the grid's order, not the alphabet's
 
   // Forget one cell's result: a re-run trains only that cell and leaves the others untouched.
   const auto kept = fs::last_write_time(out + "/" + cells[0] + "/eval.json");
@@ -104,7 +94,7 @@ TEST_CASE("bad config input exits with code 2, says where, and writes nothing", 
 
 TEST_CASE("a seconds-long run through the full stack learns copy", "[e2e][learn]") {
   const std::string dir = temp_dir("learn");
-  ExperimentConfig cfg = parse_config(R"(
+  const RunSpec spec = parse_config(R"(
 [model]
 d_model = 32
 n_layers = 2
@@ -123,11 +113,11 @@ log_every = 50
 [eval]
 lengths = [4]
 samples = 64
-)", "learn.toml");
+)", "learn.toml").runs.at(0);
   RunOptions ro;
   ro.run_dir = dir + "/run";
   ro.console = false;
-  REQUIRE(run_experiment(cfg, ro) == kOk);
+  REQUIRE(run_experiment(spec, ro) == kOk);
   const auto j = nlohmann::json::parse(read_file(ro.run_dir + "/eval.json"));
   const double loss = j.at("final_train_loss").get<double>();
   const double acc = j.at("results").at(0).at("token_acc").get<double>();

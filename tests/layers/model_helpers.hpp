@@ -14,7 +14,7 @@ inline ModelConfig small_config(const std::string& encoding, std::map<std::strin
   c.n_heads = 2;
   c.encoding = encoding;
   c.encoding_params = std::move(params);
-  c.train_len = 16;
+  c.train_seq_len = 16;
   return c;
 }
 

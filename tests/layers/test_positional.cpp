@@ -221,7 +221,7 @@ TEST_CASE("learned: only the rows of positions used receive gradient, and beyond
   auto clamped = make_model(small_config("learned", {{"max_len", Value(std::int64_t(20))}, {"clamp", Value(true)}}), 14);
   CHECK_NOTHROW(clamped->forward(tok, default_positions(2, 6, 16)));
   CHECK_FALSE(clamped->encoding().unsupported(1000).has_value());
-  // max_len 0 means the training length
+  // max_len 0 means the longest training sequence (train_seq_len)
   auto dflt = make_model(small_config("learned"), 1);
   CHECK(dflt->parameter("pos.weight").size(0) == 16);
 }

@@ -56,7 +56,7 @@ std::unique_ptr<Transformer> small_model(std::uint64_t seed) {
   c.n_layers = 1;
   c.n_heads = 2;
   c.encoding = "learned";
-  c.train_len = 6;
+  c.train_seq_len = 6;
   auto m = std::make_unique<Transformer>(c);
   Rng rng(seed);
   init_parameters(*m, rng, 0.3);

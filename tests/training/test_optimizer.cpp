@@ -6,6 +6,7 @@
 
 #include "core/rng.hpp"
 #include "training/optimizer.hpp"
+#include "training/optimizer_registry.hpp"
 
 using namespace pelab;
 
@@ -241,11 +242,10 @@ TEST_CASE("optimizer state round trips exactly and continues identically") {
   Rng rng_b(9);
   auto b = make_params(rng_b);  // same values, separate tensors
   const std::string kind = GENERATE(std::string("adamw"), std::string("sgd"));
-  OptimizerConfig oc;
-  oc.kind = kind;
-  oc.weight_decay = 0.1;
-  auto opt_a = make_optimizer(oc, a);
-  auto opt_b = make_optimizer(oc, b);
+  OptimizerCommon common;
+  common.weight_decay = 0.1;
+  auto opt_a = make_optimizer(kind, {}, common, a);
+  auto opt_b = make_optimizer(kind, {}, common, b);
   Rng g1(1);
   for (int s = 0; s < 3; ++s) {
     for (const auto& p : a) set_grad(p, g1);
@@ -327,24 +327,49 @@ TEST_CASE("optimizer state loading rejects mismatches and leaves the state untou
 TEST_CASE("make_optimizer rejects unknown kinds and bad hyperparameters") {
   Rng rng(1);
   auto ps = make_params(rng);
-  OptimizerConfig oc;
-  oc.kind = "adam";
-  try {
-    make_optimizer(oc, ps);
-    FAIL("no error");
-  } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("allowed: adamw, sgd") != std::string::npos);
-  }
-  oc.kind = "adamw";
-  oc.beta2 = 1.0;
-  CHECK_THROWS_AS(make_optimizer(oc, ps), Error);
-  oc.beta2 = 0.999;
-  oc.weight_decay = -1;
-  CHECK_THROWS_AS(make_optimizer(oc, ps), Error);
-  oc.kind = "sgd";
-  oc.weight_decay = 0;
-  oc.momentum = 1.5;
-  CHECK_THROWS_AS(make_optimizer(oc, ps), Error);
+  const OptimizerCommon common;
+  auto error_of = [&](const std::string& name, const std::map<std::string, Value>& given, OptimizerCommon c) {
+    try {
+      make_optimizer(name, given, c, ps);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(error_of("adam", {}, common),
+             Catch::StartsWith("unknown optimizer 'adam' (did you mean 'adamw'?); known optimizers: adamw, sgd"));
+  CHECK_THAT(error_of("adamw", {{"beta2", Value(1.0)}}, common),
+             Catch::Contains("'beta2'") && Catch::Contains("[0, 1)"));
+  CHECK_THAT(error_of("adamw", {{"momentum", Value(0.5)}}, common),
+             Catch::Contains("unknown key 'momentum'"));
+  CHECK_THAT(error_of("sgd", {{"momentum", Value(1.5)}}, common), Catch::Contains("'momentum'"));
+  OptimizerCommon bad_wd;
+  bad_wd.weight_decay = -1;
+  CHECK_THROWS_AS(make_optimizer("adamw", {}, bad_wd, ps), Error);
+  CHECK(error_of("sgd", {{"momentum", Value(std::int64_t(0))}}, common) == "(no error)");  // an integer is a number
   std::vector<Parameter> twice = {ps[0], ps[0]};
   CHECK_THROWS_AS(AdamW(twice, AdamWConfig{}), Error);
+}
+
+TEST_CASE("the optimizer registry builds each optimizer with its own parameters") {
+  const auto names = OptimizerRegistry::instance().names();
+  CHECK(names == std::vector<std::string>{"adamw", "sgd"});
+  Rng rng(3);
+  auto ps = make_params(rng);
+  OptimizerCommon common;
+  common.weight_decay = 0.05;
+  common.rule.decay_embeddings = false;
+  auto a = make_optimizer("adamw", {{"beta1", Value(0.8)}, {"eps", Value(1e-6)}}, common, ps);
+  const auto* adamw = dynamic_cast<const AdamW*>(a.get());
+  REQUIRE(adamw != nullptr);
+  CHECK(adamw->config().beta1 == 0.8);
+  CHECK(adamw->config().beta2 == 0.999);  // the default
+  CHECK(adamw->config().eps == 1e-6);
+  CHECK(adamw->config().weight_decay == 0.05);
+  CHECK_FALSE(adamw->config().rule.decay_embeddings);
+  auto s = make_optimizer("sgd", {{"momentum", Value(0.25)}}, common, ps);
+  const auto* sgd = dynamic_cast<const SGD*>(s.get());
+  REQUIRE(sgd != nullptr);
+  CHECK(sgd->config().momentum == 0.25);
+  CHECK(sgd->config().weight_decay == 0.05);
 }

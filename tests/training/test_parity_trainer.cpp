@@ -52,9 +52,9 @@ TrainConfig fixture_train_config(const SafeTensors& st) {
   c.lr = t.at("peak_lr").get<double>();
   c.min_lr = t.at("min_lr").get<double>();
   c.warmup = t.at("warmup").get<std::size_t>();
-  c.beta1 = t.at("betas").at(0).get<double>();
-  c.beta2 = t.at("betas").at(1).get<double>();
-  c.eps = t.at("eps").get<double>();
+  c.optimizer_params["adamw"] = {{"beta1", Value(t.at("betas").at(0).get<double>())},
+                                 {"beta2", Value(t.at("betas").at(1).get<double>())},
+                                 {"eps", Value(t.at("eps").get<double>())}};
   c.weight_decay = t.at("weight_decay").get<double>();
   c.decay_norm_and_bias = t.at("decay_norm_and_bias").get<bool>();
   c.decay_embeddings = t.at("decay_embeddings").get<bool>();

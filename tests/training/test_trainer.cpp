@@ -49,7 +49,7 @@ ModelConfig tiny_model(const std::string& enc) {
   c.n_layers = 2;
   c.n_heads = 2;
   c.encoding = enc;
-  c.train_len = 9;
+  c.train_seq_len = 9;
   return c;
 }
 

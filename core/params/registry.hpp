@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/tensor.hpp"
-#include "layers/param_spec.hpp"
+#include "core/params/param_spec.hpp"
 
 namespace pelab {
 

@@ -1,32 +1,28 @@
-// Declared, validated parameters: an encoding (or any component) lists the keys it accepts with
-// type, default and allowed range; resolve() checks what a user gave against that list. The config
-// loader reuses it, adding file:line to the message.
+// Declared, validated parameters: an encoding, task or optimizer (or any plugin) lists the keys it
+// accepts with type, default and allowed range; resolve_params() checks what a user gave against that
+// list. The config loader reuses it for every key, adding file:line to the message.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "core/params/value.hpp"
+
 namespace pelab {
-
-using Value = std::variant<bool, std::int64_t, double, std::string>;
-
-enum class ValueType { boolean, integer, number, string };
-std::string type_name(ValueType t);
-std::string value_str(const Value& v);
 
 struct ParamSpec {
   std::string key;
   ValueType type = ValueType::number;
   Value default_value;
-  std::optional<double> min, max;     // inclusive bounds for integer / number
+  std::optional<double> min, max;     // bounds for integer / number, inclusive...
   std::vector<std::string> choices;   // allowed values for string (empty: any)
   std::string help;
+  bool max_exclusive = false;         // ...except max when set: [min, max)
 
-  std::string allowed() const;        // e.g. "a number in [1, 1e6]" or "one of: interleaved, half"
+  std::string allowed() const;        // e.g. "a number in [1, 1000000]", "a number in [0, 1)", "one of: a, b"
 };
 
 // Resolved values: every declared key present (given or default), types exact.

@@ -1,4 +1,4 @@
-#include "layers/param_spec.hpp"
+#include "core/params/param_spec.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,27 +8,9 @@
 
 namespace pelab {
 
-std::string type_name(ValueType t) {
-  switch (t) {
-    case ValueType::boolean: return "boolean";
-    case ValueType::integer: return "integer";
-    case ValueType::number: return "number";
-    case ValueType::string: return "string";
-  }
-  return "?";
-}
-
-std::string value_str(const Value& v) {
-  std::ostringstream os;
-  if (auto b = std::get_if<bool>(&v)) os << (*b ? "true" : "false");
-  else if (auto i = std::get_if<std::int64_t>(&v)) os << *i;
-  else if (auto d = std::get_if<double>(&v)) os << *d;
-  else os << '"' << std::get<std::string>(v) << '"';
-  return os.str();
-}
-
 namespace {
-std::string num_str(double x) {  // integers without an exponent: "1000000", not "1e+06"
+// Range bounds for people, not TOML: integers without an exponent ("1000000", not "1e+06" or "1e6.0").
+std::string num_str(double x) {
   std::ostringstream os;
   if (x == std::floor(x) && std::abs(x) < 1e15) os << static_cast<long long>(x);
   else os << x;
@@ -44,9 +26,9 @@ std::string ParamSpec::allowed() const {
     return os.str();
   }
   os << "a" << (type == ValueType::integer ? "n " : " ") << type_name(type);
-  if (min && max) os << " in [" << num_str(*min) << ", " << num_str(*max) << "]";
+  if (min && max) os << " in [" << num_str(*min) << ", " << num_str(*max) << (max_exclusive ? ")" : "]");
   else if (min) os << " >= " << num_str(*min);
-  else if (max) os << " <= " << num_str(*max);
+  else if (max) os << (max_exclusive ? " < " : " <= ") << num_str(*max);
   return os.str();
 }
 
@@ -114,25 +96,26 @@ Params resolve_params(const std::vector<ParamSpec>& specs, const std::map<std::s
     };
     switch (s.type) {
       case ValueType::boolean:
-        if (!std::holds_alternative<bool>(v)) bad("has value " + value_str(v));
+        if (!std::holds_alternative<bool>(v)) bad("has value " + format_value(v));
         break;
       case ValueType::integer:
-        if (!std::holds_alternative<std::int64_t>(v)) bad("has value " + value_str(v));
+        if (!std::holds_alternative<std::int64_t>(v)) bad("has value " + format_value(v));
         break;
       case ValueType::number:
         if (auto i = std::get_if<std::int64_t>(&v)) v = static_cast<double>(*i);
-        if (!std::holds_alternative<double>(v)) bad("has value " + value_str(v));
+        if (!std::holds_alternative<double>(v)) bad("has value " + format_value(v));
         break;
       case ValueType::string:
-        if (!std::holds_alternative<std::string>(v)) bad("has value " + value_str(v));
+        if (!std::holds_alternative<std::string>(v)) bad("has value " + format_value(v));
         if (!s.choices.empty() &&
             std::find(s.choices.begin(), s.choices.end(), std::get<std::string>(v)) == s.choices.end())
-          bad("has value " + value_str(v));
+          bad("has value " + format_value(v));
         break;
     }
     if (s.type == ValueType::integer || s.type == ValueType::number) {
       const double x = s.type == ValueType::integer ? double(std::get<std::int64_t>(v)) : std::get<double>(v);
-      if ((s.min && x < *s.min) || (s.max && x > *s.max) || x != x) bad("is out of range (" + value_str(v) + ")");
+      const bool above = s.max && (s.max_exclusive ? x >= *s.max : x > *s.max);
+      if ((s.min && x < *s.min) || above || x != x) bad("is out of range (" + format_value(v) + ")");
     }
     p.set(s.key, std::move(v));
   }

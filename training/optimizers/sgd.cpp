@@ -1,0 +1,55 @@
+// SGD with momentum (torch.optim.SGD), registered as "sgd" with its [train.sgd] parameters.
+#include "core/tape.hpp"
+#include "training/optimizer.hpp"
+#include "training/optimizer_registry.hpp"
+
+namespace pelab {
+
+SGD::SGD(std::vector<Parameter> params, const SGDConfig& cfg) : Optimizer(std::move(params)), cfg_(cfg) {
+  optimizer_detail::check_range(cfg.momentum, 0, 1, false, "momentum");
+  optimizer_detail::check_range(cfg.weight_decay, 0, 1e3, false, "weight_decay");
+  decay_ = optimizer_detail::decay_mask(params_, cfg.rule);
+  if (cfg.momentum != 0) add_buffers("buf");
+}
+
+void SGD::step(double lr) {
+  NoGrad no_grad;
+  ++steps_;
+  const real wd = real(cfg_.weight_decay), mom = real(cfg_.momentum), neg_lr = real(-lr);
+  const bool has_buf = cfg_.momentum != 0;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& pt = params_[i].tensor;
+    if (!pt.has_grad()) continue;
+    const bool first = t_[i]++ == 0;
+    const bool decay = decay_[i] && cfg_.weight_decay != 0;
+    const real* g = pt.grad().data();
+    real* p = pt.mutable_data();
+    real* buf = has_buf ? buffers_[0][i].data() : nullptr;
+    const std::size_t n = pt.numel();
+    for (std::size_t j = 0; j < n; ++j) {
+      real d = decay ? g[j] + wd * p[j] : g[j];
+      if (has_buf) {
+        buf[j] = first ? d : buf[j] * mom + d;
+        d = buf[j];
+      }
+      p[j] = p[j] + neg_lr * d;
+    }
+  }
+}
+
+PELAB_REGISTER_OPTIMIZER(sgd, OptimizerSpec{
+    "sgd",
+    "stochastic gradient descent with momentum, L2-style weight decay (torch.optim.SGD)",
+    {
+        {"momentum", ValueType::number, 0.9, 0.0, 1.0, {}, "0 = plain SGD", true},
+    },
+    [](std::vector<Parameter> params, const Params& p, const OptimizerCommon& common) -> std::unique_ptr<Optimizer> {
+      SGDConfig c;
+      c.momentum = p.get_number("momentum");
+      c.weight_decay = common.weight_decay;
+      c.rule = common.rule;
+      return std::make_unique<SGD>(std::move(params), c);
+    },
+});
+
+}  // namespace pelab
