@@ -1,8 +1,11 @@
 // Fused attention core: forward and backward side by side. Each (batch, head) block is two GEMMs
 // forward (S = q k^T, O = P v) with a row softmax on S in between while it is hot in cache, and four
-// GEMMs backward. P is kept for backward; logits are not. Relative keys/values (Shaw) add per block
-// one GEMM and a gather (keys), and a scatter and one GEMM (values) forward; backward mirrors them and
-// rebuilds the scattered probabilities from P instead of keeping them.
+// GEMMs backward. P is kept for backward; logits are not.
+// Relative keys/values (Shaw) add per block a gather of q a^K^T into the logits and a scatter of P into
+// buckets then one GEMM with a^V; backward mirrors them and rebuilds the scattered probabilities from
+// P instead of keeping them. The products with a shared table on the right, q a^K^T and dO a^V^T, run
+// as one GEMM over all blocks stacked (B H Tq, hs): measured faster than per block at nb <= 64; the
+// others run per block while their operands are hot (also measured faster: bench_core has the total).
 #include "core/ops/attention.hpp"
 
 #include <algorithm>
@@ -50,31 +53,45 @@ T row_dot(const T* x, const T* y, std::size_t n) {
 }
 
 // The relative terms' bucket loops over one (batch, head) block. M (Tq, Tk) are logits, probabilities
-// or their gradients; the bucket matrix (Tq, nb) covers buckets [lo, lo + nb); idx (Tq, Tk) is the
-// block's index table. Only the n_i visible keys of row i are touched (masked entries of P and dS
-// are exactly 0, so skipping them changes nothing).
+// or their gradients; the block's bucket matrix A (Tq, nb) covers buckets [lo, lo + nb); idx (Tq, Tk)
+// is the block's index table. Only the visible keys of each row are touched (masked entries of P and
+// dS are exactly 0, so skipping them changes nothing).
 struct BucketLoops {
   std::size_t Tq, Tk, nb, off;
   std::int32_t lo;
   bool causal;
   std::size_t visible(std::size_t i) const { return causal ? i + off + 1 : Tk; }
-  // M_ij += A[i, idx_ij]   (the key term's gather into the logits; the value term's gather into dP)
-  void gather_add(real* M, const real* A, const std::int32_t* idx) const {
+  // M_ij += scale A[i, idx_ij]   (the key term into the logits; the value term into dP). M and A are
+  // distinct buffers: saying so (restrict) lets the compiler vectorize the loop with gathers.
+  void gather_add(real* __restrict M, const real* __restrict A, const std::int32_t* idx, real scale) const {
     for (std::size_t i = 0; i < Tq; ++i) {
-      real* m = M + i * Tk;
-      const real* a = A + i * nb;
+      real* __restrict m = M + i * Tk;
+      const real* __restrict a = A + i * nb;  // a[c - lo] for bucket c
       const std::int32_t* ix = idx + i * Tk;
-      for (std::size_t j = 0, n = visible(i); j < n; ++j) m[j] += a[ix[j] - lo];
+      for (std::size_t j = 0, n = visible(i); j < n; ++j) m[j] += scale * a[ix[j] - lo];
     }
   }
-  // A[i, c] = sum of M_ij over the visible j with idx_ij = c   (P into buckets; dS into buckets)
-  void scatter(real* A, const real* M, const std::int32_t* idx) const {
+  // A[i, c] = sum of M_ij over the visible j with idx_ij = c   (P, or dS, by bucket).
+  // Neighbouring keys often share a bucket (all keys past Shaw's clip distance; T5's wide far
+  // buckets): runs are summed in a register, since adding each into memory would chain every add on
+  // the previous store.
+  void scatter(real* __restrict A, const real* __restrict M, const std::int32_t* idx) const {
     std::fill(A, A + Tq * nb, real(0));
     for (std::size_t i = 0; i < Tq; ++i) {
       const real* m = M + i * Tk;
       real* a = A + i * nb;
       const std::int32_t* ix = idx + i * Tk;
-      for (std::size_t j = 0, n = visible(i); j < n; ++j) a[ix[j] - lo] += m[j];
+      std::int32_t cur = ix[0];
+      real run = 0;
+      for (std::size_t j = 0, n = visible(i); j < n; ++j) {
+        if (ix[j] != cur) {
+          a[cur - lo] += run;
+          cur = ix[j];
+          run = 0;
+        }
+        run += m[j];
+      }
+      a[cur - lo] += run;
     }
   }
 };
@@ -90,6 +107,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   const bool use_rk = rel_k.defined() && nb > 0, use_rv = rel_v.defined() && nb > 0;
   std::shared_ptr<const IndexArray> index = opt.rel.index;
   const BucketLoops loops{Tq, Tk, nb, off, d.rel_lo, causal};
+  const std::size_t rows = B * H * Tq;  // every block's query rows, stacked
 
   std::vector<real> scales(H);
   for (std::size_t h = 0; h < H; ++h)
@@ -102,26 +120,27 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   {
     const real *pq = q.data(), *pk = k.data(), *pv = v.data();
     const real* pbias = bias.defined() ? bias.data() : nullptr;
-    const real* pak = use_rk ? rel_k.data() + d.rel_lo * hs : nullptr;  // rows [lo, lo + nb) of a^K
-    const real* pav = use_rv ? rel_v.data() + d.rel_lo * hs : nullptr;
-    Array buckets(Shape{use_rk || use_rv ? Tq * nb : 0});  // (Tq, nb): q a^K^T, then P by bucket
+    const real* pav = use_rv ? rel_v.data() + d.rel_lo * hs : nullptr;  // rows [lo, lo + nb) of a^V
+    // Bucket matrices (Tq, nb) per block: q a^K^T for all blocks (each block's then holds P by bucket),
+    // or one block's P by bucket when there is no key term.
+    Array buckets(Shape{use_rk ? rows * nb : use_rv ? Tq * nb : 0});
     real *pp = P->data(), *po = out.mutable_data(), *pbk = buckets.data();
+    if (use_rk)
+      blas::gemm(false, true, rows, nb, hs, real(1), pq, hs, rel_k.data() + d.rel_lo * hs, hs, real(0), pbk, nb);
     for (std::size_t b = 0; b < B; ++b)
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t bh = b * H + h;
         real* S = pp + bh * Tq * Tk;
-        const real* qbh = pq + bh * Tq * hs;
-        // S (Tq, Tk) = scale_h * q k^T
-        blas::gemm(false, true, Tq, Tk, hs, scales[h], qbh, hs, pk + bh * Tk * hs, hs, real(0), S, Tk);
+        real* blk = use_rk ? pbk + bh * Tq * nb : pbk;
+        real* obh = po + bh * Tq * hs;
         const std::int32_t* idx = d.rel_index(index.get(), b);
-        if (use_rk) {  // S += scale_h * (q a^K^T)[i, idx_ij]
-          blas::gemm(false, true, Tq, nb, hs, scales[h], qbh, hs, pak, hs, real(0), pbk, nb);
-          loops.gather_add(S, pbk, idx);
-        }
+        // S (Tq, Tk) = scale_h * (q k^T + (q a^K^T)[i, idx_ij])
+        blas::gemm(false, true, Tq, Tk, hs, scales[h], pq + bh * Tq * hs, hs, pk + bh * Tk * hs, hs, real(0), S, Tk);
+        if (use_rk) loops.gather_add(S, blk, idx, scales[h]);
         const real* bh_bias = d.bias_block(pbias, b, h);
         for (std::size_t i = 0; i < Tq; ++i) {
           real* s = S + i * Tk;
-          const std::size_t n = causal ? i + off + 1 : Tk;  // visible keys
+          const std::size_t n = loops.visible(i);
           if (bh_bias) {
             const real* br = bh_bias + i * Tk;
             for (std::size_t j = 0; j < n; ++j) s[j] += br[j];
@@ -133,12 +152,11 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
           for (std::size_t j = 0; j < n; ++j) s[j] *= inv;
           std::fill(s + n, s + Tk, real(0));  // masked: exactly zero
         }
-        real* obh = po + bh * Tq * hs;
-        // O (Tq, hs) = P v
+        // O (Tq, hs) = P v (+ PB a^V, PB = P by bucket)
         blas::gemm(false, false, Tq, hs, Tk, real(1), S, Tk, pv + bh * Tk * hs, hs, real(0), obh, hs);
-        if (use_rv) {  // O += PB a^V, PB (Tq, nb) = P summed by bucket
-          loops.scatter(pbk, S, idx);
-          blas::gemm(false, false, Tq, hs, nb, real(1), pbk, nb, pav, hs, real(1), obh, hs);
+        if (use_rv) {
+          loops.scatter(blk, S, idx);
+          blas::gemm(false, false, Tq, hs, nb, real(1), blk, nb, pav, hs, real(1), obh, hs);
         }
       }
   }
@@ -157,6 +175,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   const Tensor save_rk = use_rk && gq ? rel_k : Tensor(), save_rv = use_rv && need_ds ? rel_v : Tensor();
   auto backward = [P, d, scales, loops, index, need_ds, use_rk, use_rv](const BackwardCtx& c) {
     const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, nb = d.rel_buckets, lo = d.rel_lo;
+    const std::size_t rows = B * H * Tq;
     const bool rel = use_rk || use_rv;
     const real *pq = c.saved(0), *pk = c.saved(1), *pv = c.saved(2), *pp = P->data();
     const real* pak = rel && c.saved(3) ? c.saved(3) + lo * hs : nullptr;  // rows [lo, lo + nb) of a^K
@@ -168,28 +187,31 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     real* dbias = c.grad(3);
     real* dak = rel && c.grad(4) ? c.grad(4) + lo * hs : nullptr;
     real* dav = rel && c.grad(5) ? c.grad(5) + lo * hs : nullptr;
-    // Reused across blocks: dP, then dS in place (Tq, Tk); a bucket matrix (Tq, nb).
-    const std::size_t n_ds = need_ds ? Tq * Tk : 0;
-    Array scratch(Shape{n_ds + (rel ? Tq * nb : 0)});
-    real *dS = scratch.data(), *pbk = scratch.data() + n_ds;
+    // Scratch, reused across blocks: dP, then dS in place (Tq, Tk); PB, P by bucket (Tq, nb); and
+    // dO a^V^T for all blocks (B H Tq, nb), each block's then overwritten by dS by bucket (else one
+    // block for that).
+    const bool key_grads = need_ds && use_rk && (dq || dak);
+    const std::size_t n_ds = need_ds ? Tq * Tk : 0, n_pb = dav ? Tq * nb : 0;
+    const std::size_t n_db = need_ds && pav ? rows * nb : key_grads ? Tq * nb : 0;
+    Array scratch(Shape{n_ds + n_pb + n_db});
+    real *dS = scratch.data(), *pb = dS + n_ds, *db = pb + n_pb;
+    if (need_ds && pav) blas::gemm(false, true, rows, nb, hs, real(1), pg, hs, pav, hs, real(0), db, nb);
     for (std::size_t b = 0; b < B; ++b)
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t bh = b * H + h;
-        const real *Pbh = pp + bh * Tq * Tk, *dO = pg + bh * Tq * hs;
+        const real *Pbh = pp + bh * Tq * Tk, *dO = pg + bh * Tq * hs, *qbh = pq ? pq + bh * Tq * hs : nullptr;
         const std::int32_t* idx = d.rel_index(index.get(), b);
         if (dv)  // dV (Tk, hs) += P^T dO
           blas::gemm(true, false, Tk, hs, Tq, real(1), Pbh, Tk, dO, hs, real(1), dv + bh * Tk * hs, hs);
-        if (dav) {  // da^V (nb, hs) += PB^T dO, PB = P summed by bucket
-          loops.scatter(pbk, Pbh, idx);
-          blas::gemm(true, false, nb, hs, Tq, real(1), pbk, nb, dO, hs, real(1), dav, hs);
+        if (dav) {  // da^V (nb, hs) += PB^T dO
+          loops.scatter(pb, Pbh, idx);
+          blas::gemm(true, false, nb, hs, Tq, real(1), pb, nb, dO, hs, real(1), dav, hs);
         }
         if (!need_ds) continue;
+        real* dbb = pav ? db + bh * Tq * nb : db;
         // dP (Tq, Tk) = dO V^T (+ (dO a^V^T)[i, idx_ij] with a value term)
         blas::gemm(false, true, Tq, Tk, hs, real(1), dO, hs, pv + bh * Tk * hs, hs, real(0), dS, Tk);
-        if (pav) {
-          blas::gemm(false, true, Tq, nb, hs, real(1), dO, hs, pav, hs, real(0), pbk, nb);
-          loops.gather_add(dS, pbk, idx);
-        }
+        if (pav) loops.gather_add(dS, dbb, idx, real(1));
         // dS = P * (dP - rowsum(dP * P)); masked entries have P = 0, so dS = 0 there.
         for (std::size_t i = 0; i < Tq; ++i) {
           real* s = dS + i * Tk;
@@ -200,20 +222,20 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
           std::fill(s + n, s + Tk, real(0));
         }
         if (dbias) {  // summed over the dims the bias is broadcast along
-          real* db = d.bias_block(dbias, b, h);
-          for (std::size_t i = 0; i < Tq * Tk; ++i) db[i] += dS[i];
+          real* dbias_bh = d.bias_block(dbias, b, h);
+          for (std::size_t i = 0; i < Tq * Tk; ++i) dbias_bh[i] += dS[i];
         }
         const real sc = scales[h];
         if (dq)  // dQ (Tq, hs) += scale dS K
           blas::gemm(false, false, Tq, hs, Tk, sc, dS, Tk, pk + bh * Tk * hs, hs, real(1), dq + bh * Tq * hs, hs);
         if (dk)  // dK (Tk, hs) += scale dS^T Q
-          blas::gemm(true, false, Tk, hs, Tq, sc, dS, Tk, pq + bh * Tq * hs, hs, real(1), dk + bh * Tk * hs, hs);
-        if (use_rk && (dq || dak)) {  // dSB (Tq, nb) = dS summed by bucket
-          loops.scatter(pbk, dS, idx);
+          blas::gemm(true, false, Tk, hs, Tq, sc, dS, Tk, qbh, hs, real(1), dk + bh * Tk * hs, hs);
+        if (key_grads) {  // dSB (Tq, nb) = dS by bucket
+          loops.scatter(dbb, dS, idx);
           if (dq)  // dQ += scale dSB a^K
-            blas::gemm(false, false, Tq, hs, nb, sc, pbk, nb, pak, hs, real(1), dq + bh * Tq * hs, hs);
+            blas::gemm(false, false, Tq, hs, nb, sc, dbb, nb, pak, hs, real(1), dq + bh * Tq * hs, hs);
           if (dak)  // da^K (nb, hs) += scale dSB^T Q
-            blas::gemm(true, false, nb, hs, Tq, sc, pbk, nb, pq + bh * Tq * hs, hs, real(1), dak, hs);
+            blas::gemm(true, false, nb, hs, Tq, sc, dbb, nb, qbh, hs, real(1), dak, hs);
         }
       }
   };
