@@ -13,7 +13,9 @@ namespace pelab {
 // to be >= 0); its embeddings a^K[idx_ij] and a^V[idx_ij] join the key and the value:
 //   logits_ij = scale_h (q_i . k_j + q_i . a^K[idx_ij]) + bias_ij,   out_i = sum_j P_ij (v_j + a^V[idx_ij]).
 // The index table is immutable and shared (not copied) by every layer, head and tape node that uses
-// it: build it once per forward (or keep it while the positions do not change).
+// it: build it once per forward (or keep it while the positions do not change). A table by value
+// would be copied into every layer's node (T^2 ints each, every step); a plain pointer could dangle
+// before backward runs.
 struct RelativeKV {
   std::shared_ptr<const IndexArray> index;  // (B or 1, Tq, Tk); only pairs a query sees are read
   Tensor key;                               // (R, hs) a^K, or undefined (no key term)
