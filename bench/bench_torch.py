@@ -202,7 +202,8 @@ def run_cell(a):
 
     if a.check_only:  # in its own process, so that the timed cell's peak RSS stays its own
         dl, dg, names = tf.check_matches_reference(cfg, enc, tokens, positions, targets, mask,
-                                                   script=variant.startswith("script"))
+                                                   script=variant.startswith("script"),
+                                                   trace=variant.startswith("trace"))
         ok = dl <= CHECK_TOL and dg <= CHECK_TOL
         print(f"check {variant} vs pelab_ref (config {a.config}, {enc}, float64, {len(names)} parameters): "
               f"loss differs by {dl:.2e}, gradients by {dg:.2e} of their max: {'ok' if ok else 'MISMATCH'}")
@@ -229,7 +230,7 @@ def run_cell(a):
         model = tf.FastModel(cfg, enc, script=variant.startswith("script"))
         ref.init_pelab(model)
         opt = tf.make_adamw(model, lr=1e-3, weight_decay=0.01, foreach=True)
-        forward = torch.jit.trace(model, (tokens, positions), check_trace=False) if variant.startswith("trace") else model
+        forward = tf.trace_fixed(model, tokens, positions) if variant.startswith("trace") else model
         ce_t = tf.ce_targets(targets, mask)
 
         def loss_of(logits):

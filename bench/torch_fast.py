@@ -17,6 +17,7 @@ one batch) before it times it. Encodings: every encoding of pelab_ref works, thr
 rope's rotation has its own fast form (interleaved or half layout, any fraction).
 """
 import math
+import warnings
 from typing import List, Optional, Tuple
 
 import torch
@@ -153,6 +154,15 @@ class FastModel(nn.Module):
         return self.head(self.ln_f(x))                                         # (B, T, V)
 
 
+def trace_fixed(model, tokens, positions):
+    """torch.jit.trace of the whole model for these (fixed) tokens and positions. The encodings' Python-side
+    caches and checks become constants, which is right for a benchmark that feeds the same batch every step;
+    the tracer's warnings about exactly that are silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        return torch.jit.trace(model, (tokens, positions), check_trace=False)
+
+
 def ce_targets(targets, mask):
     """0/1 mask -> targets with -1 (ignored) where the mask is 0: F.cross_entropy's mean over the rest is
     pelab's masked mean."""
@@ -173,9 +183,10 @@ def make_adamw(model, lr, weight_decay, foreach=True, **rule):
 
 
 def check_matches_reference(cfg, encoding, tokens, positions, targets, mask, script=False, seed=0,
-                            encoding_params=None):
-    """Builds pelab_ref.Model and FastModel with the same weights (pelab_ref's deliberately large fixture
-    init, so that a wrong term shows), runs forward + loss + backward on one batch in float64, and returns (loss difference, worst gradient difference relative to that gradient's
+                            encoding_params=None, trace=False):
+    """Builds pelab_ref.Model and FastModel (blocks scripted, or the whole model traced, if asked) with the
+    same weights (pelab_ref's deliberately large fixture init, so that a wrong term shows), runs forward +
+    loss + backward on one batch in float64, and returns (loss difference, worst gradient difference relative to that gradient's
     max magnitude, parameter names compared). Raises if a parameter is missing on either side."""
     torch.manual_seed(seed)
     m_ref = ref.Model(cfg, encoding, encoding_params).double()
@@ -185,7 +196,8 @@ def check_matches_reference(cfg, encoding, tokens, positions, targets, mask, scr
     assert not missing.missing_keys and not missing.unexpected_keys, missing
     loss_ref = ref.masked_ce(m_ref(tokens, positions), targets, mask.double())
     loss_ref.backward()
-    loss_fast = loss_fn(m_fast(tokens, positions), ce_targets(targets, mask))
+    fwd = trace_fixed(m_fast, tokens, positions) if trace else m_fast
+    loss_fast = loss_fn(fwd(tokens, positions), ce_targets(targets, mask))
     loss_fast.backward()
     g_ref = dict(m_ref.named_parameters())
     worst, names = 0.0, []
