@@ -63,6 +63,7 @@ std::string config_table(const RunSpec& spec, std::size_t n_params) {
   row("optimizer", opt);
   row("steps x batch", std::to_string(t.steps) + " x " + std::to_string(t.batch_size));
   row("seed / threads", std::to_string(t.seed) + " / " + std::to_string(t.threads));
+  row("blas", blas::blas_summary());
   return os.str();
 }
 
