@@ -32,7 +32,7 @@ ValueType type_of() {
   if constexpr (std::is_same_v<T, bool>) return ValueType::boolean;
   else if constexpr (std::is_integral_v<T>) return ValueType::integer;
   else if constexpr (std::is_floating_point_v<T>) return ValueType::number;
-  else return ValueType::string;  // std::string, Activation
+  else return ValueType::string;  // std::string, Activation, EosMode
 }
 
 template <class T>
@@ -42,6 +42,7 @@ Value to_value(const T& x) {
   else if constexpr (std::is_same_v<T, float>) return Value(float_as_double(x));
   else if constexpr (std::is_floating_point_v<T>) return Value(static_cast<double>(x));
   else if constexpr (std::is_same_v<T, Activation>) return Value(activation_name(x));
+  else if constexpr (std::is_same_v<T, EosMode>) return Value(std::string(eos_mode_name(x)));
   else return Value(x);
 }
 
@@ -51,6 +52,7 @@ void from_value(const Value& v, T& x) {
   else if constexpr (std::is_integral_v<T>) x = static_cast<T>(std::get<std::int64_t>(v));
   else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(std::get<double>(v));
   else if constexpr (std::is_same_v<T, Activation>) x = parse_activation(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, EosMode>) x = parse_eos_mode(std::get<std::string>(v));
   else x = std::get<std::string>(v);
 }
 
@@ -110,7 +112,15 @@ std::vector<Section> build_schema() {
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),
                 PELAB_FIELD("min_len", min_len, 1.0, 1e6, "smallest training problem size"),
-                PELAB_FIELD("train_len", train_len, 1.0, 1e6, "largest training problem size / LM context")},
+                PELAB_FIELD("train_len", train_len, 1.0, 1e6, "largest training problem size / LM context"),
+                // The sequence format (experiments/tasks/format.hpp); a language model takes only the defaults.
+                PELAB_FIELD("bos", format.bos, none, none, "sequence tasks: <BOS> first"),
+                choices(PELAB_FIELD("eos", format.eos, none, none,
+                                    "sequence tasks: <EOS> after y, counted (scored) or not (unscored), or none"),
+                        {"scored", "unscored", "absent"}),
+                PELAB_FIELD("sep", format.sep, none, none, "sequence tasks: <SEP> between x and y"),
+                PELAB_FIELD("prompt", format.prompt, none, none,
+                            "sequence tasks: the task's prompt token (\"Copy:\") before x")},
                {"[task.<name>] subtables"}});
   std::vector<std::string> metrics = metric_names();
   Field early = PELAB_FIELD("early_stop_metric", train.early_stop_metric, none, none,
