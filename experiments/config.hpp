@@ -1,7 +1,8 @@
 // Experiment configuration: TOML files with sections model, encoding, task, train, eval, sweep, output
 // and cell.
 //
-//   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init_std
+//   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init,
+//               init_std, emb_init_std
 //   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
 //   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt;
 //               per-task parameters in subtables: [task.addition] ...
