@@ -391,3 +391,41 @@ TEST_CASE("chance: evaluation stores the chance level per length in eval.json", 
   bad["results"][0]["chance"] = {{"tokn_acc", 0.5}};
   CHECK_THROWS_WITH(eval_result_from_json(bad, "bad.json"), Contains("results[0].chance") && Contains("tokn_acc"));
 }
+
+TEST_CASE("format: with causal attention an unscored EOS scores as an absent one", "[tasks][format]") {
+  // The claim of format.hpp and the README: the unscored EOS is only a target, never read, so the counted
+  // predictions see the same prefixes. Without the causal mask they do not.
+  for (bool causal : {true, false}) {
+    INFO("causal " << causal);
+    auto unscored = task("copy", fmt(true, EosMode::unscored, true, false));
+    auto absent = task("copy", fmt(true, EosMode::absent, true, false));
+    ModelConfig c;
+    c.vocab = unscored->vocab_size();
+    c.d_model = 16, c.n_layers = 2, c.n_heads = 2, c.encoding = "rope", c.causal = causal;
+    c.train_seq_len = unscored->sequence_length(6);
+    Transformer m(c);
+    Rng rng(4);
+    init_parameters(m, rng, 0.3, 0.3);
+    m.set_training(false);
+    const Batch bu = unscored->eval_batch(9, 32, 6), ba = absent->eval_batch(9, 32, 6);
+    REQUIRE(bu.length() == ba.length() + 1);
+    const Array lu = m.forward(bu.tokens, default_positions(32, bu.length())).value();
+    const Array la = m.forward(ba.tokens, default_positions(32, ba.length())).value();
+    double max_diff = 0;  // over the counted targets, which sit at the same t in both
+    for (std::size_t r = 0; r < 32; ++r) {
+      REQUIRE(bu.answer_begin[r] == ba.answer_begin[r]);
+      REQUIRE(bu.answer_end[r] == ba.answer_end[r]);
+      for (std::size_t t = ba.answer_begin[r]; t < ba.answer_end[r]; ++t)
+        for (std::size_t v = 0; v < c.vocab; ++v) max_diff = std::max(max_diff, double(std::abs(lu(r, t, v) - la(r, t, v))));
+    }
+    const TokenStats su = token_stats(lu, bu), sa = token_stats(la, ba);
+    CHECK(su.counted == sa.counted);
+    if (causal) {
+      CHECK(max_diff < 1e-5);
+      CHECK(su.correct == sa.correct);
+      CHECK(su.rows_exact == sa.rows_exact);
+    } else {
+      CHECK(max_diff > 1e-3);
+    }
+  }
+}
