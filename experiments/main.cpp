@@ -89,13 +89,15 @@ int main(int argc, char** argv) {
   // train
   std::string config_path, out_dir, label;
   std::vector<std::string> overrides, assigns;
-  bool resume = false, quiet = false;
+  bool resume = false, resume_or_start = false, quiet = false;
   int threads = 0;
   auto* train = app.add_subcommand("train", "train one model from a config file");
   train->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
   train->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
   train->add_option("--out", out_dir, "run directory (default: output.dir of the config)");
-  train->add_flag("--resume", resume, "continue from the latest checkpoint in the run directory");
+  auto* resume_flag = train->add_flag("--resume", resume, "continue from the latest usable checkpoint (error if none)");
+  train->add_flag("--resume-or-start", resume_or_start, "like --resume, but a run directory without checkpoints "
+                  "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
   train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
   int cell = -1;
@@ -201,11 +203,12 @@ int main(int argc, char** argv) {
       blas::set_num_threads(cfg.train.threads);
       auto task = task_for(cfg);
       Transformer model(model_config_for(cfg, *task));
-      const auto ck = latest_checkpoint(run_dir);
-      if (!ck) throw Error(run_dir + " has no checkpoint to evaluate (checkpoints/step_*/state.json)");
-      load_weights(*ck + "/weights.safetensors", model);
+      const CheckpointChoice choice = choose_checkpoint(run_dir, false);
+      for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
+      if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
+      load_checkpoint(*choice.path, model, nullptr);
       const auto results = evaluate_lengths(model, *task, cfg, eval_lengths(cfg, *task));
-      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), ck->c_str(),
+      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
                   format_results(results, task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -246,11 +249,12 @@ int main(int argc, char** argv) {
     } else if (cell >= 0) {
       throw Error("--cell: " + config_path + " has no [sweep] grid");
     }
-    ro.resume = resume;
+    ro.resume = resume || resume_or_start;
+    ro.require_checkpoint = resume;
     ro.console = !quiet;
     ro.label = label;
     for (const auto& a : assigns) ro.assignment.push_back(parse_assignment(a));
-    ro.resume_command = quote_args(argc, argv) + (resume ? "" : " --resume");
+    ro.resume_command = quote_args(argc, argv) + (ro.resume ? "" : " --resume");
     install_stop_handlers();
     return run_experiment(cfg, ro);
   } catch (const Error& e) {

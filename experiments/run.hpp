@@ -16,6 +16,7 @@ namespace pelab {
 struct RunOptions {
   std::string run_dir;
   bool resume = true;     // continue from the latest checkpoint when there is one
+  bool require_checkpoint = false;  // with resume: no usable checkpoint is an error (pelab train --resume)
   bool console = true;
   std::string label;      // the sweep cell's label, stored in eval.json
   std::vector<std::pair<std::string, Value>> assignment;  // the sweep cell's swept keys

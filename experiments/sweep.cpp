@@ -96,7 +96,7 @@ int run_sweep(const ExperimentConfig& cfg, const SweepOptions& opt) {
   auto spawn = [&](std::size_t idx) {
     const SweepCell& c = cells[idx];
     const std::string dir = root + "/" + c.dir_name;
-    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume",
+    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume-or-start",
                                      "--label", c.label};
     for (const auto& [k, v] : c.assignment) {
       args.push_back("--assign");
