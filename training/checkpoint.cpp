@@ -32,6 +32,7 @@ constexpr const char* kTmpPrefix = ".tmp-";
 constexpr const char* kStateCrcKey = "state_crc32c";
 constexpr int kVersion = 2;        // 2: checksums ("files" manifest and "state_crc32c")
 constexpr int kOldestVersion = 1;  // 1: no checksums; still loaded, reported unverified
+constexpr int kMaxStateDepth = 64;  // pelab writes 4 levels
 
 // Removes a checkpoint directory so that a crash midway leaves it incomplete (state.json goes first).
 void remove_checkpoint_dir(const fs::path& dir) {
@@ -140,7 +141,13 @@ ParsedState parse_state(const fs::path& path) {
   const std::string where = "checkpoint: " + path.string();
   json j;
   try {
-    j = json::parse(text);
+    // Copying and destroying nlohmann values recurses: a deeply nested file would overflow the stack.
+    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxStateDepth)
+        throw Error(where + " is nested more than " + std::to_string(kMaxStateDepth) +
+                    " levels deep: not a pelab state file");
+      return true;
+    });
   } catch (const json::exception& e) {
     throw Error(where + " is not valid JSON: " + e.what());
   }

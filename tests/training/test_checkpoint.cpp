@@ -552,3 +552,17 @@ TEST_CASE("choose_checkpoint falls back past damaged checkpoints and says why", 
     CHECK(contains(no_usable_checkpoint(empty.str(), c), "no checkpoint in"));
   }
 }
+
+TEST_CASE("a deeply nested state.json is an error, not a stack overflow", "[checkpoint]") {
+  TempDir dir;
+  Tiny m(3);
+  SGD opt(m.parameters(), SGDConfig{});
+  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  make_version_1(p);  // no checksum to stop it first
+  const std::size_t depth = 1000000;
+  spit(p / "state.json", "{\"version\": 1, \"step\": 1, \"extra\": " + std::string(depth, '[') + std::string(depth, ']') + "}");
+  const std::string msg = error_of([&] { load_checkpoint(p.string(), m, &opt); });
+  INFO(msg);
+  CHECK(contains(msg, (p / "state.json").string()));
+  CHECK(contains(msg, "nested"));
+}
