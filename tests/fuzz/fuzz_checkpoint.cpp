@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,13 +20,18 @@ using namespace pelab;
 namespace {
 
 const fs::path& run_dir() {
-  static const fs::path dir = [] {
+  // Never destroyed, so the exit handler below can still read it.
+  static const fs::path* dir = [] {
     const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    fs::path d = base / ("pelab_fuzz_checkpoint_" + std::to_string(::getpid()));
-    fs::remove_all(d);
+    auto* d = new fs::path(base / ("pelab_fuzz_checkpoint_" + std::to_string(::getpid())));
+    fs::remove_all(*d);
+    std::atexit([] {  // libFuzzer ends with exit() after -runs
+      std::error_code ec;
+      fs::remove_all(run_dir(), ec);
+    });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::trunc) << s; }
