@@ -81,13 +81,15 @@ int main(int argc, char** argv) {
   // train
   std::string config_path, out_dir;
   std::vector<std::string> overrides;
-  bool resume = false, quiet = false;
+  bool resume = false, resume_or_start = false, quiet = false;
   int threads = 0;
   auto* train = app.add_subcommand("train", "train one model from a config file");
   train->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
   train->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
   train->add_option("--out", out_dir, "run directory (default: output.dir of the config)");
-  train->add_flag("--resume", resume, "continue from the latest checkpoint in the run directory");
+  auto* resume_flag = train->add_flag("--resume", resume, "continue from the latest usable checkpoint (error if none)");
+  train->add_flag("--resume-or-start", resume_or_start, "like --resume, but a run directory without checkpoints "
+                  "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
   train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
   int cell = -1;
@@ -212,11 +214,12 @@ int main(int argc, char** argv) {
       const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
       blas::set_num_threads(spec.config.train.threads);
       Transformer model(spec.model);
-      const auto ck = latest_checkpoint(run_dir);
-      if (!ck) throw Error(run_dir + " has no checkpoint to evaluate (checkpoints/step_*/state.json)");
-      load_weights(*ck + "/weights.safetensors", model);
+      const CheckpointChoice choice = choose_checkpoint(run_dir, false);
+      for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
+      if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
+      load_checkpoint(*choice.path, model, nullptr);
       const auto results = evaluate_lengths(model, spec);
-      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), ck->c_str(),
+      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
                   format_results(results, spec.task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -256,9 +259,10 @@ int main(int argc, char** argv) {
     } else if (cell >= 0) {
       throw Error("--cell: " + config_path + " has no [sweep] grid");
     }
-    ro.resume = resume;
+    ro.resume = resume || resume_or_start;
+    ro.require_checkpoint = resume;
     ro.console = !quiet;
-    ro.resume_command = quote_args(argc, argv) + (resume ? "" : " --resume");
+    ro.resume_command = quote_args(argc, argv) + (ro.resume ? "" : " --resume");
     install_stop_handlers();
     return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {

@@ -128,6 +128,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   TrainerOptions to;
   to.run_dir = opt.run_dir;
   to.resume = opt.resume;
+  to.require_checkpoint = opt.require_checkpoint;
   to.console = opt.console;
   to.resume_command = opt.resume_command;
   Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);

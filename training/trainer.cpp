@@ -98,6 +98,17 @@ Trainer::~Trainer() = default;
 TrainResult Trainer::run() {
   Impl& s = *impl_;
   const TrainConfig& cfg = s.cfg;
+  // Resume: pick the checkpoint before touching the run directory. Falling back past damaged
+  // checkpoints to step 0 would silently discard training, so that is an error even when a missing
+  // checkpoint is allowed.
+  CheckpointChoice ck;
+  if (s.opt.resume) {
+    ck = choose_checkpoint(s.opt.run_dir, true);
+    if (!ck.path && (s.opt.require_checkpoint || !ck.skipped.empty()))
+      throw Error(no_usable_checkpoint(s.opt.run_dir, ck) +
+                  (ck.skipped.empty() ? "; to start a new run, leave out --resume (or use --resume-or-start)"
+                                      : "\nmove or delete those checkpoint directories to start over"));
+  }
   std::filesystem::create_directories(s.opt.run_dir);
   s.log = std::make_shared<spdlog::logger>(
       "train", std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.opt.run_dir + "/train.log"));
@@ -109,13 +120,21 @@ TrainResult Trainer::run() {
   std::size_t step = 0;
   double time_before = 0;  // seconds trained before this process (resume)
   if (s.opt.resume) {
-    if (auto ck = latest_checkpoint(s.opt.run_dir)) {
-      const CheckpointState st = load_checkpoint(*ck, s.model, s.optimizer.get());
+    for (const auto& note : checkpoint_notes(ck)) s.say("warning: " + note);
+    if (ck.path) {
+      const CheckpointState st = load_checkpoint(*ck.path, s.model, s.optimizer.get());
       step = st.step;
-      rng_from_json(s.data, st.extra.at("rng_data"));
-      rng_from_json(s.dropout, st.extra.at("rng_dropout"));
-      time_before = st.extra.value("seconds", 0.0);
-      s.say("resumed from " + *ck + " at step " + std::to_string(step));
+      try {
+        rng_from_json(s.data, st.extra.at("rng_data"));
+        rng_from_json(s.dropout, st.extra.at("rng_dropout"));
+        time_before = st.extra.value("seconds", 0.0);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error("checkpoint " + *ck.path + "/state.json: \"extra\" lacks the trainer's state (rng_data, "
+                    "rng_dropout, seconds): " + e.what());
+      }
+      s.say("resumed from " + *ck.path + " at step " + std::to_string(step));
+    } else {
+      s.say("no checkpoint in " + s.opt.run_dir + "/checkpoints yet: starting from step 0");
     }
   }
   s.metrics.open(s.opt.run_dir + "/metrics.jsonl", step > 0 || s.opt.resume ? std::optional<std::size_t>(step)

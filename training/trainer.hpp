@@ -24,7 +24,9 @@ namespace pelab {
 
 struct TrainerOptions {
   std::string run_dir;          // metrics.jsonl, train.log and checkpoints/ go here
-  bool resume = false;          // continue from the latest checkpoint in run_dir, if any
+  bool resume = false;          // continue from the newest usable checkpoint in run_dir (see choose_checkpoint)
+  bool require_checkpoint = false;  // with resume: no usable checkpoint is an Error (else a run_dir without
+                                    // any checkpoint starts at step 0; damaged ones are always an Error)
   bool console = true;          // print progress to stdout
   std::string resume_command;   // printed when interrupted ("pelab train ... --resume")
 };

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
 
 #include <unistd.h>
@@ -172,5 +174,83 @@ TEST_CASE("a non-finite loss stops the run naming the step and keeps the last go
   load_checkpoint(*ck, *check, nullptr);
   const Tensor w = check->parameter("head.weight");
   CHECK(std::isfinite(w.data()[0]));
+  fs::remove_all(dir);
+}
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("resume says which checkpoint it uses and why it skipped newer ones and none usable is an error",
+          "[trainer][resume]") {
+  const std::string dir = temp_dir("fallback");
+  TrainConfig cfg = tiny_train(30);
+  cfg.checkpoint_every = 10;
+  cfg.keep_checkpoints = 0;
+  auto source = [](Rng& r) { return copy_batch(r, 4, 3, 6); };
+  auto m = fresh_model("none", 1);
+  REQUIRE(Trainer(*m, cfg, source, quiet_opts(dir)).run().status == TrainResult::Status::finished);
+  const std::string ck = dir + "/checkpoints/";
+  REQUIRE(list_checkpoints(dir).size() == 3);  // steps 10, 20, 30
+
+  SECTION("an emptied newest checkpoint: resume uses the previous one and says why") {
+    for (const auto& e : fs::directory_iterator(ck + "step_000000030")) fs::remove(e.path());
+    TrainerOptions o = quiet_opts(dir, true);
+    o.require_checkpoint = true;
+    auto m2 = fresh_model("none", 2);
+    const TrainResult r = Trainer(*m2, cfg, source, o).run();
+    CHECK(r.status == TrainResult::Status::finished);
+    const std::string log = read_all(dir + "/train.log");
+    INFO(log);
+    CHECK(has(log, "skipped checkpoint " + ck + "step_000000030"));
+    CHECK(has(log, "incomplete"));
+    CHECK(has(log, "resumed from " + ck + "step_000000020 at step 20"));
+  }
+  SECTION("every checkpoint damaged: an error naming each, even when starting fresh is allowed") {
+    for (const char* s : {"step_000000010", "step_000000020", "step_000000030"})
+      for (const auto& e : fs::directory_iterator(ck + s)) fs::remove(e.path());
+    for (bool required : {true, false}) {
+      TrainerOptions o = quiet_opts(dir, true);
+      o.require_checkpoint = required;
+      auto m2 = fresh_model("none", 2);
+      const std::string msg = error_of([&] { Trainer(*m2, cfg, source, o).run(); });
+      INFO(msg);
+      CHECK(has(msg, "no usable checkpoint"));
+      CHECK(has(msg, "step_000000010: incomplete"));
+      CHECK(has(msg, "step_000000030: incomplete"));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("resume in a run directory without checkpoints: an error if required, else step 0", "[trainer][resume]") {
+  const std::string dir = temp_dir("nockpt");
+  TrainConfig cfg = tiny_train(10);
+  auto source = [](Rng& r) { return copy_batch(r, 4, 3, 6); };
+  TrainerOptions o = quiet_opts(dir, true);
+  o.require_checkpoint = true;
+  auto m = fresh_model("none", 1);
+  const std::string msg = error_of([&] { Trainer(*m, cfg, source, o).run(); });
+  INFO(msg);
+  CHECK(has(msg, "no checkpoint in " + dir + "/checkpoints"));
+  CHECK_FALSE(fs::exists(dir));  // nothing written
+
+  o.require_checkpoint = false;
+  const TrainResult r = Trainer(*m, cfg, source, o).run();
+  CHECK(r.status == TrainResult::Status::finished);
+  CHECK(r.steps == 10);
+  CHECK(has(read_all(dir + "/train.log"), "starting from step 0"));
   fs::remove_all(dir);
 }
