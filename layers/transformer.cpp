@@ -16,6 +16,7 @@ ModelDims ModelConfig::dims() const {
   d.head_dim = n_heads ? d_model / n_heads : 0;
   d.n_layers = n_layers;
   d.train_seq_len = train_seq_len;
+  d.max_position = max_position ? max_position : train_seq_len;
   return d;
 }
 

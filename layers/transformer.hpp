@@ -31,7 +31,8 @@ struct ModelConfig : ModelSettings {
   std::size_t vocab = 0;
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
-  std::size_t train_seq_len = 0;      // the longest training sequence in tokens (learned tables size from it)
+  std::size_t train_seq_len = 0;      // the longest training sequence in tokens
+  std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
   ModelDims dims() const;
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).

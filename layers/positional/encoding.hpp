@@ -25,7 +25,9 @@ namespace pelab {
 // The model's shape as an encoding sees it.
 struct ModelDims {
   std::size_t vocab = 0, d_model = 0, n_heads = 0, head_dim = 0, n_layers = 0;
-  std::size_t train_seq_len = 0;  // the longest training sequence in tokens (tables size from it)
+  std::size_t train_seq_len = 0;  // the longest training sequence in tokens
+  std::size_t max_position = 0;   // training position ids are < this (train_seq_len for contiguous ids,
+                                  // [train] max_position for offset/randomized): tables size from it
 };
 
 class PositionalEncoding : public Module {
