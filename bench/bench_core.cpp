@@ -1,6 +1,7 @@
 // Core speed benchmark: the tape's overhead over bare BLAS for the two hot paths.
 //   1) matmul forward + backward through the tape vs its three bare GEMMs (forward, dA, dB).
 //   2) the fused attention core forward + backward vs its bare per-(batch, head) GEMMs.
+//   3) attention with relative keys and values (Shaw) vs plain attention and vs its bare GEMMs.
 // Single-threaded BLAS by default (--threads N to change). Each case is timed twice: with glibc's
 // default malloc, then with freed memory kept in the heap (see main).
 #include <malloc.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,6 +142,70 @@ void bench_attention(Rng& rng, const std::string& tag) {
       }, bare_fwd), 1.5);
 }
 
+// 3) attention with Shaw relative keys and values, clip k (R = 2k + 1 buckets; causal pairs use the
+// k + 1 (at most T) with distance <= 0), same sizes as 2): vs plain attention, and vs its bare GEMMs:
+// the plain ones per block, plus the relative ones over all blocks stacked (B H T, hs) on the used
+// buckets: q a^K^T and PB a^V forward; dO a^V^T, PB^T dO, dSB a^K and dSB^T q backward. The rest is
+// the softmax and the bucket gather/scatter loops. Targets: the relative GEMMs add nb / T of plain
+// attention's GEMM work (k=16: +27%; k=64: +100%, inherent: q a^K^T is as big as q k^T), the loops
+// about as much again for k=16; vs bare GEMMs the same 1.5x as plain attention.
+void bench_relative(Rng& rng, int clip, double target_vs_plain, const std::string& tag) {
+  const std::size_t B = 32, H = 4, T = 64, hs = 32, BH = B * H, R = 2 * clip + 1, rows = BH * T;
+  const std::size_t nb = std::min<std::size_t>(clip, T - 1) + 1;  // buckets of distances -min(k, T-1)..0
+  Tensor q(random_array({B, H, T, hs}, rng), true), k(random_array({B, H, T, hs}, rng), true),
+      v(random_array({B, H, T, hs}, rng), true);
+  Tensor ak(random_array({R, hs}, rng, 0.3), true), av(random_array({R, hs}, rng, 0.3), true);
+  const Array seed = random_array({B, H, T, hs}, rng);
+  auto index = std::make_shared<IndexArray>(IndexArray::shape_type{1, T, T});  // shared by the batch
+  for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t j = 0; j < T; ++j) {
+      const int d = int(j) - int(i);
+      (*index)(0, i, j) = std::max(-clip, std::min(clip, d)) + clip;
+    }
+  AttentionOptions rel;
+  rel.rel = {index, ak, av};
+  Array S(Shape{BH, T, T}), P = xt::ones<real>({BH, T, T}) / real(T), O(Shape{BH, T, hs}), dP(Shape{T, T});
+  Array QA(Shape{rows, nb}), PB = xt::ones<real>({rows, nb}), dq = xt::zeros<real>({BH, T, hs}), dk = dq, dv = dq;
+  Array dak = xt::zeros<real>({nb, hs}), dav = dak;
+  const real sc = real(1) / std::sqrt(real(hs));
+  const real *pq = q.data(), *pk = k.data(), *pv = v.data(), *pg = seed.data(), *pak = ak.data(), *pav = av.data();
+  auto bare = [&] {
+    blas::gemm(false, true, rows, nb, hs, 1, pq, hs, pak, hs, 0, QA.data(), nb);
+    for (std::size_t i = 0; i < BH; ++i) {
+      const std::size_t a = i * T * hs, s = i * T * T;
+      blas::gemm(false, true, T, T, hs, sc, pq + a, hs, pk + a, hs, 0, S.data() + s, T);
+      blas::gemm(false, false, T, hs, T, 1, P.data() + s, T, pv + a, hs, 0, O.data() + a, hs);
+    }
+    blas::gemm(false, false, rows, hs, nb, 1, PB.data(), nb, pav, hs, 1, O.data(), hs);
+    blas::gemm(false, true, rows, nb, hs, 1, pg, hs, pav, hs, 0, QA.data(), nb);
+    for (std::size_t i = 0; i < BH; ++i) {
+      const std::size_t a = i * T * hs, s = i * T * T;
+      blas::gemm(true, false, T, hs, T, 1, P.data() + s, T, pg + a, hs, 1, dv.data() + a, hs);
+      blas::gemm(false, true, T, T, hs, 1, pg + a, hs, pv + a, hs, 0, dP.data(), T);
+      blas::gemm(false, false, T, hs, T, sc, dP.data(), T, pk + a, hs, 1, dq.data() + a, hs);
+      blas::gemm(true, false, T, hs, T, sc, dP.data(), T, pq + a, hs, 1, dk.data() + a, hs);
+    }
+    blas::gemm(true, false, nb, hs, rows, 1, PB.data(), nb, pg, hs, 1, dav.data(), hs);
+    blas::gemm(false, false, rows, hs, nb, 1, QA.data(), nb, pak, hs, 1, dq.data(), hs);
+    blas::gemm(true, false, nb, hs, rows, 1, QA.data(), nb, pq, hs, 1, dak.data(), hs);
+  };
+  auto zero = [&] {
+    for (Tensor* t : {&q, &k, &v, &ak, &av}) t->zero_grad();
+  };
+  const std::string name = "shaw k+v, k=" + std::to_string(clip) + " (" + std::to_string(nb) + " buckets)";
+  row(name + " f+b vs plain" + tag, compare([&] {
+        zero();
+        attention(q, k, v, rel).backward(seed);
+      }, [&] {
+        zero();
+        attention(q, k, v).backward(seed);
+      }), target_vs_plain);
+  row("  same, vs its bare GEMMs" + tag, compare([&] {
+        zero();
+        attention(q, k, v, rel).backward(seed);
+      }, bare), 1.5);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,5 +233,7 @@ int main(int argc, char** argv) {
   std::printf("-- mallopt(M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 1 GiB): %s\n", ok ? "set" : "FAILED");
   bench_matmul(rng, "");
   bench_attention(rng, "");
+  bench_relative(rng, 16, 1.8, "");
+  bench_relative(rng, 64, 2.5, "");
   return 0;
 }

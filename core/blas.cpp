@@ -2,9 +2,23 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "core/blas_coretype.hpp"
+
 extern "C" {
 void openblas_set_num_threads(int);
 int openblas_get_num_threads(void);
+char* openblas_get_corename(void);
+char* openblas_get_config(void);
 }
 
 namespace pelab::blas {
@@ -53,5 +67,109 @@ void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, st
 
 void set_num_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 int num_threads() { return openblas_get_num_threads(); }
+
+std::string core_name() {
+  const char* n = openblas_get_corename();
+  return n ? n : "unknown";
+}
+
+std::string library_config() {
+  const char* c = openblas_get_config();
+  return c ? c : "unknown";
+}
+
+namespace {
+
+// Deterministic values in [-1, 1) (a fixed LCG: the check must not depend on a seed elsewhere).
+void fill(std::vector<real>& v, std::uint64_t seed) {
+  for (auto& x : v) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<real>(static_cast<double>(seed >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+}
+
+}  // namespace
+
+void check_gemm_agrees(GemmFn under_test) {
+  struct Size { std::size_t M, N, K; };
+  // Small enough for OpenBLAS's small-matrix kernels, and large enough for its blocked ones (several panels).
+  const Size sizes[] = {{17, 13, 29}, {70, 90, 150}};
+  const real eps = std::numeric_limits<real>::epsilon();
+  for (const Size& s : sizes)
+    for (int t = 0; t < 4; ++t)
+      for (const real beta : {real(0), real(0.5)}) {
+        const bool ta = t & 1, tb = t & 2;
+        const std::size_t lda = (ta ? s.M : s.K) + 3, ldb = (tb ? s.K : s.N) + 2, ldc = s.N + 5;
+        std::vector<real> A((ta ? s.K : s.M) * lda), B((tb ? s.N : s.K) * ldb), C(s.M * ldc), ref;
+        fill(A, 1 + t);
+        fill(B, 11 + t);
+        fill(C, 21 + t);
+        ref = C;
+        const real alpha = real(0.75);
+        under_test(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+        gemm_reference(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, ref.data(), ldc);
+        for (std::size_t i = 0; i < s.M; ++i)
+          for (std::size_t j = 0; j < ldc; ++j) {
+            if (j >= s.N) {  // past the row's end: must stay untouched
+              if (C[i * ldc + j] != ref[i * ldc + j])
+                throw std::runtime_error("the BLAS GEMM (kernel " + core_name() + ") wrote past the end of a row "
+                                         "of C; choose another kernel with OPENBLAS_CORETYPE (e.g. Haswell)");
+              continue;
+            }
+            // Rounding bound of a K-term dot product: |alpha| sum |a||b| + |beta c| times (K + 2) eps, doubled.
+            double mag = 0;
+            for (std::size_t k = 0; k < s.K; ++k)
+              mag += std::fabs(double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]));
+            const double bound = 2.0 * double(s.K + 2) * double(eps) * (double(alpha) * mag + double(beta));  // |C| < 1
+            const double got = C[i * ldc + j], want = ref[i * ldc + j];
+            if (!(std::fabs(got - want) <= bound)) {
+              char msg[512];
+              std::snprintf(msg, sizeof msg,
+                            "the BLAS GEMM (%s, kernel %s) disagrees with the reference: element (%zu, %zu) of a "
+                            "%zux%zux%zu product (trans_a %d, trans_b %d, beta %g) is %.9g, expected %.9g (bound "
+                            "%.3g); choose another kernel with OPENBLAS_CORETYPE (e.g. Haswell) and rerun",
+                            library_config().c_str(), core_name().c_str(), i, j, s.M, s.N, s.K, int(ta), int(tb),
+                            double(beta), got, want, bound);
+              throw std::runtime_error(msg);  // not bad input: exit status 1
+            }
+          }
+      }
+}
+
+double measure_peak_gflops(double seconds) {
+  const std::size_t n = 512;
+  std::vector<real> A(n * n), B(n * n), C(n * n);
+  fill(A, 3);
+  fill(B, 5);
+  const int saved = num_threads();
+  set_num_threads(1);
+  using clock = std::chrono::steady_clock;
+  double best = 1e30, spent = 0;
+  for (int r = 0; r < 1000 && (r < 4 || spent < seconds); ++r) {
+    const auto t0 = clock::now();
+    gemm(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    const double dt = std::chrono::duration<double>(clock::now() - t0).count();
+    spent += dt;
+    if (r > 0) best = std::min(best, dt);  // the first product warms caches and OpenBLAS's buffers
+  }
+  set_num_threads(saved);
+  return 2.0 * double(n) * n * n / best / 1e9;
+}
+
+std::string blas_summary() {
+  static const std::string summary = [] {
+    check_gemm_agrees();
+    const double peak = measure_peak_gflops();
+    std::istringstream cfg(library_config());
+    std::string name, version;
+    cfg >> name >> version;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; %s peak %.1f GFLOP/s (1 thread, 512^3)",
+                  sizeof(real) == sizeof(float) ? "sgemm" : "dgemm", peak);
+    return name + " " + version + ", kernel " + core_name() + " (" + coretype_origin() +
+           "); gemm agrees with the reference" + buf;
+  }();
+  return summary;
+}
 
 }  // namespace pelab::blas

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/tensor.hpp"
 
@@ -23,5 +24,27 @@ void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, st
 // OpenBLAS threads. pelab sets this explicitly (1 by default: fastest at toy sizes).
 void set_num_threads(int n);
 int num_threads();
+
+// The OpenBLAS kernel set in use ("Haswell", "SkylakeX", ...: openblas_get_corename) and the library's
+// build line ("OpenBLAS 0.3.21 DYNAMIC_ARCH ..."). core/blas_coretype.hpp chooses the kernel.
+std::string core_name();
+std::string library_config();
+
+// Compares gemm with gemm_reference on small and medium problems (every transpose pair, beta 0 and
+// not 0, leading dimensions wider than the rows); throws std::runtime_error naming the kernel if they disagree
+// beyond float rounding. Run once per process by blas_summary(); `under_test` replaces gemm (tests).
+using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, real, const real*, std::size_t,
+                        const real*, std::size_t, real, real*, std::size_t);
+void check_gemm_agrees(GemmFn under_test = gemm);
+
+// Single-thread GEMM (sgemm; dgemm when real is double) peak in GFLOP/s: the best of repeated 512^3
+// products within about `seconds` (a short measurement, for the run header).
+double measure_peak_gflops(double seconds = 0.02);
+
+// One line for run headers and train.log: library, kernel and how it was chosen, the agreement check
+// and the measured peak, e.g. "OpenBLAS 0.3.21, kernel Cooperlake (autodetected by OpenBLAS), gemm
+// agrees with the reference, sgemm peak 98.5 GFLOP/s (1 thread)". Computed once per process (about 40
+// ms); throws std::runtime_error when the GEMM check fails.
+std::string blas_summary();
 
 }  // namespace pelab::blas

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/blas.hpp"
+#include "core/blas_coretype.hpp"
 #include "experiments/config.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/report.hpp"
@@ -72,6 +73,7 @@ int cmd_list() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  blas::select_coretype(argv);  // may re-execute with OPENBLAS_CORETYPE set: before anything else
   CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");

@@ -69,6 +69,7 @@ std::string config_table(const RunSpec& spec, std::size_t n_params) {
            (m == PositionMode::contiguous ? "" : " in [0, " + std::to_string(max_position) + ")");
   };
   row("position ids", "train " + ids(t.positions, t.max_position) + ", eval " + ids(ep.mode, ep.max_position));
+  row("blas", blas::blas_summary());
   return os.str();
 }
 

@@ -1,34 +1,41 @@
 #!/usr/bin/env bash
-# Training throughput and peak memory of pelab and of the same model in PyTorch, side by side.
+# Training throughput and peak memory of pelab and of the same model in PyTorch, measured alternately.
 # For each configuration (a, b, c) and encoding (none, learned, sinusoidal, rope) it runs
-# build/bench/bench_train and bench/bench_torch.py (Debian's python3-torch at /usr/bin/python3), each
-# cell in a fresh process, and prints one table with pelab/PyTorch ratios. See bench/README.md.
+# build/bench/bench_train and bench/bench_torch.py (Debian's python3-torch at /usr/bin/python3) in turn,
+# pelab, PyTorch, pelab, PyTorch, ... for --rounds rounds (each run a fresh process), and prints per side
+# the min and median of the per-round median step times, the ratios of the minima and of the medians,
+# and "noisy: rerun" instead of a ratio when a side's round medians spread by more than 10%. See
+# bench/README.md.
 #
-#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME|all] [--steps N] [--warmup N]
-#                    [--build-dir DIR] [--json-out FILE]
+#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME|all] [--rounds N (>= 3)]
+#                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=1 config=all encoding=all steps="" warmup="" build_dir=build json_out=""
+threads=1 config=all encoding=all rounds=3 steps="" warmup="" variant=best build_dir=build json_out=""
 while (($#)); do
   case "$1" in
-    --threads|--config|--encoding|--steps|--warmup|--build-dir|--json-out)
+    --threads|--config|--encoding|--rounds|--steps|--warmup|--variant|--build-dir|--json-out)
       [ $# -ge 2 ] || { echo "bench.sh: $1 needs a value" >&2; exit 2; }
       v=$2
       case "$1" in
-        --threads) threads=$v ;; --config) config=$v ;; --encoding) encoding=$v ;;
-        --steps) steps=$v ;; --warmup) warmup=$v ;; --build-dir) build_dir=$v ;; --json-out) json_out=$v ;;
+        --threads) threads=$v ;; --config) config=$v ;; --encoding) encoding=$v ;; --rounds) rounds=$v ;;
+        --steps) steps=$v ;; --warmup) warmup=$v ;; --variant) variant=$v ;; --build-dir) build_dir=$v ;;
+        --json-out) json_out=$v ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --threads must be a positive integer, got '$threads'" >&2; exit 2; }
+[[ $rounds =~ ^[0-9]+$ ]] && ((rounds >= 3)) || { echo "bench.sh: --rounds must be an integer >= 3, got '$rounds'" >&2; exit 2; }
 case "$config" in a|b|c) configs=$config ;; all) configs="a b c" ;;
   *) echo "bench.sh: --config must be a, b, c or all, got '$config'" >&2; exit 2 ;; esac
 case "$encoding" in none|learned|sinusoidal|rope) encodings=$encoding ;; all) encodings="none learned sinusoidal rope" ;;
   *) echo "bench.sh: --encoding must be none, learned, sinusoidal, rope or all, got '$encoding'" >&2; exit 2 ;; esac
+case "$variant" in ref|eager|script|trace|eager_avx512|script_avx512|best) ;;
+  *) echo "bench.sh: --variant must be ref, eager, script, trace, eager_avx512, script_avx512 or best, got '$variant'" >&2; exit 2 ;; esac
 extra=()
 [ -n "$steps" ] && extra+=(--steps "$steps")
 [ -n "$warmup" ] && extra+=(--warmup "$warmup")
@@ -40,7 +47,6 @@ cmake --build "$build_dir" --target bench_train -j "$cores" >/dev/null
 bench="$build_dir/bench/bench_train"
 
 # Same threading for both, set before either process starts (torch reads it at import).
-# OPENBLAS_CORETYPE stays whatever this machine has: both link the same system OpenBLAS.
 export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE
 
 python=/usr/bin/python3
@@ -50,70 +56,128 @@ else
   have_torch=0
 fi
 
-# Flat JSON from our own two programs: one field's value.
+# Flat JSON from our own two programs: one field's value (numbers and simple strings).
 jget() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+# min, median and spread ((max - min) / min) of numbers given as arguments.
+stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+  med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  printf "%.6g %.6g %.6g\n", v[1], med, (v[NR] - v[1]) / v[1] }'; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+noise_limit=0.10
+
+# The kernel pelab runs with (bench_train selects it as pelab does) is exported so that PyTorch, which links
+# the same OpenBLAS, runs the same one.
+peak_line=$("$bench" --peak-only --json)
+peak=$(jget "$peak_line" peak_gflops)
+core=$(jget "$peak_line" blas_core)
+core_origin=$(printf '%s\n' "$peak_line" | sed -n 's/.*"blas_core_origin":"\([^"]*\)".*/\1/p')
+export OPENBLAS_CORETYPE=$core
+[ -n "$json_out" ] && printf '%s\n' "$peak_line" >"$json_out"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
-echo "pelab training throughput: forward + masked cross-entropy + backward + AdamW + zero_grad"
-echo "date:              $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-echo "cpu:               ${cpu:-unknown} ($cores cores online)"
-echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-unset (OpenBLAS autodetects)}"
-echo "threads:           $threads (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, torch.set_num_threads; OMP_WAIT_POLICY=PASSIVE)"
-echo "load average:      $(cut -d' ' -f1-3 /proc/loadavg) (anything well above 0 makes the figures noisy)"
+load_before=$(loadavg)
+echo "pelab vs PyTorch training throughput: forward + loss + backward + AdamW + zero_grad"
+echo "date:           $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "machine:        ${cpu:-unknown CPU}, $cores cores online, $(uname -sr)"
+echo "OpenBLAS core:  $core ($core_origin), used by both sides"
+echo "threads:        $threads (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, torch.set_num_threads; OMP_WAIT_POLICY=PASSIVE)"
 if ((have_torch)); then
-  echo "pytorch:           $torch_version ($python)"
+  best=$("$python" -c 'import sys; sys.path.insert(0, "bench"); import bench_torch as b
+print(", ".join(f"{c}: {v}" for c, v in b.BEST.items()))')
+  [ "$variant" = best ] && variant_says="best ($best)" || variant_says=$variant
+  echo "pytorch:        $torch_version ($python), variant $variant_says (bench/bench_torch.py)"
 else
   echo "PyTorch not available: measuring pelab only ($python -c 'import torch' failed)"
 fi
-peak_line=$("$bench" --peak-only --json)
-peak=$(jget "$peak_line" peak_gflops)
-printf 'sgemm peak:        %.1f GFLOP/s (1024^3, one thread, best of 7)\n' "$peak"
-[ -n "$json_out" ] && printf '%s\n' "$peak_line" >"$json_out"
+printf 'sgemm peak:     %.1f GFLOP/s (1024^3, one thread, best of 7)\n' "$peak"
+echo "rounds:         $rounds per cell, pelab and PyTorch alternately, each run a fresh process"
+echo "load average:   $load_before (before)"
 echo
 
-fmt='%-3s %-10s | %9s %9s %6s %6s | %8s %8s %6s | %7s %5s\n'
-printf "$fmt" cfg encoding "pelab" "torch" "ratio" "cpu" "pelab" "torch" "ratio" "pelab" "util"
-printf "$fmt" "" "" "tok/s" "tok/s" "" "ratio" "RSS MB" "RSS MB" "" "GFLOP/s" "%"
+fmt='%-3s %-10s | %8s %8s %5s | %8s %8s %5s | %-16s %-12s | %7s %7s\n'
+printf "$fmt" cfg encoding "pelab ms" "" "" "torch ms" "" "" "speed ratio" "cpu ratio" "pelab" "torch"
+printf "$fmt" "" "" min median sprd min median sprd "min / median" median "tok/s" "tok/s"
 rows=()
 for c in $configs; do
   for e in $encodings; do
-    p=$("$bench" --config "$c" --encoding "$e" --threads "$threads" --peak-gflops "$peak" --json "${extra[@]}")
-    [ -n "$json_out" ] && printf '%s\n' "$p" >>"$json_out"
-    t=""
+    p_ms=() p_cpu=() t_ms=() t_cpu=() p_last="" t_last="" p_rss=0 t_rss=0 p_alloc=0 p_heap=0 p_drss=0 t_drss=0 check=""
+    for ((r = 1; r <= rounds; r++)); do
+      p=$("$bench" --config "$c" --encoding "$e" --threads "$threads" --peak-gflops "$peak" --json "${extra[@]}")
+      [ -n "$json_out" ] && printf '%s\n' "$p" >>"$json_out"
+      p_ms+=("$(jget "$p" step_ms)") p_cpu+=("$(jget "$p" cpu_ms)") p_last=$p
+      # Worst over the rounds: peak RSS, tensor buffers obtained from the system, heap and RSS growth.
+      read -r p_rss p_alloc p_heap p_drss < <(awk -v a="$p_rss" -v b="$(jget "$p" peak_rss_mb)" -v c="$p_alloc" \
+        -v d="$(jget "$p" tensor_sys_allocs)" -v e="$p_heap" -v f="$(jget "$p" heap_delta_kb)" -v g="$p_drss" \
+        -v h="$(jget "$p" rss_delta_mb)" 'function mx(x, y) { return x > y ? x : y }
+        BEGIN { print mx(a, b), mx(c, d), mx(e, f), mx(g, h) }')
+      if ((have_torch)); then
+        check_flag=(--no-check)
+        ((r == 1)) && check_flag=()  # the fast path is checked against pelab_ref once per cell
+        t=$("$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --variant "$variant" \
+          --json "${check_flag[@]}" "${extra[@]}")
+        [ -n "$json_out" ] && printf '%s\n' "$t" >>"$json_out"
+        t_ms+=("$(jget "$t" step_ms)") t_cpu+=("$(jget "$t" cpu_ms)") t_last=$t
+        ((r == 1)) && check=$(printf '%s\n' "$t" | sed -n 's/.*"check":"\([^"]*\)".*/\1/p')
+        read -r t_rss t_drss < <(awk -v a="$t_rss" -v b="$(jget "$t" peak_rss_mb)" -v c="$t_drss" \
+          -v d="$(jget "$t" rss_delta_mb)" 'function mx(x, y) { return x > y ? x : y } BEGIN { print mx(a, b), mx(c, d) }')
+      fi
+    done
+    read -r p_min p_med p_spread < <(stats "${p_ms[@]}")
+    read -r _ p_cmed p_cspread < <(stats "${p_cpu[@]}")
+    B=$(jget "$p_last" batch) T=$(jget "$p_last" seq)
     if ((have_torch)); then
-      t=$("$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --json "${extra[@]}")
-      [ -n "$json_out" ] && printf '%s\n' "$t" >>"$json_out"
-    fi
-    p_tok=$(jget "$p" tok_s) p_cpu=$(jget "$p" cpu_tok_s) p_rss=$(jget "$p" peak_rss_mb)
-    p_gf=$(jget "$p" gflops) p_util=$(jget "$p" util)
-    if [ -n "$t" ]; then
-      t_tok=$(jget "$t" tok_s) t_cpu=$(jget "$t" cpu_tok_s) t_rss=$(jget "$t" peak_rss_mb)
-      read -r r_tok r_cpu r_rss < <(awk -v a="$p_tok" -v b="$t_tok" -v c="$p_cpu" -v d="$t_cpu" -v e="$p_rss" \
-        -v f="$t_rss" 'BEGIN { printf "%.2f %.2f %.2f\n", a / b, c / d, e / f }')
-      t_tok=$(printf '%.0f' "$t_tok") t_rss=$(printf '%.1f' "$t_rss")
+      read -r t_min t_med t_spread < <(stats "${t_ms[@]}")
+      read -r _ t_cmed t_cspread < <(stats "${t_cpu[@]}")
+      read -r ratio cratio < <(awk -v pm="$p_min" -v pd="$p_med" -v ps="$p_spread" -v tm="$t_min" -v td="$t_med" \
+        -v ts="$t_spread" -v pc="$p_cmed" -v pcs="$p_cspread" -v tc="$t_cmed" -v tcs="$t_cspread" -v lim="$noise_limit" \
+        'BEGIN { r = (ps > lim || ts > lim) ? "noisy:_rerun" : sprintf("%.2f_/_%.2f", tm / pm, td / pd)
+                 q = (pcs > lim || tcs > lim) ? "noisy:_rerun" : sprintf("%.2f", tc / pc); print r, q }')
+      t_cols=("$(printf '%.3f' "$t_min")" "$(printf '%.3f' "$t_med")" "$(awk -v s="$t_spread" 'BEGIN { printf "%.0f%%", 100 * s }')")
+      t_tok=$(awk -v m="$t_med" -v n=$((B * T)) 'BEGIN { printf "%.0f", n / m * 1000 }')
     else
-      t_tok=n/a r_tok=n/a r_cpu=n/a t_rss=n/a r_rss=n/a
+      t_cols=(n/a n/a "") ratio=n/a cratio=n/a t_tok=n/a
     fi
-    printf "$fmt" "$c" "$e" "$(printf '%.0f' "$p_tok")" "$t_tok" "$r_tok" "$r_cpu" "$(printf '%.1f' "$p_rss")" \
-      "$t_rss" "$r_rss" "$(printf '%.2f' "$p_gf")" "$(awk -v u="$p_util" 'BEGIN { printf "%.1f", 100 * u }')"
-    rows+=("$c|$e|$p|$t")
+    printf "$fmt" "$c" "$e" "$(printf '%.3f' "$p_min")" "$(printf '%.3f' "$p_med")" \
+      "$(awk -v s="$p_spread" 'BEGIN { printf "%.0f%%", 100 * s }')" "${t_cols[@]}" "${ratio//_/ }" "${cratio//_/ }" \
+      "$(awk -v m="$p_med" -v n=$((B * T)) 'BEGIN { printf "%.0f", n / m * 1000 }')" "$t_tok"
+    rows+=("$c|$e|$p_last|$p_rss|$p_alloc|$p_heap|$p_drss|$t_rss|$t_drss|$p_med|$check|$(jget "$t_last" variant)")
   done
 done
+load_after=$(loadavg)
 
 echo
-echo "steady state (memory change across the timed steps, measured after warm-up):"
-fmt2='%-3s %-10s %6s | %11s %12s %10s | %11s\n'
-printf "$fmt2" cfg encoding steps "pelab dRSS" "new tensor" "heap" "torch dRSS"
-printf "$fmt2" "" "" "" "MB" "buffers" "kB" "MB"
-for r in "${rows[@]}"; do
-  IFS='|' read -r c e p t <<<"$r"
-  t_d=n/a
-  [ -n "$t" ] && t_d=$(printf '%+.3f' "$(jget "$t" rss_delta_mb)")
-  printf "$fmt2" "$c" "$e" "$(jget "$p" steps)" "$(printf '%+.3f' "$(jget "$p" rss_delta_mb)")" \
-    "$(jget "$p" tensor_sys_allocs)" "$(printf '%+.1f' "$(jget "$p" heap_delta_kb)")" "$t_d"
+echo "memory (worst over the rounds; peak RSS of the cell's own process) and pelab's GEMM throughput at its median step:"
+fmt2='%-3s %-10s | %8s %8s %5s | %6s %10s %8s %8s | %8s | %7s %5s\n'
+printf "$fmt2" cfg encoding "pelab" "torch" "ratio" "steps" "new tensor" "heap" "pelab" "torch" "pelab" "util"
+printf "$fmt2" "" "" "RSS MB" "RSS MB" "" "" "buffers" "kB" "dRSS MB" "dRSS MB" "GFLOP/s" "%"
+for row in "${rows[@]}"; do
+  IFS='|' read -r c e p p_rss p_alloc p_heap p_drss t_rss t_drss p_med _ _ <<<"$row"
+  gf=$(awk -v f="$(jget "$p" flops_per_step)" -v m="$p_med" 'BEGIN { printf "%.2f", f / m / 1e6 }')
+  util=$(awk -v g="$gf" -v pk="$peak" 'BEGIN { printf "%.1f", 100 * g / pk }')
+  if ((have_torch)); then
+    t_r=$(printf '%.1f' "$t_rss") r_r=$(awk -v a="$p_rss" -v b="$t_rss" 'BEGIN { printf "%.2f", a / b }')
+    t_d=$(printf '%+.3f' "$t_drss")
+  else
+    t_r=n/a r_r=n/a t_d=n/a
+  fi
+  printf "$fmt2" "$c" "$e" "$(printf '%.1f' "$p_rss")" "$t_r" "$r_r" "$(jget "$p" steps)" "$p_alloc" \
+    "$(printf '%+.1f' "$p_heap")" "$(printf '%+.3f' "$p_drss")" "$t_d" "$gf" "$util"
 done
+if ((have_torch)); then
+  echo
+  echo "PyTorch side, checked once per cell against tests/pytorch/pelab_ref.py before timing:"
+  for row in "${rows[@]}"; do
+    IFS='|' read -r c e _ _ _ _ _ _ _ _ check v <<<"$row"
+    printf '%-3s %-10s %-6s %s\n' "$c" "$e" "$v" "${check:-(variant ref: pelab_ref itself)}"
+  done
+fi
 echo
-echo "ratio = pelab/PyTorch tokens/s (> 1: pelab faster), median wall-clock step; cpu ratio: the same from"
-echo "process CPU time (insensitive to preemption by other load); RSS = peak resident set of the cell's own"
-echo "process (torch's includes ~$( ((have_torch)) && printf '%.0f' "$(jget "$t" rss_base_mb)" || echo '?') MB of library after import); util = model GEMM FLOP/s / sgemm peak."
-echo "load average now:  $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ms = median step time of one run; min / median over the $rounds runs of each side; sprd = (max - min) / min"
+echo "of those. speed ratio = PyTorch time / pelab time (> 1: pelab faster) from the minima and from the medians;"
+echo "cpu ratio the same from median process CPU time (insensitive to preemption). A ratio is printed only when"
+echo "both sides' run medians spread by at most $(awk -v l="$noise_limit" 'BEGIN { printf "%.0f", 100 * l }')%. new tensor buffers = buffers pelab's caching allocator had to get"
+echo "from the system during the timed steps (0: steady state allocates nothing); heap = change in glibc heap in"
+echo "use, dRSS = change in resident memory over the timed steps (torch's fast variants keep freed buffers in the"
+echo "heap, so theirs settles after a few steps); torch's RSS includes ~230 MB of library. util = model GEMM"
+echo "FLOP/s / the sgemm peak measured at the start (a peak measured under load is low: util can exceed 100%)."
+echo "load average:   $load_before (before), $load_after (after)"

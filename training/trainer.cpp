@@ -10,6 +10,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "core/blas.hpp"
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
 #include "training/checkpoint.hpp"
@@ -102,6 +103,7 @@ TrainResult Trainer::run() {
       "train", std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.opt.run_dir + "/train.log"));
   s.log->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %v");
   s.log->flush_on(spdlog::level::info);
+  s.log->info("blas: " + blas::blas_summary());  // the kernel decides the float rounding: part of the result
 
   TrainResult res;
   std::size_t step = 0;

@@ -1,26 +1,47 @@
 // Fused scaled-dot-product attention core: per-(batch, head) GEMMs with the softmax in between.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/tensor.hpp"
 
 namespace pelab {
 
+// Relative key/value embeddings inside attention (Shaw et al. 2018), shared by the heads. Each
+// (query i, key j) pair has a bucket idx_ij in [0, R) (Shaw: the clipped distance j - i, shifted
+// to be >= 0); its embeddings a^K[idx_ij] and a^V[idx_ij] join the key and the value:
+//   logits_ij = scale_h (q_i . k_j + q_i . a^K[idx_ij]) + bias_ij,   out_i = sum_j P_ij (v_j + a^V[idx_ij]).
+// The index table is immutable and shared (not copied) by every layer, head and tape node that uses
+// it: build it once per forward (or keep it while the positions do not change). A table by value
+// would be copied into every layer's node (T^2 ints each, every step); a plain pointer could dangle
+// before backward runs.
+struct RelativeKV {
+  std::shared_ptr<const IndexArray> index;  // (B or 1, Tq, Tk); only pairs a query sees are read
+  Tensor key;                               // (R, hs) a^K, or undefined (no key term)
+  Tensor value;                             // (R, hs) a^V, or undefined (no value term)
+  bool defined() const { return key.defined() || value.defined(); }
+};
+
 struct AttentionOptions {
   bool causal = true;
-  Tensor bias;                    // optional additive logit bias (H or 1, Tq, Tk); may require grad
+  Tensor bias;                    // optional additive logit bias (B or 1, H or 1, Tq, Tk); may require grad
+  RelativeKV rel;                 // optional relative keys and/or values
   real scale = real(-1);          // logit scale; < 0 means default 1/sqrt(hs)
   std::vector<real> head_scale;   // optional per-head scales (size H); overrides `scale` when non-empty
   Array* probs_out = nullptr;     // optional: receives the attention probabilities (B, H, Tq, Tk) (for plots)
 };
 
 // q (B, H, Tq, hs), k and v (B, H, Tk, hs) -> (B, H, Tq, hs).
-// logits = scale_h * q k^T + bias[h]; causal: query i sees keys j <= i + (Tk - Tq) (others get probability 0);
-// softmax over keys; out = P v. Backward gives q, k, v and bias (summed over the batch, and over
-// heads for a (1, Tq, Tk) bias). In the float build, probabilities below e^-86 times the row's
-// largest are exactly 0 (a vectorized exp; no denormals). Shape mismatches (and causal with
-// Tq > Tk, which would leave rows empty) throw Error naming "attention".
+// logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq) (others
+// get probability 0); softmax over keys; out = P v + sum_j P_ij a^V[idx_ij]. Backward gives q, k, v,
+// bias (summed over the dims it is broadcast along: batch and/or heads) and a^K, a^V. The relative
+// terms never materialise (B, H, Tq, Tk, hs): per (batch, head) one GEMM q a^K^T (Tq, R) and a gather
+// into the logits, and a scatter of P into buckets (Tq, R) and one GEMM with a^V; the GEMMs span only
+// the buckets the visible pairs use. In the float build, probabilities below e^-86 times the row's
+// largest are exactly 0 (a vectorized exp; no denormals). Shape mismatches, causal with Tq > Tk
+// (which would leave rows empty) and a visible pair's bucket outside [0, R) throw Error naming
+// "attention".
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt = {});
 
 }  // namespace pelab

@@ -1,5 +1,8 @@
-// add / sub / mul / div with broadcasting, and scalar forms. Forward and backward side by side.
+// add / sub / mul / div, maximum / minimum and pow with broadcasting, and scalar forms. Forward and
+// backward side by side.
 #include "core/ops/elementwise.hpp"
+
+#include <cmath>
 
 #include "core/ops/common.hpp"
 
@@ -70,6 +73,27 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   return binary<kB, kA | kB>("div", a, b, [](real x, real y) { return x / y; }, [](real, real y) { return real(1) / y; },
                 [](real x, real y) { return -x / (y * y); });
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary<kA | kB, kA | kB>(
+      "maximum", a, b, [](real x, real y) { return x != x || y != y ? x + y : x > y ? x : y; },
+      [](real x, real y) { return x == y ? real(0.5) : x < y ? real(0) : real(1); },
+      [](real x, real y) { return x == y ? real(0.5) : x > y ? real(0) : real(1); });
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary<kA | kB, kA | kB>(
+      "minimum", a, b, [](real x, real y) { return x != x || y != y ? x + y : x < y ? x : y; },
+      [](real x, real y) { return x == y ? real(0.5) : x > y ? real(0) : real(1); },
+      [](real x, real y) { return x == y ? real(0.5) : x < y ? real(0) : real(1); });
+}
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  return binary<kA | kB, kA | kB>(
+      "pow", a, b, [](real x, real y) { return std::pow(x, y); },
+      [](real x, real y) { return y == 0 ? real(0) : y * std::pow(x, y - 1); },
+      [](real x, real y) { return x == 0 && y >= 0 ? real(0) : std::pow(x, y) * std::log(x); });
 }
 
 Tensor add_scalar(const Tensor& a, real s) {

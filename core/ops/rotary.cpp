@@ -1,34 +1,65 @@
 #include "core/ops/rotary.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "core/ops/common.hpp"
 
 namespace pelab {
 
-RotaryTables rotary_tables(const IndexArray& positions, std::size_t rot_dims, double base) {
-  detail::require(positions.dimension() == 2, "rotary_tables",
-                  "positions must be (B, T), got " + shape_str(Shape(positions.shape().begin(), positions.shape().end())));
-  detail::require(rot_dims > 0 && rot_dims % 2 == 0, "rotary_tables",
-                  "rotated dims must be even and positive, got " + std::to_string(rot_dims));
-  const std::size_t B = positions.shape()[0], T = positions.shape()[1], P = rot_dims / 2;
+namespace {
+std::string positions_str(const IndexArray& p) { return shape_str(Shape(p.shape().begin(), p.shape().end())); }
+}  // namespace
+
+RotaryTables rotary_tables(const IndexArray& positions, const std::vector<double>& inv_freq) {
+  detail::require(positions.dimension() == 2, "rotary_tables", "positions must be (B, T), got " + positions_str(positions));
+  detail::require(!inv_freq.empty(), "rotary_tables", "needs at least one frequency");
+  const std::size_t B = positions.shape()[0], T = positions.shape()[1], P = inv_freq.size();
   RotaryTables tb;
   tb.cos.resize({B, T, P});
   tb.sin.resize({B, T, P});
-  std::vector<double> theta(P);
-  for (std::size_t i = 0; i < P; ++i) theta[i] = std::pow(base, -2.0 * double(i) / double(rot_dims));
   const std::int32_t* pp = positions.data();
   for (std::size_t bt = 0; bt < B * T; ++bt)
     for (std::size_t i = 0; i < P; ++i) {
-      const double a = double(pp[bt]) * theta[i];  // in double: positions far past training stay accurate
+      const double a = double(pp[bt]) * inv_freq[i];  // in double: positions far past training stay accurate
       tb.cos.data()[bt * P + i] = static_cast<real>(std::cos(a));
       tb.sin.data()[bt * P + i] = static_cast<real>(std::sin(a));
     }
   return tb;
 }
 
+std::vector<double> rotary_inv_freq(std::size_t rot_dims, double base) {
+  detail::require(rot_dims > 0 && rot_dims % 2 == 0, "rotary_tables",
+                  "rotated dims must be even and positive, got " + std::to_string(rot_dims));
+  std::vector<double> theta(rot_dims / 2);
+  for (std::size_t i = 0; i < theta.size(); ++i) theta[i] = std::pow(base, -2.0 * double(i) / double(rot_dims));
+  return theta;
+}
+
+RotaryTables rotary_tables(const IndexArray& positions, std::size_t rot_dims, double base) {
+  detail::require(positions.dimension() == 2, "rotary_tables", "positions must be (B, T), got " + positions_str(positions));
+  return rotary_tables(positions, rotary_inv_freq(rot_dims, base));
+}
+
+void scale_rotary_tables(RotaryTables& tb, const IndexArray& positions,
+                         const std::function<double(std::int32_t, std::size_t)>& scale) {
+  const std::size_t P = tb.n_pairs();
+  detail::require(positions.dimension() == 2 && tb.cos.dimension() == 3 && tb.cos.shape()[0] == positions.shape()[0] &&
+                      tb.cos.shape()[1] == positions.shape()[1],
+                  "scale_rotary_tables",
+                  "positions " + positions_str(positions) + " do not match the tables " + shape_str(tb.cos.shape()));
+  const std::int32_t* pp = positions.data();
+  for (std::size_t bt = 0, n = positions.size(); bt < n; ++bt)
+    for (std::size_t i = 0; i < P; ++i) {
+      const double m = scale(pp[bt], i);
+      tb.cos.data()[bt * P + i] = static_cast<real>(double(tb.cos.data()[bt * P + i]) * m);
+      tb.sin.data()[bt * P + i] = static_cast<real>(double(tb.sin.data()[bt * P + i]) * m);
+    }
+}
+
 namespace {
-// Rotates every pair of one head row by (cos, sin) * dir (dir = -1: inverse rotation).
+// Applies to every pair of one head row the map [[c, -s], [s, c]] (dir = 1) or its transpose [[c, s], [-s, c]]
+// (dir = -1), with (c, s) from the tables (rotation times scale).
 inline void rotate_row(const real* in, real* out, const real* c, const real* s, std::size_t P, std::size_t hs,
                        RotaryLayout layout, real dir, bool accumulate) {
   for (std::size_t i = 0; i < P; ++i) {

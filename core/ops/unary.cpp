@@ -118,4 +118,31 @@ Tensor square(const Tensor& x) {
   return unary<From::input>("square", x, [](real v) { return v * v; }, [](real v) { return real(2) * v; });
 }
 
+Tensor abs(const Tensor& x) {
+  return unary<From::input>("abs", x, [](real v) { return std::abs(v); },
+                            [](real v) { return real((v > 0) - (v < 0)); });
+}
+
+Tensor clamp(const Tensor& x, real lo, real hi) {
+  detail::require(lo <= hi, "clamp",
+                  "needs lo <= hi (and no nan bound), got lo " + std::to_string(lo) + ", hi " + std::to_string(hi));
+  // nan stays nan (neither comparison holds) and gets gradient 0.
+  return unary<From::input>(
+      "clamp", x, [lo, hi](real v) { return v < lo ? lo : v > hi ? hi : v; },
+      [lo, hi](real v) { return v >= lo && v <= hi ? real(1) : real(0); });
+}
+
+Tensor softplus(const Tensor& x, real beta, real threshold) {
+  detail::require(beta != 0, "softplus", "beta must be nonzero");
+  // Past the threshold log1p(e^bx) / b equals x to working precision (and e^bx could overflow).
+  return unary<From::input>(
+      "softplus", x,
+      [beta, threshold](real v) { return beta * v > threshold ? v : std::log1p(std::exp(beta * v)) / beta; },
+      [beta, threshold](real v) {
+        if (beta * v > threshold) return real(1);
+        const real z = std::exp(beta * v);
+        return z / (z + real(1));
+      });
+}
+
 }  // namespace pelab

@@ -20,6 +20,14 @@ Tensor gelu(const Tensor& x);
 // Tanh-approximated GELU (PyTorch approximate='tanh'): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu_tanh(const Tensor& x);
 Tensor square(const Tensor& x);   // x^2
+// |x|; gradient sign(x), 0 at x = 0 (and at nan), as PyTorch.
+Tensor abs(const Tensor& x);
+// min(max(x, lo), hi), PyTorch's clamp: gradient 1 where lo <= x <= hi (the bounds included), 0
+// outside and at nan. lo or hi may be infinite (one-sided); lo > hi or a nan bound throws Error.
+Tensor clamp(const Tensor& x, real lo, real hi);
+// PyTorch's softplus: log(1 + e^(beta x)) / beta, and x itself where beta x > threshold; gradient
+// sigmoid(beta x) (1 past the threshold). beta must be nonzero.
+Tensor softplus(const Tensor& x, real beta = 1, real threshold = 20);
 
 inline Tensor operator-(const Tensor& x) { return neg(x); }
 

@@ -33,7 +33,7 @@ class Alibi : public PositionalEncoding {
     for (auto& m : slopes_) m *= slope_scale;
   }
 
-  // (H, T, T): bias[h, i, j] = -m_h |p_i - p_j|. One bias serves the whole batch, so every row of
+  // (1, H, T, T): bias[0, h, i, j] = -m_h |p_i - p_j|. One bias serves the whole batch, so every row of
   // the batch must carry the same positions (the usual 0..T-1 or a shared offset).
   Tensor attention_bias(const IndexArray& positions, std::size_t) override {
     const std::size_t B = positions.shape()[0], T = positions.shape()[1], H = slopes_.size();
@@ -42,7 +42,7 @@ class Alibi : public PositionalEncoding {
       for (std::size_t t = 0; t < T; ++t)
         if (p[b * T + t] != p[t])
           throw Error("encoding 'alibi': every sequence of a batch must use the same position ids");
-    Array bias(Shape{H, T, T});
+    Array bias(Shape{1, H, T, T});
     real* out = bias.data();
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t i = 0; i < T; ++i)

@@ -3,7 +3,7 @@
 // An encoding may act in any of four places; each hook defaults to "do nothing":
 //   1. encode_input   on the token embeddings (add, multiply, concatenate-and-project a position vector);
 //   2. encode_qk      on q and k per head after projection (rotations: RoPE, xPos);
-//   3. attention_bias an additive logit bias (H or 1, Tq, Tk) (ALiBi, T5, Shaw, FIRE);
+//   3. attention_bias an additive logit bias (B or 1, H or 1, Tq, Tk) (ALiBi, T5, Shaw, FIRE);
 //   4. logit_scale    per-head logit scales replacing 1/sqrt(hs) (temperature, log-length scaling).
 // Positions are explicit (B, T) ids, not an implicit 0..T-1, so offsets, randomized or scaled positions
 // need no change here. Each encoding is one file in layers/positional/ that registers itself with
@@ -38,7 +38,7 @@ class PositionalEncoding : public Module {
   virtual Tensor encode_input(const Tensor& x, const IndexArray& positions) { return x; }
   // 2. q, k (B, H, T, hs), replaced in place by their encoded versions.
   virtual void encode_qk(Tensor& q, Tensor& k, const IndexArray& positions, std::size_t layer) {}
-  // 3. additive attention-logit bias (H or 1, Tq, Tk), or an undefined Tensor for none.
+  // 3. additive attention-logit bias (B or 1, H or 1, Tq, Tk), or an undefined Tensor for none.
   virtual Tensor attention_bias(const IndexArray& positions, std::size_t layer) { return Tensor(); }
   // 4. per-head logit scales (size H), or empty for the default 1/sqrt(hs).
   virtual std::vector<real> logit_scale(const IndexArray& positions, std::size_t layer) { return {}; }

@@ -35,9 +35,9 @@ Naive naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const A
           for (std::size_t c = 0; c < hs; ++c)
             dot += double(q.data()[((b * H + h) * Tq + i) * hs + c]) * double(k.data()[((b * H + h) * Tk + j) * hs + c]);
           logit[j] = sc * dot;
-          if (opt.bias.defined()) {
-            const std::size_t bh = opt.bias.size(0) == 1 ? 0 : h;
-            logit[j] += double(opt.bias.data()[(bh * Tq + i) * Tk + j]);
+          if (opt.bias.defined()) {  // (B or 1, H or 1, Tq, Tk)
+            const std::size_t bb = opt.bias.size(0) == 1 ? 0 : b, bh = opt.bias.size(1) == 1 ? 0 : h;
+            logit[j] += double(opt.bias.data()[((bb * opt.bias.size(1) + bh) * Tq + i) * Tk + j]);
           }
         }
         double mx = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -58,24 +58,28 @@ struct Combo {
   const char* name;
   bool causal;
   int bias_heads;  // 0 none, 1 shared, 3 per head
+  int bias_batch;  // 1 shared by the batch, 2 per batch row
   real scale;
   bool head_scale;
   std::size_t Tq, Tk;
 };
 
 const std::vector<Combo> kCombos = {
-    {"causal square", true, 0, -1, false, 5, 5},
-    {"non-causal square", false, 0, -1, false, 5, 5},
-    {"causal Tq<Tk offset", true, 0, -1, false, 4, 5},
-    {"non-causal Tq<Tk", false, 0, -1, false, 4, 5},
-    {"non-causal Tq>Tk", false, 0, -1, false, 5, 4},
-    {"causal per-head bias", true, 3, -1, false, 4, 5},
-    {"non-causal shared bias", false, 1, -1, false, 4, 5},
-    {"causal shared bias square", true, 1, -1, false, 5, 5},
-    {"custom scale", true, 0, real(0.8), false, 4, 5},
-    {"zero scale", false, 0, real(0), false, 4, 5},
-    {"per-head scales with bias", true, 3, real(0.3), true, 4, 5},
-    {"per-head scales non-causal", false, 1, -1, true, 5, 5},
+    {"causal square", true, 0, 1, -1, false, 5, 5},
+    {"non-causal square", false, 0, 1, -1, false, 5, 5},
+    {"causal Tq<Tk offset", true, 0, 1, -1, false, 4, 5},
+    {"non-causal Tq<Tk", false, 0, 1, -1, false, 4, 5},
+    {"non-causal Tq>Tk", false, 0, 1, -1, false, 5, 4},
+    {"causal per-head bias", true, 3, 1, -1, false, 4, 5},
+    {"non-causal shared bias", false, 1, 1, -1, false, 4, 5},
+    {"causal shared bias square", true, 1, 1, -1, false, 5, 5},
+    {"causal per-row per-head bias", true, 3, 2, -1, false, 4, 5},
+    {"non-causal per-row bias shared by heads", false, 1, 2, -1, false, 5, 4},
+    {"custom scale", true, 0, 1, real(0.8), false, 4, 5},
+    {"zero scale", false, 0, 1, real(0), false, 4, 5},
+    {"per-head scales with bias", true, 3, 1, real(0.3), true, 4, 5},
+    {"per-head scales non-causal", false, 1, 1, -1, true, 5, 5},
+    {"per-head scales, per-row bias", true, 3, 2, -1, true, 5, 5},
 };
 
 constexpr std::size_t kB = 2, kH = 3, kHs = 3;
@@ -84,7 +88,7 @@ AttentionOptions make_options(const Combo& c, Rng& rng) {
   AttentionOptions o;
   o.causal = c.causal;
   o.scale = c.scale;
-  if (c.bias_heads) o.bias = randn({std::size_t(c.bias_heads), c.Tq, c.Tk}, rng);
+  if (c.bias_heads) o.bias = randn({std::size_t(c.bias_batch), std::size_t(c.bias_heads), c.Tq, c.Tk}, rng);
   if (c.head_scale) o.head_scale = {real(0.5), real(1.3), real(-0.7)};
   return o;
 }
@@ -187,7 +191,7 @@ TEST_CASE("attention gradients when only some inputs require grad", "[attention]
   for (int which = 0; which < 4; ++which) {  // only q, only k, only v, only bias
     INFO("only input " << which);
     Tensor q = randn({kB, kH, Tq, kHs}, rng, 1, which == 0), k = randn({kB, kH, Tk, kHs}, rng, 1, which == 1);
-    Tensor v = randn({kB, kH, Tk, kHs}, rng, 1, which == 2), bias = randn({kH, Tq, Tk}, rng, 1, which == 3);
+    Tensor v = randn({kB, kH, Tk, kHs}, rng, 1, which == 2), bias = randn({kB, kH, Tq, Tk}, rng, 1, which == 3);
     auto r = gradcheck(
         [](const std::vector<Tensor>& in) {
           AttentionOptions o;
@@ -219,7 +223,7 @@ TEST_CASE("causal attention: later keys and values never change earlier outputs"
     Tensor q = randn({kB, kH, Tq, kHs}, rng, 1, false), k = randn({kB, kH, Tk, kHs}, rng, 1, false);
     Tensor v = randn({kB, kH, Tk, kHs}, rng, 1, false);
     AttentionOptions o;
-    o.bias = randn({1, Tq, Tk}, rng, 1, false);
+    o.bias = randn({1, 1, Tq, Tk}, rng, 1, false);
     const Tensor y0 = attention(q, k, v, o);
     for (std::size_t t = off + 1; t < Tk; ++t) {  // perturb key/value position t
       INFO("Tq " << Tq << " perturbed position " << t);
@@ -265,12 +269,16 @@ TEST_CASE("attention shape errors name the op and the shapes", "[attention][erro
   nc.causal = false;
   CHECK_NOTHROW(attention(Tensor::zeros({2, 3, 7, 5}), k, v, nc));
   AttentionOptions o;
-  o.bias = Tensor::zeros({2, 4, 6});  // neither H nor 1 heads
-  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("attention") && Catch::Contains("bias") && Catch::Contains("(2, 4, 6)"));
-  o.bias = Tensor::zeros({3, 6, 4});  // (Tk, Tq) swapped
-  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("bias") && Catch::Contains("(3, 6, 4)"));
-  o.bias = Tensor::zeros({4, 6});
-  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("bias"));
+  o.bias = Tensor::zeros({1, 2, 4, 6});  // neither H nor 1 heads
+  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("attention") && Catch::Contains("bias") && Catch::Contains("(1, 2, 4, 6)"));
+  o.bias = Tensor::zeros({3, 3, 4, 6});  // neither B nor 1 rows
+  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("bias") && Catch::Contains("(3, 3, 4, 6)"));
+  o.bias = Tensor::zeros({1, 3, 6, 4});  // (Tk, Tq) swapped
+  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("bias") && Catch::Contains("(1, 3, 6, 4)"));
+  o.bias = Tensor::zeros({3, 4, 6});  // the old 3-D form
+  CHECK_THROWS_WITH(attention(q, k, v, o), Catch::Contains("bias") && Catch::Contains("B or 1, H or 1"));
+  o.bias = Tensor::zeros({2, 1, 4, 6});
+  CHECK_NOTHROW(attention(q, k, v, o));
   AttentionOptions hs;
   hs.head_scale = {1, 2};
   CHECK_THROWS_WITH(attention(q, k, v, hs), Catch::Contains("attention") && Catch::Contains("head_scale"));

@@ -1,14 +1,17 @@
 // What each op's tape node keeps alive (core/tape.hpp): after forward, the values that stay are the
 // caller's and exactly those the op's backward reads. Every op is listed, with the inputs it may keep.
 // Also: gradients when only some inputs require grad (ops then keep fewer values).
+#include <algorithm>
 #include <memory>
 
 #include "core/ops/attention.hpp"
 #include "core/ops/cross_entropy.hpp"
+#include "core/ops/cumsum.hpp"
 #include "core/ops/dropout.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/embedding.hpp"
 #include "core/ops/heads.hpp"
+#include "core/ops/interp_gather.hpp"
 #include "core/ops/layer_norm.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/reduce.hpp"
@@ -84,6 +87,14 @@ std::vector<Array> run(const Case& c, bool drop) {
   return grads;
 }
 
+// Buckets for a (1, 3, 3) attention block: clipped distance j - i + 2 in [0, 5).
+std::shared_ptr<const IndexArray> relative_index() {
+  auto idx = std::make_shared<IndexArray>(IndexArray::shape_type{1, 3, 3});
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) (*idx)(0, i, j) = std::max(-2, std::min(2, j - i)) + 2;
+  return idx;
+}
+
 IndexArray ids(const Shape& shape, std::int32_t n) {
   IndexArray a(shape);
   for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<std::int32_t>((i * 5 + 1) % n);
@@ -98,7 +109,13 @@ std::vector<Case> cases() {
     o.bias = in[3];
     return attention(in[0], in[1], in[2], o);
   };
-  const Shape q{1, 2, 3, 4}, bias{2, 3, 3};
+  const Shape q{1, 2, 3, 4}, bias{1, 2, 3, 3}, table{5, 4};
+  auto rel_attn = [](const std::vector<Tensor>& in) {
+    AttentionOptions o;
+    o.bias = in[3];
+    o.rel = {relative_index(), in[4], in[5]};
+    return attention(in[0], in[1], in[2], o);
+  };
   auto tables = std::make_shared<RotaryTables>(rotary_tables(ids({1, 3}, 9), 4, 100.0));
   return {
       {"add", {s, s}, "gg", "--", false, [](auto& in) { return add(in[0], in[1]); }},
@@ -122,6 +139,19 @@ std::vector<Case> cases() {
       {"gelu", {s}, "g", "k", false, [](auto& in) { return gelu(in[0]); }},
       {"gelu_tanh", {s}, "g", "k", false, [](auto& in) { return gelu_tanh(in[0]); }},
       {"square", {s}, "g", "k", false, [](auto& in) { return square(in[0]); }},
+      {"abs", {s}, "g", "k", false, [](auto& in) { return abs(in[0]); }},
+      {"clamp", {s}, "g", "k", false, [](auto& in) { return clamp(in[0], real(0.7), real(1.5)); }},
+      {"softplus", {s}, "g", "k", false, [](auto& in) { return softplus(in[0]); }},
+      {"maximum", {s, {4}}, "gg", "kk", false, [](auto& in) { return maximum(in[0], in[1]); }},
+      {"minimum, constant b", {s, s}, "gc", "kk", false, [](auto& in) { return minimum(in[0], in[1]); }},
+      {"pow", {s, {4}}, "gg", "kk", false, [](auto& in) { return pow(in[0], in[1]); }},
+      {"cumsum", {{2, 3, 4}}, "g", "-", false, [](auto& in) { return cumsum(in[0], 1, true); }},
+      {"interp_gather", {{2, 3, 4}, {2, 3, 5}}, "gg", "kk", false,
+       [](auto& in) { return interp_gather(in[0], in[1]); }},
+      {"interp_gather, constant p", {{2, 3, 4}, {2, 3, 5}}, "gc", "-k", false,
+       [](auto& in) { return interp_gather(in[0], in[1]); }},
+      {"interp_gather, constant z", {{2, 3, 4}, {2, 3, 5}}, "cg", "kk", false,
+       [](auto& in) { return interp_gather(in[0], in[1]); }},
       {"softmax", {s}, "g", "-", true, [](auto& in) { return softmax(in[0]); }},
       {"log_softmax", {s}, "g", "-", true, [](auto& in) { return log_softmax(in[0]); }},
       {"matmul", {{3, 4}, {4, 5}}, "gg", "kk", false, [](auto& in) { return matmul(in[0], in[1]); }},
@@ -145,6 +175,12 @@ std::vector<Case> cases() {
       {"attention, only q", {q, q, q, bias}, "gccc", "-kk-", false, attn},
       {"attention, no bias", {q, q, q}, "ggg", "kkk", false,
        [no_bias](auto& in) { return attention(in[0], in[1], in[2], no_bias); }},
+      // relative keys/values: da^V reads only P (op-private); dS (dq, dk, da^K) reads v and a^V; dq also k
+      // and a^K; dk and da^K also q
+      {"attention, relative keys and values", {q, q, q, bias, table, table}, "gggggg", "kkk-kk", false, rel_attn},
+      {"attention, relative, only a^V", {q, q, q, bias, table, table}, "cccccg", "------", false, rel_attn},
+      {"attention, relative, only a^K", {q, q, q, bias, table, table}, "ccccgc", "k-k--k", false, rel_attn},
+      {"attention, relative, only q", {q, q, q, bias, table, table}, "gccccc", "-kk-kk", false, rel_attn},
       {"cross_entropy", {s}, "g", "k", false, [](auto& in) { return cross_entropy(in[0], ids({3}, 4)); }},
       {"dropout", {s}, "g", "-", false,
        [](auto& in) {
@@ -207,9 +243,18 @@ TEST_CASE("gradients are right when only some inputs require grad (fewer values 
   each_alone({{2, 3, 4}, {4, 5}}, [](auto& in) { return matmul(in[0], in[1]); });
   each_alone({{3, 4}, {5, 4}, {5}}, [](auto& in) { return linear(in[0], in[1], in[2]); });
   each_alone({{3, 4}, {4}, {4}}, [](auto& in) { return layer_norm(in[0], in[1], in[2]); });
-  each_alone({{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}, {2, 3, 3}}, [](auto& in) {
+  each_alone({{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 3}}, [](auto& in) {
     AttentionOptions o;
     o.bias = in[3];
     return attention(in[0], in[1], in[2], o);
   });
+  each_alone({{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 3}, {5, 4}, {5, 4}}, [](auto& in) {
+    AttentionOptions o;
+    o.bias = in[3];
+    o.rel = {relative_index(), in[4], in[5]};
+    return attention(in[0], in[1], in[2], o);
+  });
+  each_alone({{3, 4}, {4}}, [](auto& in) { return maximum(in[0], in[1]); });
+  each_alone({{3, 4}, {3, 1}}, [](auto& in) { return pow(in[0], in[1]); }, 0.5);
+  each_alone({{2, 3, 4}, {2, 3, 5}}, [](auto& in) { return interp_gather(in[0], in[1]); }, 0.1);
 }

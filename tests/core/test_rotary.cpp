@@ -62,3 +62,112 @@ TEST_CASE("rotary errors", "[rotary][errors]") {
   CHECK_THROWS_WITH(rotary(Tensor::zeros({2, 3, 4, 8}), tb, RotaryLayout::half), Catch::Contains("rotary"));
   CHECK_THROWS_WITH(rotary(Tensor::zeros({2, 3, 5, 6}), tb, RotaryLayout::half), Catch::Contains("head size"));
 }
+
+TEST_CASE("rotary_tables with explicit frequencies: the (rot, base) form is the same tables, bit for bit", "[rotary]") {
+  const IndexArray pos = positions(2, 6, 5);
+  std::vector<double> inv_freq(4);
+  for (std::size_t i = 0; i < 4; ++i) inv_freq[i] = std::pow(500.0, -2.0 * double(i) / 8.0);
+  const RotaryTables a = rotary_tables(pos, 8, 500.0), b = rotary_tables(pos, inv_freq);
+  CHECK(rotary_inv_freq(8, 500.0) == inv_freq);
+  CHECK((a.cos == b.cos));
+  CHECK((a.sin == b.sin));
+  // arbitrary frequencies (e.g. interpolated positions): angle = pos * inv_freq[i]
+  const std::vector<double> f = {0.3, 0.02, 1.7};
+  const RotaryTables c = rotary_tables(pos, f);
+  REQUIRE(c.cos.shape() == (Shape{2, 6, 3}));
+  REQUIRE(c.n_pairs() == 3);
+  for (std::size_t bb = 0; bb < 2; ++bb)
+    for (std::size_t t = 0; t < 6; ++t)
+      for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(c.cos(bb, t, i) == Approx(std::cos(pos(bb, t) * f[i])).margin(1e-15));
+        CHECK(c.sin(bb, t, i) == Approx(std::sin(pos(bb, t) * f[i])).margin(1e-15));
+      }
+  CHECK_THROWS_WITH(rotary_tables(pos, std::vector<double>{}), Catch::Contains("rotary_tables"));
+}
+
+namespace {
+// xPos-style tables: rotation by pos * theta_i, scaled by zeta_i^(sign * pos / scale_base).
+std::shared_ptr<RotaryTables> xpos_tables(const IndexArray& pos, std::size_t rot, double sign) {
+  auto tb = std::make_shared<RotaryTables>(rotary_tables(pos, rot, 100.0));
+  scale_rotary_tables(*tb, pos, [rot, sign](std::int32_t p, std::size_t i) {
+    const double zeta = (2.0 * double(i) / double(rot) + 0.4) / 1.4;
+    return std::pow(zeta, sign * double(p) / 16.0);
+  });
+  return tb;
+}
+}  // namespace
+
+TEST_CASE("scaled rotary tables: values, the backward is the transpose, gradients", "[rotary][grad]") {
+  Rng rng(5);
+  const IndexArray pos = positions(2, 5, 3);
+  Tensor x = randn({2, 3, 5, 8}, rng);
+  for (std::size_t rot : {std::size_t(8), std::size_t(6)})
+    for (auto layout : {RotaryLayout::interleaved, RotaryLayout::half}) {
+      INFO("rot " << rot << " layout " << int(layout));
+      auto plain = std::make_shared<RotaryTables>(rotary_tables(pos, rot, 100.0));
+      auto scaled = xpos_tables(pos, rot, 1.0);
+      // values: the scaled op is the plain rotation times the pair's scale
+      const Tensor yp = rotary(x, plain, layout), ys = rotary(x, scaled, layout);
+      REQUIRE(ys.shape() == x.shape());
+      const std::size_t P = rot / 2;
+      for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 3; ++h)
+          for (std::size_t t = 0; t < 5; ++t)
+            for (std::size_t i = 0; i < P; ++i) {
+              const double m = std::pow((2.0 * double(i) / double(rot) + 0.4) / 1.4, double(pos(b, t)) / 16.0);
+              const std::size_t d = layout == RotaryLayout::interleaved ? 2 * i : i;
+              CHECK(ys.value()(b, h, t, d) == Approx(m * yp.value()(b, h, t, d)).margin(1e-12));
+            }
+      // <g, f(x)> = <f^T(g), x>: backward applies the transpose of the forward map (not its inverse)
+      Tape::current().clear();
+      Tensor xl = x.detach().set_requires_grad();
+      Rng grng(9);
+      const Tensor g = randn(x.shape(), grng, 1, false);
+      rotary(xl, scaled, layout).backward(g.value());
+      double lhs = 0, rhs = 0;
+      for (std::size_t n = 0; n < x.numel(); ++n) {
+        lhs += double(g.data()[n]) * double(ys.data()[n]);
+        rhs += double(xl.grad().data()[n]) * double(x.data()[n]);
+      }
+      CHECK(lhs == Approx(rhs).epsilon(1e-12));
+      gradcheck([&](const std::vector<Tensor>& in) { return rotary(in[0], scaled, layout); }, {x});
+    }
+}
+
+TEST_CASE("xPos-style q and k tables: q_m . k_n depends only on m - n", "[rotary]") {
+  Rng rng(6);
+  const std::size_t T = 6, hs = 8;
+  Tensor q = randn({1, 1, 1, hs}, rng, 1, false), k = randn({1, 1, 1, hs}, rng, 1, false);
+  // one query and one key repeated at every position; two shifts of the same positions
+  auto dots = [&](int shift) {
+    IndexArray pos(IndexArray::shape_type{1, T});
+    for (std::size_t t = 0; t < T; ++t) pos(0, t) = static_cast<int>(t) + shift;
+    Array qa(Shape{1, 1, T, hs}), ka(Shape{1, 1, T, hs});
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t c = 0; c < hs; ++c) qa(0, 0, t, c) = q.value()(0, 0, 0, c), ka(0, 0, t, c) = k.value()(0, 0, 0, c);
+    const Tensor qr = rotary(Tensor(qa), xpos_tables(pos, hs, 1.0), RotaryLayout::half);
+    const Tensor kr = rotary(Tensor(ka), xpos_tables(pos, hs, -1.0), RotaryLayout::half);
+    std::vector<double> out;
+    for (std::size_t m = 0; m < T; ++m)
+      for (std::size_t n = 0; n <= m; ++n) {
+        double s = 0;
+        for (std::size_t c = 0; c < hs; ++c) s += qr.value()(0, 0, m, c) * kr.value()(0, 0, n, c);
+        out.push_back(s);
+      }
+    return out;
+  };
+  const std::vector<double> a = dots(0), b = dots(37);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-10));
+  // pairs (m, n) in order (0,0) (1,0) (1,1) (2,0) (2,1) (2,2): equal distances give equal dots
+  CHECK(a[0] == Approx(a[2]).epsilon(1e-10));
+  CHECK(a[0] == Approx(a[5]).epsilon(1e-10));
+  CHECK(a[1] == Approx(a[4]).epsilon(1e-10));
+  CHECK(a[0] != Approx(a[1]));
+}
+
+TEST_CASE("scale_rotary_tables errors", "[rotary][errors]") {
+  RotaryTables tb = rotary_tables(positions(2, 5, 0), 8, 100.0);
+  CHECK_THROWS_WITH(scale_rotary_tables(tb, positions(2, 4, 0), [](std::int32_t, std::size_t) { return 1.0; }),
+                    Catch::Contains("scale_rotary_tables") && Catch::Contains("(2, 4)"));
+}

@@ -31,6 +31,9 @@ const std::vector<UnOp> kOps = {
     {"gelu_tanh", gelu_tanh,
      [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }},
     {"square", square, [](double v) { return v * v; }},
+    {"abs", pelab::abs, [](double v) { return std::abs(v); }},
+    {"softplus", [](const Tensor& x) { return softplus(x); },
+     [](double v) { return v > 20 ? v : std::log1p(std::exp(v)); }},
 };
 bool positive_only(const std::string& n) { return n == "log" || n == "sqrt"; }
 
@@ -38,7 +41,7 @@ bool positive_only(const std::string& n) { return n == "log" || n == "sqrt"; }
 Tensor test_input(const std::string& name, const Shape& shape, Rng& rng) {
   if (positive_only(name)) return uniform(shape, rng, 0.3, 3.0);
   Tensor x = randn(shape, rng, 1.5);
-  if (name == "relu")
+  if (name == "relu" || name == "abs")
     for (std::size_t i = 0; i < x.numel(); ++i) {
       real& v = x.impl()->value.data()[i];
       v = v >= 0 ? v + real(0.1) : v - real(0.1);
@@ -214,4 +217,73 @@ TEST_CASE("unary ops: empty tensors and NoGrad", "[unary]") {
 
 TEST_CASE("unary ops: undefined input throws naming the op", "[unary][errors]") {
   for (auto& op : kOps) CHECK_THROWS_WITH(op.fn(Tensor()), Catch::Contains(op.name));
+}
+
+TEST_CASE("clamp: values, PyTorch's gradient at the bounds (1) and outside (0), one-sided, errors", "[unary][grad]") {
+  Tensor x = Tensor::from({7}, {-2, -1, -0.5, 0.25, 1, 1.5, std::numeric_limits<real>::quiet_NaN()}, true);
+  Tensor y = clamp(x, -1, 1);
+  const std::vector<real> want = {-1, -1, -0.5, 0.25, 1, 1};
+  REQUIRE(y.numel() == 7);
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(y.data()[i] == want[i]);
+  CHECK(std::isnan(y.data()[6]));
+  y.backward(xt::ones<real>({7}));
+  const std::vector<real> want_grad = {0, 1, 1, 1, 1, 0, 0};  // torch.clamp: bounds included; nan gets 0
+  REQUIRE(x.grad().size() == want_grad.size());
+  for (std::size_t i = 0; i < want_grad.size(); ++i) CHECK(x.grad()(i) == want_grad[i]);
+  // central differences away from the bounds
+  Rng rng(13);
+  Tensor r = randn({4, 5}, rng, 2.0);
+  for (std::size_t i = 0; i < r.numel(); ++i) {
+    real& v = r.impl()->value.data()[i];
+    if (std::abs(std::abs(v) - 1) < real(0.05)) v += real(0.1);
+  }
+  gradcheck([](const std::vector<Tensor>& in) { return clamp(in[0], -1, 1); }, {r});
+  const real inf = std::numeric_limits<real>::infinity();
+  Tensor lower = clamp(Tensor::from({3}, {-5, 0.5, 1e30}), 0, inf);
+  CHECK(lower.data()[0] == 0);
+  CHECK(lower.data()[2] == real(1e30));
+  Tensor upper = clamp(Tensor::from({2}, {-1e30, 3}), -inf, 2);
+  CHECK(upper.data()[0] == real(-1e30));
+  CHECK(upper.data()[1] == 2);
+  CHECK_THROWS_WITH(clamp(x, 2, 1), Catch::Contains("clamp") && Catch::Contains("lo <= hi"));
+  CHECK_THROWS_WITH(clamp(x, std::numeric_limits<real>::quiet_NaN(), 1), Catch::Contains("clamp"));
+}
+
+TEST_CASE("abs: gradient sign(x), 0 at 0 and at nan (PyTorch)", "[unary][grad]") {
+  Tensor x = Tensor::from({4}, {-2, 0, 3, std::numeric_limits<real>::quiet_NaN()}, true);
+  pelab::abs(x).backward(xt::ones<real>({4}));
+  REQUIRE(x.grad().size() == 4);
+  CHECK(x.grad()(0) == -1);
+  CHECK(x.grad()(1) == 0);
+  CHECK(x.grad()(2) == 1);
+  CHECK(x.grad()(3) == 0);
+}
+
+TEST_CASE("softplus: beta and threshold as in PyTorch", "[unary][grad]") {
+  // torch.nn.functional.softplus(x, beta=2, threshold=5) at x = -3, 1, 10 (torch 1.13, float64)
+  Tensor x = Tensor::from({3}, {-3, 1, 10}, true);
+  Tensor y = softplus(x, 2, 5);
+  const std::vector<double> want = {0.0012378425688652247, 1.0634640055214863, 10.0};
+  const std::vector<double> want_grad = {0.0024726231566347748, 0.8807970779778824, 1.0};
+  REQUIRE(y.numel() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(y.data()[i] == Approx(want[i]).epsilon(1e-14));
+  y.backward(xt::ones<real>({3}));
+  REQUIRE(x.grad().size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(x.grad()(i) == Approx(want_grad[i]).epsilon(1e-14));
+  // The threshold is strict: beta x = threshold still takes the log branch, just above returns x.
+  Tensor t = Tensor::from({3}, {20, 20.1, 50}, true);
+  Tensor ty = softplus(t);
+  REQUIRE(ty.numel() == 3);
+  CHECK(ty.data()[0] == Approx(20.000000002061153).epsilon(1e-15));
+  CHECK(ty.data()[0] != 20);
+  CHECK(ty.data()[1] == real(20.1));
+  CHECK(ty.data()[2] == 50);
+  ty.backward(xt::ones<real>({3}));
+  CHECK(t.grad()(0) == Approx(0.9999999979388464).epsilon(1e-15));
+  CHECK(t.grad()(0) != 1);
+  CHECK(t.grad()(1) == 1);
+  Rng rng(14);
+  Tensor r = randn({3, 4}, rng, 3.0);
+  gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0], real(0.7), 4); }, {r});
+  CHECK_THROWS_WITH(softplus(x, 0), Catch::Contains("softplus"));
 }

@@ -89,7 +89,7 @@ TEST_CASE("float attention: -inf bias gives zero probability and NaN propagates"
   Array probs;
   AttentionOptions o;
   o.causal = false;
-  o.bias = Tensor::zeros({1, 3, 3});
+  o.bias = Tensor::zeros({1, 1, 3, 3});
   o.bias.mutable_data()[1] = -std::numeric_limits<real>::infinity();  // row 0 may not see key 1
   o.probs_out = &probs;
   Tensor y = attention(q, k, v, o);

@@ -240,11 +240,11 @@ TEST_CASE("alibi adds -slope * distance per head and makes attention translation
   auto m = make_model(small_config("alibi"), 21);
   const IndexArray pos = default_positions(1, 5);
   const Tensor b = m->encoding().attention_bias(pos, 0);
-  REQUIRE(b.shape() == Shape{2, 5, 5});
+  REQUIRE(b.shape() == Shape{1, 2, 5, 5});
   // H = 2: slopes 2^-4 and 2^-8
-  CHECK(b.value()(0, 4, 1) == Approx(-3.0 / 16));
-  CHECK(b.value()(1, 4, 1) == Approx(-3.0 / 256));
-  CHECK(b.value()(0, 2, 2) == 0);
+  CHECK(b.value()(0, 0, 4, 1) == Approx(-3.0 / 16));
+  CHECK(b.value()(0, 1, 4, 1) == Approx(-3.0 / 256));
+  CHECK(b.value()(0, 0, 2, 2) == 0);
   // shifting every position id leaves the outputs unchanged (relative), unlike sinusoidal
   Rng rng(22);
   const IndexArray tok = random_tokens(2, 7, 11, rng);

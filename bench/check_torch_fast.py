@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""bench/torch_fast.py's FastModel computes what tests/pytorch/pelab_ref.py's Model computes: loss and every
+gradient on one batch, in float64, for every encoding pelab_ref registers (and rope's other layouts and
+fractions), eager, torch.jit.script and torch.jit.trace, with a partly zero mask. Also shows that the check can fail: with
+rope's rotation sign broken it must report a mismatch. Run by ctest (exit 77 = skipped when torch is missing).
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "pytorch"))
+sys.path.insert(0, HERE)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+try:
+    import torch
+    import pelab_ref as ref
+    import torch_fast as tf
+except ImportError as err:
+    print(f"skipped: {err}")
+    sys.exit(77)
+
+TOL = 1e-9
+
+
+def main():
+    torch.set_num_threads(1)
+    cfg = dict(vocab=20, d_model=32, n_layers=2, n_heads=4, d_mlp=128, ln_eps=1e-5, seq_len=12)
+    g = torch.Generator().manual_seed(3)
+    B, T = 3, 12
+    tokens = torch.randint(0, 20, (B, T), generator=g)
+    targets = torch.randint(0, 20, (B, T), generator=g)
+    positions = ref.default_positions(B, T)
+    mask = torch.ones(B, T)
+    mask[0, -4:] = 0  # padding: these targets must not count
+    cases = [(e, None) for e in sorted(ref.ENCODINGS)]
+    cases += [("rope", dict(fraction=0.5)), ("rope", dict(layout="half")), ("rope", dict(layout="half", fraction=0.5))]
+    failed = 0
+    for enc, params in cases:
+        for mode in ("eager", "script", "trace"):
+            dl, dg, names = tf.check_matches_reference(cfg, enc, tokens, positions, targets, mask,
+                                                       script=mode == "script", trace=mode == "trace",
+                                                       encoding_params=params)
+            ok = dl <= TOL and dg <= TOL and len(names) > 0
+            failed += not ok
+            print(f"{enc:10} {str(params or ''):36} {mode:6} {len(names):2} parameters: "
+                  f"loss {dl:.1e}, gradients {dg:.1e}: {'ok' if ok else 'MISMATCH'}")
+    # The check must be able to fail: break the rotation's sign and expect a mismatch.
+    good = tf.rotate_pairs
+    tf.rotate_pairs = lambda x, half: -good(x, half)
+    try:
+        dl, dg, _ = tf.check_matches_reference(cfg, "rope", tokens, positions, targets, mask)
+    finally:
+        tf.rotate_pairs = good
+    caught = dl > TOL or dg > TOL
+    print(f"rope with the rotation's sign broken: loss {dl:.1e}, gradients {dg:.1e}: "
+          f"{'mismatch caught' if caught else 'NOT CAUGHT'}")
+    return 1 if failed or not caught else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
