@@ -49,8 +49,7 @@ class SelfAttention : public Module {
  public:
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal);
   // x (B, T, C) -> (B, T, C)
-  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
-                 Array* probs_out) const;
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
   Linear *qkv, *proj;
   std::size_t n_heads;
   bool causal;
@@ -59,7 +58,7 @@ class SelfAttention : public Module {
 class Block : public Module {
  public:
   Block(const ModelConfig& cfg);
-  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
   LayerNorm *ln1, *ln2;
   SelfAttention* attn;

@@ -43,6 +43,7 @@ class Learned : public PositionalEncoding {
 PELAB_REGISTER_ENCODING(learned, EncodingSpec{
     "learned",
     "trainable absolute position table added to the embeddings (GPT-2)",
+    false,  // relative
     {
         {"max_len", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
          "table rows; 0 = the ids training uses: the longest training sequence, or [train] max_position "
