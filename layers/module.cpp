@@ -15,14 +15,14 @@ const char* kind_name(ParamKind k) {
   return "?";
 }
 
-Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind) {
+Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind, Initializer init) {
   Tensor t = Tensor::zeros(shape, true);
-  params_.push_back({name, t, kind});
+  params_.push_back({name, t, kind, std::move(init)});
   return t;
 }
 
 void Module::collect(const std::string& prefix, std::vector<Parameter>& out) const {
-  for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.kind});
+  for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.kind, p.init});
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
@@ -60,6 +60,10 @@ void Module::zero_grad() {
 
 void init_parameters(const Module& m, Rng& rng, double init_std, double emb_init_std) {
   for (auto& p : m.parameters()) {
+    if (p.init) {
+      p.init(p.tensor.mutable_value(), rng);
+      continue;
+    }
     real* d = p.tensor.mutable_data();
     const std::size_t n = p.tensor.numel();
     switch (p.kind) {

@@ -2,6 +2,7 @@
 // is its checkpoint key and what the PyTorch fixtures use.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,10 +23,15 @@ enum class ParamKind {
 };
 const char* kind_name(ParamKind k);
 
+// Fills a parameter at initialization instead of its kind's rule (e.g. Kerple's positive per-head
+// parameters, FIRE's c = 0.1); draws from the init stream like the rules do.
+using Initializer = std::function<void(Array& value, Rng& rng)>;
+
 struct Parameter {
   std::string name;
   Tensor tensor;
   ParamKind kind;
+  Initializer init;  // empty: the kind's rule
 };
 
 class Module {
@@ -46,7 +52,8 @@ class Module {
   void zero_grad();
 
  protected:
-  Tensor add_parameter(const std::string& name, const Shape& shape, ParamKind kind);
+  // A trainable tensor of zeros; `init` replaces the kind's initialization (the kind still decides decay).
+  Tensor add_parameter(const std::string& name, const Shape& shape, ParamKind kind, Initializer init = nullptr);
   template <class M>
   M& add_module(const std::string& name, std::unique_ptr<M> m) {
     M& ref = *m;
@@ -61,7 +68,7 @@ class Module {
   bool training_ = true;
 };
 
-// Initialization, in one place. Linear weights ~ normal(0, init_std), embeddings (token and learned
+// Initialization, in one place. A parameter with an Initializer uses it; otherwise Linear weights ~ normal(0, init_std), embeddings (token and learned
 // position tables) ~ normal(0, emb_init_std); biases zeros; LayerNorm gains ones and biases zeros
 // (GPT-2's scheme without its residual rescaling).
 void init_parameters(const Module& m, Rng& rng, double init_std = 0.02, double emb_init_std = 0.02);

@@ -486,3 +486,26 @@ TEST_CASE("config: bad position settings name the key, the line and what is allo
              StartsWith("--set train.max_position=40: [train] max_position 40 is smaller than the longest eval sequence, "
                         "66 tokens (eval length 32)"));
 }
+
+TEST_CASE("config: the parameters of t5, kerple and fire are checked at load with the line", "[positions][encodings]") {
+  const std::string t5 = "[encoding]\nname = \"t5\"\n[encoding.t5]\nnum_buckets = 32\n";
+  CHECK_THAT(error_of(t5 + "max_distance = 16\n"),
+             StartsWith("quick.toml:5: [encoding.t5] max_distance 16 must be greater than num_buckets/2 = 16"));
+  CHECK_THAT(error_of(t5 + "max_distance = 17\n"), Contains("(no error)"));
+  CHECK_THAT(error_of("[model]\ncausal = false\n" + t5 + "max_distance = 8\n"),
+             StartsWith("quick.toml:7: [encoding.t5] max_distance 8 must be greater than num_buckets/4 = 8"));
+  CHECK_THAT(error_of("[encoding]\nname = \"t5\"\n[encoding.t5]\nnum_buckets = 2\n"),
+             StartsWith("quick.toml:4: [encoding.t5] key 'num_buckets' has value 2; expected an integer in [4, 4096]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"t5\"\n[encoding.t5]\nshared_layers = 1\n"),
+             StartsWith("quick.toml:4: [encoding.t5] key 'shared_layers' has value 1; expected a boolean"));
+  CHECK_THAT(error_of("[encoding]\nname = \"kerple\"\n[encoding.kerple]\nvariant = \"exp\"\n"),
+             StartsWith("quick.toml:4: [encoding.kerple] key 'variant' has value \"exp\"; expected one of: log, power"));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\ninit_c = 0\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'init_c' has value 0; expected a number in [1e-06, 1000]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\nhidden = 0\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'hidden' has value 0; expected an integer in [1, 4096]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\ninit_L = 0.5\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'init_L' has value 0.5; expected a number in [1, "));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\nper_head = \"no\"\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'per_head' has value \"no\"; expected a boolean"));
+}

@@ -21,7 +21,7 @@ Parameter make_param(const std::string& name, const Shape& shape, ParamKind kind
   Tensor t = Tensor::zeros(shape, true);
   real* d = t.mutable_data();
   for (std::size_t i = 0; i < t.numel(); ++i) d[i] = real(rng.normal());
-  return {name, t, kind};
+  return {name, t, kind, {}};
 }
 
 // One parameter of each kind.
