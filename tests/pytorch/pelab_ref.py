@@ -345,15 +345,15 @@ class Kerple(Encoding):
 
     def begin_forward(self, positions):
         power = self.p["variant"] == "power"
-        with torch.no_grad():
-            for t in self.tables:
-                t["r1"].clamp_(min=0.01)
-                t["r2"].clamp_(min=0.01, max=2.0 if power else None)
+        for t in self.tables:  # as the authors: p.data = p.data.clamp(...)
+            t["r1"].data = t["r1"].data.clamp(min=0.01)
+            t["r2"].data = t["r2"].data.clamp(min=0.01, max=2.0 if power else None)
 
     def attention_bias(self, q, k, ctx):
-        d = self.cached("distance", ctx.positions, q.dtype, lambda: pair_difference(
-            ctx.positions, ctx.shared).abs().to(q.dtype)[:, None])                  # (rows, 1, T, T)
         t = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        dtype = t["r1"].dtype
+        d = self.cached("distance", ctx.positions, dtype, lambda: pair_difference(
+            ctx.positions, ctx.shared).abs().to(dtype)[:, None])                    # (rows, 1, T, T)
         r1, r2 = t["r1"][None, :, None, None], t["r2"][None, :, None, None]
         if self.p["variant"] == "power":
             return -r1 * d.pow(r2)
@@ -388,10 +388,10 @@ class Fire(Encoding):
         self.tables = nn.ModuleList(FireMLP(params["hidden"], outputs, params["init_c"]) for _ in range(n))
 
     def attention_bias(self, q, k, ctx):
-        rows = ctx.positions[:1] if ctx.shared else ctx.positions
-        rel = pair_difference(ctx.positions, ctx.shared).to(q.dtype)                 # (rows, T, T)
-        query = rows.to(q.dtype)[:, :, None]                                        # (rows, T, 1)
         f = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        rows = ctx.positions[:1] if ctx.shared else ctx.positions
+        rel = pair_difference(ctx.positions, ctx.shared).to(f.c.dtype)               # (rows, T, T)
+        query = rows.to(f.c.dtype)[:, :, None]                                      # (rows, T, 1)
         threshold = torch.abs(f.L_multiplier * self.p["init_L"])
         normalizer = torch.log(torch.abs(f.c * torch.max(query, threshold)) + 1) + 1e-6
         x = torch.log(torch.abs(f.c * rel) + 1) / normalizer
