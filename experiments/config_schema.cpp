@@ -33,7 +33,7 @@ ValueType type_of() {
   else if constexpr (std::is_enum_v<T>) return ValueType::string;
   else if constexpr (std::is_integral_v<T>) return ValueType::integer;
   else if constexpr (std::is_floating_point_v<T>) return ValueType::number;
-  else return ValueType::string;  // std::string, Activation, PositionMode
+  else return ValueType::string;  // std::string, Activation, EosMode, InitScheme, PositionMode
 }
 
 template <class T>
@@ -43,6 +43,8 @@ Value to_value(const T& x) {
   else if constexpr (std::is_same_v<T, float>) return Value(float_as_double(x));
   else if constexpr (std::is_floating_point_v<T>) return Value(static_cast<double>(x));
   else if constexpr (std::is_same_v<T, Activation>) return Value(activation_name(x));
+  else if constexpr (std::is_same_v<T, EosMode>) return Value(std::string(eos_mode_name(x)));
+  else if constexpr (std::is_same_v<T, InitScheme>) return Value(std::string(init_scheme_name(x)));
   else if constexpr (std::is_same_v<T, PositionMode>) return Value(std::string(position_mode_name(x)));
   else return Value(x);
 }
@@ -53,6 +55,8 @@ void from_value(const Value& v, T& x) {
   else if constexpr (std::is_integral_v<T>) x = static_cast<T>(std::get<std::int64_t>(v));
   else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(std::get<double>(v));
   else if constexpr (std::is_same_v<T, Activation>) x = parse_activation(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, EosMode>) x = parse_eos_mode(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, InitScheme>) x = parse_init_scheme(std::get<std::string>(v));
   else if constexpr (std::is_same_v<T, PositionMode>) x = parse_position_mode(std::get<std::string>(v));
   else x = std::get<std::string>(v);
 }
@@ -103,9 +107,15 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("causal", model.causal, none, none, "false: bidirectional attention"),
                 PELAB_FIELD("tie_embeddings", model.tie_embeddings, none, none, "LM head shares the embedding"),
                 PELAB_FIELD("ln_eps", model.ln_eps, 1e-12, 1.0, "LayerNorm epsilon"),
-                PELAB_FIELD("init_std", model.init_std, 0.0, 10.0, "std of the normal init of Linear weights"),
+                choices(PELAB_FIELD("init", model.init, none, none,
+                                    "initialization: gpt2 (normal), scaled (gpt2 with residual projections / "
+                                    "sqrt(2 n_layers)), pytorch (nn.Linear / nn.Embedding defaults)"),
+                        {"gpt2", "scaled", "pytorch"}),
+                PELAB_FIELD("init_std", model.init_std, 0.0, 10.0,
+                            "std of the normal init of Linear weights (gpt2, scaled; unused by pytorch)"),
                 PELAB_FIELD("emb_init_std", model.emb_init_std, 0.0, 10.0,
-                            "std of the normal init of token embeddings and learned position tables")},
+                            "std of the normal init of token embeddings and learned position tables (gpt2, "
+                            "scaled; unused by pytorch)")},
                {}});
   s.push_back({"encoding",
                {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)")},
@@ -113,7 +123,15 @@ std::vector<Section> build_schema() {
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),
                 PELAB_FIELD("min_len", min_len, 1.0, 1e6, "smallest training problem size"),
-                PELAB_FIELD("train_len", train_len, 1.0, 1e6, "largest training problem size / LM context")},
+                PELAB_FIELD("train_len", train_len, 1.0, 1e6, "largest training problem size / LM context"),
+                // The sequence format (experiments/tasks/format.hpp); a language model takes only the defaults.
+                PELAB_FIELD("bos", format.bos, none, none, "sequence tasks: <BOS> first"),
+                choices(PELAB_FIELD("eos", format.eos, none, none,
+                                    "sequence tasks: <EOS> after y, counted (scored) or not (unscored), or none"),
+                        {"scored", "unscored", "absent"}),
+                PELAB_FIELD("sep", format.sep, none, none, "sequence tasks: <SEP> between x and y"),
+                PELAB_FIELD("prompt", format.prompt, none, none,
+                            "sequence tasks: the task's prompt token (\"Copy:\") before x")},
                {"[task.<name>] subtables"}});
   std::vector<std::string> metrics = metric_names();
   Field early = PELAB_FIELD("early_stop_metric", train.early_stop_metric, none, none,

@@ -71,7 +71,7 @@ void check_cell(const ExperimentConfig& cfg) {
 
 TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
   const auto& params = cfg.task_params.at(cfg.task);
-  std::string key = cfg.task + "|" + num(cfg.min_len) + "|" + num(cfg.train_len);
+  std::string key = cfg.task + "|" + num(cfg.min_len) + "|" + num(cfg.train_len) + "|" + describe(cfg.format);
   for (const auto& [k, v] : params) key += "|" + k + "=" + format_value(v);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   TaskInfo info;
@@ -79,7 +79,10 @@ TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
     TaskCommon common;
     common.min_len = cfg.min_len;
     common.train_len = cfg.train_len;
+    common.format = cfg.format;
     info.task = make_task(cfg.task, common, params);
+  } catch (const TaskFormatError& e) {  // a format key set for a language model
+    fail(location_any(cfg, {"task." + e.key, "task.name"}), e.what());
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "task '" + cfg.task + "': ");
     auto paths = param_paths(cfg, "task." + cfg.task + ".");

@@ -60,6 +60,7 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   LengthResult r;
   r.length = n;
   r.in_distribution = n <= train_len && n >= min_len;
+  if (auto c = task.chance(n)) r.chance = {{"token_acc", c->token_acc}, {"exact_match", c->exact_match}};
   const std::size_t T = task.sequence_length(n);
   if (auto why = model.encoding().unsupported(max_position_id(positions, T))) {
     r.ok = false;

@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
   std::uint64_t show_seed = 0;
   auto* show = app.add_subcommand("show-task", "print a few samples of a task and its format");
   show->add_option("name", task_name, "task name (see pelab list)")->required();
-  show->add_option("--set", overrides, "task parameter: key=value, e.g. reverse_digits=true (repeatable)");
+  show->add_option("--set", overrides,
+                   "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent (repeatable)");
   show->add_option("-n", n_show, "samples")->check(CLI::Range(1, 100));
   show->add_option("--len", show_len, "problem size (default 8)");
   show->add_option("--seed", show_seed, "seed");
@@ -151,13 +152,27 @@ int main(int argc, char** argv) {
       const std::string len = std::to_string(show_len ? show_len : 8);
       std::vector<std::string> sets = {"task.name=" + task_name, "task.train_len=" + len, "task.min_len=" + len,
                                        "eval.lengths=[" + len + "]"};
-      for (const auto& kv : overrides) sets.push_back("task." + task_name + "." + kv);
+      for (const auto& kv : overrides) {
+        const std::string key = kv.substr(0, kv.find('='));  // format keys live in [task] itself
+        const bool format_key = key == "bos" || key == "eos" || key == "sep" || key == "prompt";
+        sets.push_back((format_key ? "task." : "task." + task_name + ".") + kv);
+      }
       const RunSpec spec = parse_config("", "show-task", sets).runs.at(0);
       const auto& info = TaskRegistry::instance().get(task_name);
-      std::printf("%s: %s\n\n%s\n\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
+      std::printf("%s: %s\n\n%s\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
                   info.format.c_str(), spec.task->vocab_size());
-      Rng rng(show_seed);
       const std::size_t n = spec.config.train_len;
+      if (!spec.task->is_language_model()) {
+        std::printf("format: %s\n\nchance level (uniform guesser, see above):\n%8s  %10s  %12s\n", describe(spec.config.format).c_str(),
+                    "n", "token_acc", "exact_match");
+        for (std::size_t k : {n / 2, n, 2 * n, 4 * n}) {  // the default eval lengths
+          if (k == 0) continue;
+          const Chance c = *spec.task->chance(k);
+          std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
+        }
+      }
+      std::printf("\nsamples (n = %zu; counted targets in brackets):\n", n);
+      Rng rng(show_seed);
       const Batch b = spec.task->sample(rng, n_show, n, n);
       for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", spec.task->render(b, i).c_str());
       return kOk;

@@ -125,7 +125,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   Transformer model(spec.model);
   {
     Rng irng = init_rng(cfg.train.seed);
-    init_parameters(model, irng, cfg.model.init_std, cfg.model.emb_init_std);
+    init_parameters(model, irng, cfg.model.init_options());
   }
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
 

@@ -8,6 +8,15 @@
 
 namespace pelab {
 
+InitOptions ModelSettings::init_options() const {
+  InitOptions o;
+  o.scheme = init;
+  o.std = init_std;
+  o.emb_std = emb_init_std;
+  o.n_layers = n_layers;
+  return o;
+}
+
 ModelDims ModelConfig::dims() const {
   ModelDims d;
   d.vocab = vocab;
@@ -33,7 +42,7 @@ void ModelConfig::validate() const {
 
 SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c) : n_heads(h), causal(c) {
   qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
-  proj = &add_module("proj", std::make_unique<Linear>(d, d));
+  proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
 }
 
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,

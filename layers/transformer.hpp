@@ -22,8 +22,10 @@ struct ModelSettings {
   bool causal = true;                 // false: bidirectional attention
   bool tie_embeddings = false;        // LM head shares tok_emb.weight
   real ln_eps = real(1e-5);
-  double init_std = 0.02;             // Linear weights ~ normal(0, init_std) (layers/module.hpp)
-  double emb_init_std = 0.02;         // token embeddings and learned position tables
+  InitScheme init = InitScheme::gpt2;  // gpt2 | scaled | pytorch (layers/module.hpp)
+  double init_std = 0.02;             // gpt2, scaled: Linear weights ~ normal(0, init_std); unused by pytorch
+  double emb_init_std = 0.02;         // gpt2, scaled: token embeddings and learned position tables; unused by pytorch
+  InitOptions init_options() const;   // for init_parameters
 };
 
 // Everything a Transformer is built from: the settings plus what the task and the encoding decide.
