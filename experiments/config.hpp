@@ -6,9 +6,10 @@
 //   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
 //   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt;
 //               per-task parameters in subtables: [task.addition] ...
-//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed, threads;
+//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed,
+//               positions, max_position, threads;
 //               per-optimizer parameters in subtables: [train.adamw] beta1 = 0.9, [train.sgd] momentum = 0.9
-//   [eval]      lengths, samples, batch_size, seed
+//   [eval]      lengths, samples, batch_size, seed, positions
 //   [sweep]     "section.key" = [values...] grid (e.g. "encoding.name" = ["none", "rope"])
 //   [output]    dir
 //   [cell]      written by `pelab sweep` into each cell's file: index, label, [cell.assignment]
@@ -49,6 +50,9 @@ struct EvalConfig {
   std::size_t samples = 256;         // held-out examples per length
   std::size_t batch_size = 64;
   std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed
+  // Position ids at evaluation: "train" (the training mode) or a mode of training/positions.hpp; offset
+  // and randomized ids come from their own stream seeded like the held-out sets (fixed per length).
+  std::string positions = "train";
 };
 
 // Which cell of a sweep grid a config is ([cell]); empty for a plain run.

@@ -63,6 +63,12 @@ std::string config_table(const RunSpec& spec, std::size_t n_params) {
   row("optimizer", opt);
   row("steps x batch", std::to_string(t.steps) + " x " + std::to_string(t.batch_size));
   row("seed / threads", std::to_string(t.seed) + " / " + std::to_string(t.threads));
+  const PositionConfig ep = eval_positions(cfg);
+  auto ids = [](PositionMode m, std::size_t max_position) {
+    return std::string(position_mode_name(m)) +
+           (m == PositionMode::contiguous ? "" : " in [0, " + std::to_string(max_position) + ")");
+  };
+  row("position ids", "train " + ids(t.positions, t.max_position) + ", eval " + ids(ep.mode, ep.max_position));
   row("blas", blas::blas_summary());
   return os.str();
 }
@@ -135,7 +141,8 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   trainer.checkpoint_extra["config_toml"] = toml;
   // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
   trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
-    const LengthResult r = evaluate_length(model, t, cfg.eval, cfg.train_len, cfg.min_len, cfg.train_len);
+    const LengthResult r =
+        evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len, cfg.train_len);
     mw.write(eval_record(step, r, time));
     if (opt.console) std::printf("  eval @ %zu: %s\n", step, metrics_line(r).c_str());
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;

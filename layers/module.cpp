@@ -20,12 +20,18 @@ const char* kind_name(ParamKind k) {
 Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind, std::size_t fan_in,
                              bool residual) {
   Tensor t = Tensor::zeros(shape, true);
-  params_.push_back({name, t, kind, fan_in, residual});
+  params_.push_back({name, t, kind, fan_in, residual, nullptr});
+  return t;
+}
+
+Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind, Initializer init) {
+  Tensor t = Tensor::zeros(shape, true);
+  params_.push_back({name, t, kind, 0, false, std::move(init)});
   return t;
 }
 
 void Module::collect(const std::string& prefix, std::vector<Parameter>& out) const {
-  for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.kind, p.fan_in, p.residual});
+  for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.kind, p.fan_in, p.residual, p.init});
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
@@ -104,6 +110,10 @@ std::size_t fan_in_of(const Parameter& p) {
 void init_parameters(const Module& m, Rng& rng, const InitOptions& o) {
   if (o.scheme == InitScheme::scaled && o.n_layers == 0) throw Error("init 'scaled': n_layers is 0");
   for (auto& p : m.parameters()) {
+    if (p.init) {
+      p.init(p.tensor.mutable_value(), rng);
+      continue;
+    }
     real* d = p.tensor.mutable_data();
     const std::size_t n = p.tensor.numel();
     switch (p.kind) {

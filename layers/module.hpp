@@ -2,6 +2,7 @@
 // is its checkpoint key and what the PyTorch fixtures use.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,12 +25,17 @@ enum class ParamKind {
 };
 const char* kind_name(ParamKind k);
 
+// Fills a parameter at initialization instead of the scheme's rule for its kind, under every scheme
+// (e.g. Kerple's positive per-head parameters, FIRE's c = 0.1); draws from the init stream like the rules.
+using Initializer = std::function<void(Array& value, Rng& rng)>;
+
 struct Parameter {
   std::string name;
   Tensor tensor;
   ParamKind kind;
   std::size_t fan_in = 0;  // a Linear's weight and bias: its input width (PyTorch's init bound); else 0
   bool residual = false;   // a Linear writing into the residual stream (attention out-projection, MLP proj)
+  Initializer init;        // set: fills the parameter instead of the scheme (see Initializer)
 };
 
 class Module {
@@ -52,6 +58,8 @@ class Module {
  protected:
   Tensor add_parameter(const std::string& name, const Shape& shape, ParamKind kind, std::size_t fan_in = 0,
                        bool residual = false);
+  // A parameter filled by `init` at initialization, whatever the scheme (the kind still decides decay).
+  Tensor add_parameter(const std::string& name, const Shape& shape, ParamKind kind, Initializer init);
   template <class M>
   M& add_module(const std::string& name, std::unique_ptr<M> m) {
     M& ref = *m;

@@ -25,6 +25,8 @@ ModelDims ModelConfig::dims() const {
   d.head_dim = n_heads ? d_model / n_heads : 0;
   d.n_layers = n_layers;
   d.train_seq_len = train_seq_len;
+  d.max_position = max_position ? max_position : train_seq_len;
+  d.causal = causal;
   return d;
 }
 
@@ -43,16 +45,17 @@ SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c) : n_heads(h),
   proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
 }
 
-Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions,
-                              std::size_t layer, Array* probs_out) const {
+Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
+                              Array* probs_out) const {
   const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
-  pe.encode_qk(q, k, positions, layer);
+  pe.encode_qk(q, k, ctx);
   AttentionOptions o;
   o.causal = causal;
-  o.bias = pe.attention_bias(positions, layer);
-  o.head_scale = pe.logit_scale(positions, layer);
+  o.bias = pe.attention_bias(q, k, ctx);  // (B or 1, H or 1, T, T) or undefined
+  o.rel = pe.relative_kv(ctx);
+  o.head_scale = pe.logit_scale(ctx);
   o.probs_out = probs_out;
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
@@ -64,10 +67,10 @@ Block::Block(const ModelConfig& cfg) : dropout_p(cfg.dropout) {
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
 }
 
-Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                       const ForwardOptions& opt) const {
-  Array* probs = opt.attention_maps ? &(*opt.attention_maps)[layer] : nullptr;
-  Tensor a = attn->forward(ln1->forward(x), pe, positions, layer, probs);
+  Array* probs = opt.attention_maps ? &(*opt.attention_maps)[ctx.layer] : nullptr;
+  Tensor a = attn->forward(ln1->forward(x), pe, ctx, probs);
   if (dropout_p > 0 && training()) a = pelab::dropout(a, dropout_p, *opt.dropout_rng, true);
   Tensor h = add(x, a);
   Tensor m = mlp->forward(ln2->forward(h));
@@ -98,7 +101,8 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
   pos_->begin_forward(positions);
   Tensor x = pos_->encode_input(tok_emb_->forward(tokens), positions);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
-  for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, *pos_, positions, i, opt);
+  const bool shared = rows_share_positions(positions);
+  for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, *pos_, {positions, i, shared}, opt);
   x = ln_f_->forward(x);
   return head_ ? head_->forward(x) : linear(x, tok_emb_->weight);  // (B, T, V)
 }

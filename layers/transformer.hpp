@@ -33,7 +33,8 @@ struct ModelConfig : ModelSettings {
   std::size_t vocab = 0;
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
-  std::size_t train_seq_len = 0;      // the longest training sequence in tokens (learned tables size from it)
+  std::size_t train_seq_len = 0;      // the longest training sequence in tokens
+  std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
   ModelDims dims() const;
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).
@@ -50,8 +51,7 @@ class SelfAttention : public Module {
  public:
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal);
   // x (B, T, C) -> (B, T, C)
-  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
-                 Array* probs_out) const;
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
   Linear *qkv, *proj;
   std::size_t n_heads;
   bool causal;
@@ -60,7 +60,7 @@ class SelfAttention : public Module {
 class Block : public Module {
  public:
   Block(const ModelConfig& cfg);
-  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
   LayerNorm *ln1, *ln2;
   SelfAttention* attn;

@@ -62,14 +62,14 @@ struct Trainer::Impl {
   TrainerOptions opt;
   std::vector<Parameter> params;
   std::unique_ptr<Optimizer> optimizer;
-  Rng data, dropout;
+  Rng data, dropout, positions;
   std::shared_ptr<spdlog::logger> log;
   MetricsWriter metrics;
   bool tty = false;
 
   Impl(Transformer& m, const TrainConfig& c, BatchSource s, TrainerOptions o)
       : model(m), cfg(c), source(std::move(s)), opt(std::move(o)), params(m.parameters()),
-        data(data_rng(c.seed)), dropout(dropout_rng(c.seed)) {
+        data(data_rng(c.seed)), dropout(dropout_rng(c.seed)), positions(position_rng(c.seed)) {
     OptimizerCommon common;
     common.weight_decay = cfg.weight_decay;
     common.rule.decay_norm_and_bias = cfg.decay_norm_and_bias;
@@ -127,6 +127,8 @@ TrainResult Trainer::run() {
       try {
         rng_from_json(s.data, st.extra.at("rng_data"));
         rng_from_json(s.dropout, st.extra.at("rng_dropout"));
+        // Checkpoints from before position modes have none: they trained with contiguous ids, which draw nothing.
+        if (st.extra.contains("rng_positions")) rng_from_json(s.positions, st.extra.at("rng_positions"));
         time_before = st.extra.value("seconds", 0.0);
       } catch (const nlohmann::json::exception& e) {
         throw Error("checkpoint " + *ck.path + "/state.json: \"extra\" lacks the trainer's state (rng_data, "
@@ -150,6 +152,7 @@ TrainResult Trainer::run() {
     st.extra = checkpoint_extra;
     st.extra["rng_data"] = rng_json(s.data);
     st.extra["rng_dropout"] = rng_json(s.dropout);
+    st.extra["rng_positions"] = rng_json(s.positions);
     st.extra["seconds"] = elapsed();
     last_ckpt = save_checkpoint(s.opt.run_dir, s.model, *s.optimizer, st, cfg.keep_checkpoints);
     s.log->info("checkpoint " + last_ckpt);
@@ -179,10 +182,11 @@ TrainResult Trainer::run() {
                     (s.opt.resume_command.empty() ? "" : "; resume with: " + s.opt.resume_command);
       break;
     }
-    const Batch batch = s.source(s.data);
+    Batch batch = s.source(s.data);
+    assign_positions(batch, {cfg.positions, cfg.max_position}, s.positions);
     ForwardOptions fo;
     fo.dropout_rng = &s.dropout;
-    Tensor logits = s.model.forward(batch.tokens, default_positions(batch.batch(), batch.length()), fo);
+    Tensor logits = s.model.forward(batch.tokens, batch.positions, fo);
     Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
     const double loss_v = loss.item();
     if (!std::isfinite(loss_v)) {

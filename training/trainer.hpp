@@ -43,7 +43,8 @@ const char* status_name(TrainResult::Status s);
 
 class Trainer {
  public:
-  // Draws one training batch from the data RNG (the trainer owns and checkpoints that RNG).
+  // Draws one training batch from the data RNG (the trainer owns and checkpoints that RNG). The
+  // trainer then assigns its position ids per cfg.positions from its own position RNG.
   using BatchSource = std::function<Batch(Rng&)>;
   // Runs an evaluation at `step`, writing its records; returns the in-distribution value of the
   // early-stop metric (if one is configured).
@@ -62,9 +63,10 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Random streams derived from the training seed, so init, data and dropout never share state.
+// Random streams derived from the training seed, so init, data, dropout and position ids never share state.
 inline Rng init_rng(std::uint64_t seed) { return Rng(seed, 1); }
 inline Rng data_rng(std::uint64_t seed) { return Rng(seed, 2); }
 inline Rng dropout_rng(std::uint64_t seed) { return Rng(seed, 3); }
+inline Rng position_rng(std::uint64_t seed) { return Rng(seed, 4); }
 
 }  // namespace pelab

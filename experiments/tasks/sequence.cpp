@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "layers/positional/encoding.hpp"  // default_positions
+
 namespace pelab {
 namespace seq {
 
@@ -20,6 +22,7 @@ Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, st
   out.tokens = IndexArray(Shape{B, T});
   out.targets = IndexArray(Shape{B, T});
   out.mask = Array(Shape{B, T});
+  out.positions = default_positions(B, T);
   std::fill(out.tokens.begin(), out.tokens.end(), kPad);
   std::fill(out.targets.begin(), out.targets.end(), -1);
   std::fill(out.mask.begin(), out.mask.end(), real(0));

@@ -57,6 +57,9 @@ std::vector<std::size_t> check_layout(const Task& t, const Batch& batch, std::si
   const std::size_t T = batch.length();
   REQUIRE(batch.targets.shape() == Shape{B, T});
   REQUIRE(batch.mask.shape() == Shape{B, T});
+  REQUIRE(batch.positions.shape() == Shape{B, T});  // 0..T-1, padding included (modes are the trainer's)
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < T; ++i) REQUIRE(batch.positions(b, i) == static_cast<std::int32_t>(i));
   REQUIRE(batch.answer_begin.size() == B);
   REQUIRE(batch.answer_end.size() == B);
   const std::int32_t prompt = as_seq(t).prompt_id();
@@ -379,6 +382,9 @@ TEST_CASE("char_lm samples training windows and evaluates on the held-out tail",
   CHECK(L <= 16);
   REQUIRE(a.targets.shape() == Shape{8, L});
   REQUIRE(a.mask.shape() == Shape{8, L});
+  REQUIRE(a.positions.shape() == Shape{8, L});
+  CHECK(a.positions(7, L - 1) == static_cast<std::int32_t>(L - 1));
+  CHECK(a.positions(3, 0) == 0);
   CHECK(a.answer_begin.empty());
   CHECK(std::all_of(a.mask.begin(), a.mask.end(), [](real m) { return m == 1; }));
   std::set<std::size_t> lens;

@@ -34,7 +34,18 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "rope_half": ("rope", {"layout": "half"}),
     "rope_partial": ("rope", {"layout": "half", "fraction": 0.5}),  # 4 of 8 dims rotated, 4 pass through
     "alibi": ("alibi", {}),
+    "t5": ("t5", {}),                                                 # distances < 16: exact buckets only
+    "t5_small": ("t5", {"num_buckets": 8, "max_distance": 10, "shared_layers": False}),  # log buckets too
+    "t5_bidir": ("t5", {"num_buckets": 12, "max_distance": 7}),      # model.causal = false: both sides
+    "kerple": ("kerple", {}),
+    "kerple_power": ("kerple", {"variant": "power", "shared_layers": True}),
+    "fire": ("fire", {}),                                             # ids < L: one normalizer
+    "fire_small_L": ("fire", {"init_L": 8.0, "hidden": 8, "per_head": False, "shared_layers": True}),
 }
+# Model settings of single fixtures, on top of CFG (recorded in their "config" metadata).
+FIXTURE_CFG = {"t5_bidir": {"causal": False}}
+# T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
+T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,
              weight_decay=0.1, clip_norm=1.0)
 # The training-loop fixture: pelab's Trainer on a stream of distinct batches, positions 0..T-1 (the
@@ -65,9 +76,8 @@ def build_fixture(fixture):
     enc, given = FIXTURES[fixture]
     torch.manual_seed(0)
     tokens, positions, targets, mask = make_inputs()
-    if ref.ENCODINGS[enc].shared_positions:
-        positions[:] = positions[2]                          # one position row for the batch: 2..13
-    model = ref.Model(CFG, enc, given)
+    cfg = dict(CFG, **FIXTURE_CFG.get(fixture, {}))
+    model = ref.Model(cfg, enc, given)
     ref.init_fixture_weights(model)
     names = [n for n, _ in model.named_parameters()]
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -109,7 +119,7 @@ def build_fixture(fixture):
         "fixture": fixture,
         "encoding": enc,
         "encoding_params": json.dumps(model.pos.p, sort_keys=True),
-        "config": json.dumps(CFG, sort_keys=True),
+        "config": json.dumps(cfg, sort_keys=True),
         "train": json.dumps(TRAIN, sort_keys=True),
         "torch_version": torch.__version__,
         "command": COMMAND,
@@ -178,7 +188,7 @@ def build_trainer_fixture():
 
 
 # ---------------------------------------------------------------- self-checks
-DIMS = dict(d_model=32, n_heads=4, head_dim=8, train_len=12)
+DIMS = dict(d_model=32, n_heads=4, head_dim=8, n_layers=2, train_len=12, causal=True)
 
 
 def check_encodings():
@@ -188,12 +198,12 @@ def check_encodings():
     pos = torch.tensor([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]])
     # The two RoPE layouts are the same rotation up to a permutation of dims.
     perm = torch.tensor([0, 4, 1, 5, 2, 6, 3, 7])  # half-layout dim of each interleaved slot
-    a = ref.make_encoding("rope", {"layout": "interleaved"}, DIMS).encode_qk(x[..., perm], x, pos, 0)[0]
-    b = ref.make_encoding("rope", {"layout": "half"}, DIMS).encode_qk(x, x, pos, 0)[0][..., perm]
+    a = ref.make_encoding("rope", {"layout": "interleaved"}, DIMS).encode_qk(x[..., perm], x, ref.Ctx(pos, 0, False))[0]
+    b = ref.make_encoding("rope", {"layout": "half"}, DIMS).encode_qk(x, x, ref.Ctx(pos, 0, False))[0][..., perm]
     assert torch.allclose(a, b, atol=1e-6), "rope layouts disagree"
     # A fraction rotates the first dims as RoPE of that head size would, and passes the rest through.
-    part = ref.make_encoding("rope", {"layout": "half", "fraction": 0.5}, DIMS).encode_qk(x, x, pos, 0)[0]
-    small = ref.make_encoding("rope", {"layout": "half"}, dict(DIMS, head_dim=4)).encode_qk(x[..., :4], x, pos, 0)[0]
+    part = ref.make_encoding("rope", {"layout": "half", "fraction": 0.5}, DIMS).encode_qk(x, x, ref.Ctx(pos, 0, False))[0]
+    small = ref.make_encoding("rope", {"layout": "half"}, dict(DIMS, head_dim=4)).encode_qk(x[..., :4], x, ref.Ctx(pos, 0, False))[0]
     assert torch.equal(part[..., 4:], x[..., 4:]) and torch.allclose(part[..., :4], small, atol=1e-6), "rope fraction"
     # Sinusoidal: PE[t, 2i] = sin(t / base^(2i/d)), PE[t, 2i+1] = cos(same).
     pe = ref.sinusoidal_table(torch.tensor([[0, 3, 13]]), 6, 10000.0)[0]
@@ -205,26 +215,76 @@ def check_encodings():
     # ALiBi: the paper's slopes (6 heads: 4 geometric, then every other one of 8), bias -m_h |i - j|.
     assert ref.alibi_slopes(4) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8]
     assert ref.alibi_slopes(6) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]
-    bias = ref.make_encoding("alibi", {"slope_scale": 2.0}, DIMS).attention_bias(pos[:1].repeat(3, 1), 0)
-    assert bias.shape == (4, 5, 5) and bias[1, 4, 1].item() == -2.0 * 2 ** -4 * 3 and bias[0, 2, 2].item() == 0.0
+    alibi = ref.make_encoding("alibi", {"slope_scale": 2.0}, DIMS)
+    bias = alibi.attention_bias(x, x, ref.Ctx(pos[:1].repeat(3, 1), 0, True))
+    assert bias.shape == (1, 4, 5, 5) and bias[0, 1, 4, 1].item() == -2.0 * 2 ** -4 * 3 and bias[0, 0, 2, 2].item() == 0.0
+    rows = alibi.attention_bias(x, x, ref.Ctx(pos, 0, False))               # row 1 holds 7..11
+    assert rows.shape == (2, 4, 5, 5) and torch.equal(rows[0], rows[1])    # the same distances
+    # T5 buckets: hand-computed values of the reference formula.
+    rel = torch.tensor([-1000, -128, -20, -16, -15, -3, 0, 3, 100])
+    assert ref.t5_bucket(rel, False, 32, 128).tolist() == [31, 31, 17, 16, 15, 3, 0, 0, 0]
+    assert ref.t5_bucket(rel, True, 32, 128).tolist() == [15, 15, 10, 10, 9, 3, 0, 19, 31]  # -16: log 2 / log 16 * 8 = 2 exactly
+    # Kerple: -r1 log(1 + r2 d) and -r1 d^r2 at one head, one distance.
+    for variant, want in (("log", lambda r1, r2, d: -r1 * math.log(1 + r2 * d)), ("power", lambda r1, r2, d: -r1 * d ** r2)):
+        ker = ref.make_encoding("kerple", {"variant": variant}, DIMS)
+        with torch.no_grad():
+            ker.tables[1]["r1"][2], ker.tables[1]["r2"][2] = 0.7, 1.3
+        b = ker.attention_bias(x, x, ref.Ctx(pos, 1, False))
+        assert abs(b[1, 2, 4, 1].item() - want(0.7, 1.3, 3.0)) < 1e-5, variant
+    # FIRE: one head's value written out, with a query id past L (so max(L, p_i) = p_i).
+    fire = ref.make_encoding("fire", {"init_L": 8.0, "hidden": 3}, DIMS)
+    torch.manual_seed(3)
+    f = fire.tables[0]
+    pos2 = torch.tensor([[5, 9, 20, 21, 30]])
+    b = fire.attention_bias(x, x, ref.Ctx(pos2, 0, True))
+    c, L = f.c.item(), abs(f.L_multiplier.item() * 8.0)
+    u = math.log(abs(c * (30 - 9)) + 1) / (math.log(abs(c * max(30, L)) + 1) + 1e-6)
+    hidden = [max(0.0, f.fc.weight[m, 0].item() * u + f.fc.bias[m].item()) for m in range(3)]
+    want = sum(f.out.weight[2, m].item() * hidden[m] for m in range(3)) + f.out.bias[2].item()
+    assert b.shape == (1, 4, 5, 5) and abs(b[0, 2, 4, 1].item() - want) < 1e-5, (b[0, 2, 4, 1].item(), want)
 
 
 def check_model():
-    """Every fixture's model is causal; relative encodings (`Encoding.relative`) give the same logits when
-    every position is shifted by 4, absolute ones do not."""
+    """Every fixture's model is causal (unless built bidirectional); relative encodings
+    (`Encoding.relative`) give the same logits when every position is shifted by a constant, absolute ones
+    do not (FIRE only once a query id passes L: shift 1000 too); two rows with their own ids give what
+    two one-row batches give."""
     torch.manual_seed(2)
     tokens = torch.randint(0, CFG["vocab"], (2, CFG["seq_len"]))
     pos = torch.arange(CFG["seq_len"]).repeat(2, 1)
     for fixture, (enc, given) in FIXTURES.items():
-        model = ref.Model(CFG, enc, given)
+        cfg = dict(CFG, **FIXTURE_CFG.get(fixture, {}))
+        model = ref.Model(cfg, enc, given)
         ref.init_fixture_weights(model)
         with torch.no_grad():
             base = model(tokens, pos)
             changed = tokens.clone()
             changed[:, 7:] = (changed[:, 7:] + 1) % CFG["vocab"]
-            assert torch.equal(model(changed, pos)[:, :7], base[:, :7]), f"{fixture}: not causal"
-            same = torch.allclose(model(tokens, pos + 4), base, atol=1e-4)
-            assert same == ref.ENCODINGS[enc].relative, f"{fixture}: shift invariance {same}"
+            causal = torch.equal(model(changed, pos)[:, :7], base[:, :7])
+            assert causal == cfg.get("causal", True), f"{fixture}: causal {causal}"
+            shifts = [4] if enc == "learned" else [4, 1000]                  # learned: a 16-row table
+            same = [torch.allclose(model(tokens, pos + k), base, atol=1e-4) for k in shifts]
+            if ref.ENCODINGS[enc].relative:
+                assert all(same), f"{fixture}: declared relative, but a shift changes the logits"
+            else:
+                assert not all(same), f"{fixture}: declared absolute, but no shift changes the logits"
+            mixed = pos.clone()
+            mixed[1] = torch.tensor([0, 2, 3, 5, 6, 7, 9, 10, 11, 12, 14, 15])
+            both = model(tokens, mixed)
+            for r in range(2):
+                one = model(tokens[r:r + 1], mixed[r:r + 1])
+                assert torch.allclose(both[r:r + 1], one, atol=1e-5), f"{fixture}: row {r} depends on the other row"
+
+
+def t5_bucket_tables():
+    """HF's bucket function in torch for every T5_BUCKETS setting over relative distances -600..600."""
+    rel = torch.arange(-600, 601)
+    out = {"relative": rel.to(torch.int32).numpy()}
+    for nb, md, bidir in T5_BUCKETS:
+        out[f"buckets.{nb}_{md}_{'bidirectional' if bidir else 'causal'}"] = \
+            ref.t5_bucket(rel, bidir, nb, md).to(torch.int32).numpy()
+    return out, {"fixture": "t5_buckets", "settings": json.dumps(T5_BUCKETS), "torch_version": torch.__version__,
+                 "command": COMMAND}
 
 
 def main():
@@ -246,6 +306,10 @@ def main():
         print(f"{fixture:12s} {os.path.getsize(path) / 1024:6.1f} KB  loss {tensors['out.loss']:.6f}")
         print(f"             train.losses     {losses}")
         print(f"             train.grad_norms {norms}")
+    tensors, meta = t5_bucket_tables()
+    path = os.path.join(OUT_DIR, "t5_buckets.safetensors")
+    ref.save_checked(path, tensors, meta)
+    print(f"t5_buckets   {os.path.getsize(path) / 1024:6.1f} KB  {len(T5_BUCKETS)} settings x {len(tensors['relative'])} distances")
     tensors, meta, clipped = build_trainer_fixture()
     path = os.path.join(OUT_DIR, f"trainer_{TRAINER['encoding']}.safetensors")
     ref.save_checked(path, tensors, meta)

@@ -20,6 +20,7 @@ Run with Debian's torch 1.13 (/usr/bin/python3), never a pyenv/venv python.
 import json
 import math
 import os
+import re
 import struct
 
 import numpy as np
@@ -100,13 +101,19 @@ def resolve_params(name, given):
     return {k: given.get(k, v) for k, v in spec.items()}
 
 
+class Ctx:
+    """What an encoding sees inside one attention layer (pelab's AttentionContext)."""
+
+    def __init__(self, positions, layer, shared):
+        self.positions, self.layer, self.shared = positions, layer, shared
+
+
 class Encoding(nn.Module):
-    """The four places an encoding may act, as in layers/positional/encoding.hpp; each defaults to nothing.
-    dims: d_model, n_heads, head_dim, train_len. Tensors: x (B, T, C), q and k (B, H, T, hs), positions (B, T)."""
+    """The hooks of layers/positional/encoding.hpp, each defaulting to nothing. dims: d_model, n_heads,
+    head_dim, n_layers, train_len, causal. Tensors: x (B, T, C), q and k (B, H, T, hs), positions (B, T)."""
     name = ""
     params = {}               # parameter -> default: the same keys and defaults as pelab's EncodingSpec
     relative = False          # logits unchanged when every position is shifted by the same offset
-    shared_positions = False  # every row of a batch must carry the same positions (one bias for the batch)
 
     def __init__(self, params, dims):
         super().__init__()
@@ -124,17 +131,33 @@ class Encoding(nn.Module):
     def begin_forward(self, positions):  # once per forward, before the first layer
         pass
 
-    def encode_input(self, x, positions):  # 1. token embeddings -> (B, T, C)
+    def encode_input(self, x, positions):  # token embeddings -> (B, T, C)
         return x
 
-    def encode_qk(self, q, k, positions, layer):  # 2. -> (q, k)
+    def encode_qk(self, q, k, ctx):  # -> (q, k)
         return q, k
 
-    def attention_bias(self, positions, layer):  # 3. additive logit bias (H or 1, T, T), or None
+    def attention_bias(self, q, k, ctx):  # additive logit bias (B or 1, H or 1, T, T), or None
         return None
 
-    def logit_scale(self, positions, layer):  # 4. per-head scales (H,) replacing 1/sqrt(hs), or None
+    def logit_scale(self, ctx):  # per-head scales (H,) replacing 1/sqrt(hs), or None
         return None
+
+    def fixture_init(self, name, p):
+        """The fixtures' value of parameter `name` (a pos.* name), or False for the generic init: for
+        parameters whose meaning needs a range (Kerple's positive r1, r2)."""
+        return False
+
+
+def shared_rows(positions):
+    """True when every row of positions (B, T) holds the same ids (pelab's rows_share_positions)."""
+    return bool((positions == positions[:1]).all())
+
+
+def pair_difference(positions, shared):
+    """(rows, T, T) int64: p_i - p_j of each row; rows = 1 when the rows share their ids."""
+    p = positions[:1] if shared else positions
+    return p[:, :, None] - p[:, None, :]
 
 
 @register
@@ -219,7 +242,8 @@ class Rope(Encoding):
         self.rot = int(round(r))
         assert abs(r - self.rot) < 1e-9 and self.rot % 2 == 0 and self.rot > 0, f"rope: {r} rotated dims"
 
-    def encode_qk(self, q, k, positions, layer):
+    def encode_qk(self, q, k, ctx):
+        positions = ctx.positions
         cos, sin = self.cached("tables", positions, q.dtype, lambda: self._tables(positions, q.dtype))
         return self._rotate_heads(q, cos, sin), self._rotate_heads(k, cos, sin)
 
@@ -247,23 +271,139 @@ def alibi_slopes(n_heads):
 
 @register
 class Alibi(Encoding):
-    """bias[h, i, j] = -m_h |p_i - p_j|, computed in float64 and rounded to float32 as pelab's constant."""
+    """bias[b, h, i, j] = -m_h |p_i - p_j|, computed in float64 and rounded to float32 as pelab's constant;
+    (1, H, T, T) when the rows share their ids, else (B, H, T, T)."""
     name = "alibi"
     params = {"slope_scale": 1.0}
     relative = True
-    shared_positions = True
 
     def __init__(self, params, dims):
         super().__init__(params, dims)
         self.slopes = torch.tensor(alibi_slopes(dims["n_heads"]), dtype=torch.float64) * params["slope_scale"]
 
-    def attention_bias(self, positions, layer):
-        return self.cached("bias", positions, None, lambda: self._bias(positions))
+    def attention_bias(self, q, k, ctx):
+        return self.cached("bias", ctx.positions, None, lambda: self._bias(ctx.positions, ctx.shared))
 
-    def _bias(self, positions):
-        assert bool((positions == positions[:1]).all()), "alibi: every row of a batch must carry the same positions"
-        p = positions[0].to(torch.float64)
-        return (-self.slopes[:, None, None] * (p[:, None] - p[None, :]).abs()).to(torch.float32)  # (H, T, T)
+    def _bias(self, positions, shared):
+        d = pair_difference(positions, shared).to(torch.float64).abs()[:, None]     # (rows, 1, T, T)
+        return (-self.slopes[None, :, None, None] * d).to(torch.float32)             # (rows, H, T, T)
+
+
+def t5_bucket(relative, bidirectional, num_buckets, max_distance):
+    """Hugging Face transformers' T5Attention._relative_position_bucket (from Mesh TensorFlow), verbatim
+    in substance: relative = key - query (int64 tensor) -> bucket ids."""
+    ret = torch.zeros_like(relative)
+    if bidirectional:
+        num_buckets //= 2
+        ret += (relative > 0).to(torch.long) * num_buckets
+        n = torch.abs(relative)
+    else:
+        n = -torch.min(relative, torch.zeros_like(relative))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return ret + torch.where(is_small, n, large)
+
+
+@register
+class T5(Encoding):
+    """One learned scalar per (bucket, head) per table: pos.tables.<l>.weight (num_buckets, H), one table
+    (shared_layers) or one per layer; bidirectional buckets when the model is not causal."""
+    name = "t5"
+    params = {"num_buckets": 32, "max_distance": 128, "shared_layers": True}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        self.tables = nn.ModuleList(nn.Embedding(params["num_buckets"], dims["n_heads"]) for _ in range(n))
+
+    def attention_bias(self, q, k, ctx):
+        buckets = self.cached("buckets", ctx.positions, None, lambda: t5_bucket(
+            -pair_difference(ctx.positions, ctx.shared), not self.dims["causal"], self.p["num_buckets"],
+            self.p["max_distance"]))                                                 # (rows, T, T)
+        table = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        return table(buckets).permute(0, 3, 1, 2)                                   # (rows, H, T, T)
+
+
+@register
+class Kerple(Encoding):
+    """bias = -r1 log(1 + r2 d) or -r1 d^r2, d = |p_i - p_j|, r1 and r2 per head (pos.tables.<l>.r1, .r2),
+    projected into [0.01, inf) (power r2: [0.01, 2]) at every forward as the authors' code does."""
+    name = "kerple"
+    params = {"variant": "log", "shared_layers": False}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        H = dims["n_heads"]
+        self.tables = nn.ModuleList(nn.ParameterDict({"r1": nn.Parameter(torch.rand(H)),
+                                                      "r2": nn.Parameter(torch.rand(H))}) for _ in range(n))
+
+    def begin_forward(self, positions):
+        power = self.p["variant"] == "power"
+        for t in self.tables:  # as the authors: p.data = p.data.clamp(...)
+            t["r1"].data = t["r1"].data.clamp(min=0.01)
+            t["r2"].data = t["r2"].data.clamp(min=0.01, max=2.0 if power else None)
+
+    def attention_bias(self, q, k, ctx):
+        t = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        dtype = t["r1"].dtype
+        d = self.cached("distance", ctx.positions, dtype, lambda: pair_difference(
+            ctx.positions, ctx.shared).abs().to(dtype)[:, None])                    # (rows, 1, T, T)
+        r1, r2 = t["r1"][None, :, None, None], t["r2"][None, :, None, None]
+        if self.p["variant"] == "power":
+            return -r1 * d.pow(r2)
+        return -r1 * torch.log(1 + r2 * d)
+
+    def fixture_init(self, name, p):
+        hi = 1.8 if (self.p["variant"] == "power" and name.endswith("r2")) else 1.5
+        return 0.2 + (hi - 0.2) * torch.rand_like(p)
+
+
+class FireMLP(nn.Module):
+    def __init__(self, hidden, outputs, init_c):
+        super().__init__()
+        self.fc = nn.Linear(1, hidden)
+        self.out = nn.Linear(hidden, outputs)
+        self.c = nn.Parameter(torch.tensor([float(init_c)]))
+        self.L_multiplier = nn.Parameter(torch.tensor([1.0]))
+
+
+@register
+class Fire(Encoding):
+    """Li et al. 2023, as their reference module, on position ids: f(psi(p_i - p_j) / psi(max(L, p_i))),
+    psi(x) = log(|c x| + 1), L = |L_multiplier * init_L|, normalizer + 1e-6."""
+    name = "fire"
+    params = {"hidden": 32, "init_c": 0.1, "init_L": 512.0, "per_head": True, "shared_layers": False}
+    relative = False
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        outputs = dims["n_heads"] if params["per_head"] else 1
+        self.tables = nn.ModuleList(FireMLP(params["hidden"], outputs, params["init_c"]) for _ in range(n))
+
+    def attention_bias(self, q, k, ctx):
+        f = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        rows = ctx.positions[:1] if ctx.shared else ctx.positions
+        rel = pair_difference(ctx.positions, ctx.shared).to(f.c.dtype)               # (rows, T, T)
+        query = rows.to(f.c.dtype)[:, :, None]                                      # (rows, T, 1)
+        threshold = torch.abs(f.L_multiplier * self.p["init_L"])
+        normalizer = torch.log(torch.abs(f.c * torch.max(query, threshold)) + 1) + 1e-6
+        x = torch.log(torch.abs(f.c * rel) + 1) / normalizer
+        bias = f.out(torch.relu(f.fc(x[..., None])))                                  # (rows, T, T, H or 1)
+        return bias.permute(0, 3, 1, 2)
+
+    def fixture_init(self, name, p):
+        if name.endswith(".c"):
+            return 0.05 + 0.45 * torch.rand_like(p)
+        if name.endswith(".L_multiplier"):
+            return 0.5 + torch.rand_like(p)
+        return False
 
 
 def make_encoding(name, params, dims):
@@ -278,21 +418,23 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
 
-    def forward(self, x, positions, pe, layer, causal):
+    def forward(self, x, ctx, pe, causal):
         B, T, d = x.shape
         H, hs = self.n_heads, d // self.n_heads
         q, k, v = self.qkv(x).split(d, dim=-1)                           # each (B, T, d)
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
-        q, k = pe.encode_qk(q, k, positions, layer)
-        scale = pe.logit_scale(positions, layer)
+        q, k = pe.encode_qk(q, k, ctx)
+        scale = pe.logit_scale(ctx)
         if scale is None:
             att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)              # (B, H, T, T)
         else:
             att = (q @ k.transpose(-2, -1)) * scale.to(q.dtype)[:, None, None]
-        bias = pe.attention_bias(positions, layer)
+        bias = pe.attention_bias(q, k, ctx)                              # (B or 1, H or 1, T, T)
         if bias is not None:
             att = att + bias
-        att = att.masked_fill(causal, float("-inf")).softmax(dim=-1)
+        if causal is not None:
+            att = att.masked_fill(causal, float("-inf"))
+        att = att.softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, d)                   # merge heads
         return self.proj(y)
 
@@ -316,19 +458,21 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
 
-    def forward(self, x, positions, pe, layer, causal):
-        x = x + self.attn(self.ln1(x), positions, pe, layer, causal)
+    def forward(self, x, ctx, pe, causal):
+        x = x + self.attn(self.ln1(x), ctx, pe, causal)
         return x + self.mlp(self.ln2(x))
 
 
 class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
-    learned table with max_len 0). Parameter names are pelab's checkpoint names."""
+    learned table with max_len 0), causal (optional, default true). Parameter names are pelab's checkpoint
+    names."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
+        self.is_causal = cfg.get("causal", True)
         dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
-                    train_len=cfg["seq_len"])
+                    n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=self.is_causal)
         self.tok_emb = nn.Embedding(cfg["vocab"], cfg["d_model"])
         self.pos = make_encoding(encoding, encoding_params or {}, dims)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
@@ -341,11 +485,12 @@ class Model(nn.Module):
         T = tokens.shape[1]
         if T not in self.causal:
             self.causal[T] = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        causal = self.causal[T]
+        causal = self.causal[T] if self.is_causal else None
         self.pos.begin_forward(positions)
         x = self.pos.encode_input(self.tok_emb(tokens), positions)         # (B, T, d)
+        shared = shared_rows(positions)
         for i, blk in enumerate(self.blocks):
-            x = blk(x, positions, self.pos, i, causal)
+            x = blk(x, Ctx(positions, i, shared), self.pos, causal)
         return self.head(self.ln_f(x))                                    # (B, T, V)
 
 
@@ -355,11 +500,12 @@ def default_positions(batch, T):
 
 # ---------------------------------------------------------------- initialization
 def param_kind(name):
-    """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias."""
+    """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias.
+    Embeddings: the token table, a learned position table and T5's bias tables (pos.tables.<l>.weight)."""
     parts = name.split(".")
     if parts[-2] in ("ln1", "ln2", "ln_f"):
         return "norm_gain" if parts[-1] == "weight" else "norm_bias"
-    if name in ("tok_emb.weight", "pos.weight"):
+    if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.weight", name):
         return "embedding"
     return "weight" if parts[-1] == "weight" else "bias"
 
@@ -378,13 +524,17 @@ def init_pelab(model, std=0.02, emb_std=0.02):
 
 def init_fixture_weights(model):
     """Deliberately large, non-trivial values (a fixture, not a training init): N(0, 0.2) for weights and
-    embeddings, N(0, 0.1) for biases, 1 + N(0, 0.1) and N(0, 0.1) for LayerNorm gain and bias.
-    pos.weight is drawn last so every encoding shares the very same other weights."""
-    named = sorted(model.named_parameters(), key=lambda kv: kv[0] == "pos.weight")
+    embeddings, N(0, 0.1) for biases, 1 + N(0, 0.1) and N(0, 0.1) for LayerNorm gain and bias, unless the
+    encoding gives a value (Encoding.fixture_init). The encoding's parameters (pos.*) are drawn last so
+    every encoding shares the very same other weights."""
+    named = sorted(model.named_parameters(), key=lambda kv: kv[0].startswith("pos."))
     with torch.no_grad():
         for name, p in named:
             kind = param_kind(name)
-            if kind in ("norm_gain", "norm_bias"):
+            own = model.pos.fixture_init(name, p) if name.startswith("pos.") else False
+            if own is not False:
+                p.copy_(own)
+            elif kind in ("norm_gain", "norm_bias"):
                 p.copy_((1.0 if kind == "norm_gain" else 0.0) + 0.1 * torch.randn_like(p))
             elif kind == "bias":
                 p.normal_(0.0, 0.1)

@@ -44,8 +44,9 @@ Batch copy_batch(Rng& rng, std::size_t B, std::size_t n, std::size_t symbols) {
   return b;
 }
 
-ModelConfig tiny_model(const std::string& enc) {
+ModelConfig tiny_model(const std::string& enc, std::size_t max_position = 0) {
   ModelConfig c;
+  c.max_position = max_position;
   c.vocab = 3 + 6;
   c.d_model = 32;
   c.n_layers = 2;
@@ -73,8 +74,8 @@ std::string temp_dir(const std::string& name) {
   return p.string();
 }
 
-std::unique_ptr<Transformer> fresh_model(const std::string& enc, std::uint64_t seed) {
-  auto m = std::make_unique<Transformer>(tiny_model(enc));
+std::unique_ptr<Transformer> fresh_model(const std::string& enc, std::uint64_t seed, std::size_t max_position = 0) {
+  auto m = std::make_unique<Transformer>(tiny_model(enc, max_position));
   Rng r = init_rng(seed);
   init_parameters(*m, r);
   return m;
@@ -106,16 +107,23 @@ TEST_CASE("end to end: a small model learns to copy within seconds", "[trainer][
   fs::remove_all(dir);
 }
 
-TEST_CASE("resume is bit-identical: 2N steps straight equal N, interrupt, resume, N", "[trainer][resume]") {
-  const std::string a = temp_dir("straight"), b = temp_dir("resumed");
-  TrainConfig cfg = tiny_train(40);
-  cfg.checkpoint_every = 0;
+namespace {
+
+// Runs 2N steps straight, and N steps + interrupt + resume N on a fresh model in another directory;
+// returns both models' parameters.
+struct ResumePair {
+  std::vector<Parameter> straight, resumed;
+  std::unique_ptr<Transformer> a, c;
+};
+
+ResumePair straight_and_resumed(const TrainConfig& cfg, std::size_t max_position, const std::string& tag) {
+  const std::string a = temp_dir("straight_" + tag), b = temp_dir("resumed_" + tag);
   auto source = [](Rng& r) { return copy_batch(r, 8, 3, 6); };
+  ResumePair out;
+  out.a = fresh_model("learned", 3, max_position);
+  Trainer(*out.a, cfg, source, quiet_opts(a)).run();
 
-  auto ma = fresh_model("learned", 3);
-  Trainer(*ma, cfg, source, quiet_opts(a)).run();
-
-  auto mb = fresh_model("learned", 3);
+  auto mb = fresh_model("learned", 3, max_position);
   std::size_t calls = 0;
   clear_stop();
   auto interrupting = [&](Rng& r) {
@@ -128,26 +136,60 @@ TEST_CASE("resume is bit-identical: 2N steps straight equal N, interrupt, resume
   REQUIRE(first.steps == 20);
   CHECK(first.message.find("interrupted at step 20") != std::string::npos);
 
-  auto mc = fresh_model("learned", 99);  // different init: every weight must come from the checkpoint
-  const TrainResult second = Trainer(*mc, cfg, source, quiet_opts(b, true)).run();
+  out.c = fresh_model("learned", 99, max_position);  // different init: every weight must come from the checkpoint
+  const TrainResult second = Trainer(*out.c, cfg, source, quiet_opts(b, true)).run();
   REQUIRE(second.status == TrainResult::Status::finished);
   REQUIRE(second.steps == 40);
-  const auto pa = ma->parameters(), pc = mc->parameters();
-  REQUIRE(pa.size() == pc.size());
-  std::size_t identical = 0;
-  for (std::size_t i = 0; i < pa.size(); ++i) {
-    REQUIRE(pa[i].tensor.numel() == pc[i].tensor.numel());
-    identical += std::equal(pa[i].tensor.data(), pa[i].tensor.data() + pa[i].tensor.numel(), pc[i].tensor.data());
-  }
-  CHECK(identical == pa.size());
   // the resumed run's metrics hold each logged step once
   std::ifstream in(b + "/metrics.jsonl");
   std::string line;
   std::size_t lines = 0;
   while (std::getline(in, line)) ++lines;
   CHECK(lines == 4);  // steps 10, 20, 30, 40
+  out.straight = out.a->parameters();
+  out.resumed = out.c->parameters();
   fs::remove_all(a);
   fs::remove_all(b);
+  return out;
+}
+
+std::size_t identical_params(const std::vector<Parameter>& pa, const std::vector<Parameter>& pc) {
+  REQUIRE(pa.size() == pc.size());
+  std::size_t identical = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    REQUIRE(pa[i].tensor.numel() == pc[i].tensor.numel());
+    identical += std::equal(pa[i].tensor.data(), pa[i].tensor.data() + pa[i].tensor.numel(), pc[i].tensor.data());
+  }
+  return identical;
+}
+
+}  // namespace
+
+TEST_CASE("resume is bit-identical: 2N steps straight equal N, interrupt, resume, N", "[trainer][resume]") {
+  TrainConfig cfg = tiny_train(40);
+  cfg.checkpoint_every = 0;
+  const ResumePair p = straight_and_resumed(cfg, 0, "contiguous");
+  CHECK(identical_params(p.straight, p.resumed) == p.straight.size());
+}
+
+TEST_CASE("resume is bit-identical under offset and randomized positions (the position RNG is checkpointed)",
+          "[trainer][resume][positions]") {
+  TrainConfig contiguous = tiny_train(40);
+  const ResumePair base = straight_and_resumed(contiguous, 24, "base");
+  for (PositionMode mode : {PositionMode::offset, PositionMode::randomized}) {
+    INFO(position_mode_name(mode));
+    TrainConfig cfg = tiny_train(40);
+    cfg.positions = mode;
+    cfg.max_position = 24;  // the learned table has 24 rows
+    const ResumePair p = straight_and_resumed(cfg, 24, position_mode_name(mode));
+    CHECK(identical_params(p.straight, p.resumed) == p.straight.size());
+    // The ids reached the model: table row 20, past the 7 tokens of a copy of 3 symbols, got gradient
+    // here (same init and data as the contiguous run, where it only decays).
+    const Tensor table = p.a->parameter("pos.weight"), base_table = base.a->parameter("pos.weight");
+    REQUIRE(table.shape() == Shape{24, 32});
+    const std::size_t row = 20;
+    CHECK(!std::equal(table.data() + row * 32, table.data() + (row + 1) * 32, base_table.data() + row * 32));
+  }
 }
 
 TEST_CASE("a non-finite loss stops the run naming the step and keeps the last good checkpoint", "[trainer][nan]") {
