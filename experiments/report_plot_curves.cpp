@@ -22,6 +22,7 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
       << "# 2g+1: each run's last evaluation: step value)\n";
   std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, index of its first block)
   std::set<std::size_t> every;
+  std::size_t most_steps = 0;  // a curve needs two evaluations (runs without eval_every have only the final one)
   double lo_all = 0, hi_all = 0;
   bool any = false, any_carried = false;
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
@@ -38,6 +39,7 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
     std::set<long> steps;
     for (const auto& x : series)
       for (const auto& [st, v] : x) steps.insert(st);
+    most_steps = std::max(most_steps, steps.size());
     std::ostringstream curve, stops;
     for (long st : steps) {
       std::vector<double> vs;
@@ -77,7 +79,7 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
         << ": last evaluation of each run\n" << stops.str();
     blocks.emplace_back(gi, 2 * blocks.size());
   }
-  if (blocks.empty()) return std::nullopt;
+  if (blocks.empty() || most_steps < 2) return std::nullopt;
 
   // Reference lines shared by every run: the early-stop target (when it is this metric) and chance.
   std::set<double> targets, chances;

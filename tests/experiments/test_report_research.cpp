@@ -280,6 +280,7 @@ TEST_CASE("report plots a language model's loss per position at the longest leng
       f.seed = seed;
       f.config = "";
       f.acc = {{16, 0.5}, {32, 0.4}};
+      f.held_out = {{100, 0.5}};  // only the final evaluation: no held-out curve to draw
       if (f.encoding == "rope") f.acc[64] = 0.3;
       for (std::size_t len : kLens) {
         std::vector<Bucket> bs;
@@ -297,6 +298,7 @@ TEST_CASE("report plots a language model's loss per position at the longest leng
   CHECK_THAT(dat, Contains("# learned (length 32)\n0 8 4 1.75 2\n"));
   CHECK_THAT(dat, !Contains("\n32 40 36 2.75 2\n\n\n# learned"));  // rope's block ends at 64, learned's at 32
   CHECK_THAT(slurp(t.dir / "plots" / "loss_by_position.gp"), Contains("training context"));
+  CHECK_FALSE(fs::exists(t.dir / "plots" / "held_out_curves.dat"));
   if (!have_gnuplot()) {
     WARN("gnuplot not installed: PNG rendering not checked");
     return;
