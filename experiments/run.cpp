@@ -144,7 +144,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
     const LengthResult r =
         evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len, cfg.train_len);
     mw.write(eval_record(step, r, time));
-    if (opt.console) std::printf("  eval @ %zu: %s\n", step, metrics_line(r).c_str());
+    trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;
     return r.metric(cfg.train.early_stop_metric);
   };
@@ -179,9 +179,11 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   er.train_seconds = tr.seconds;
   er.parameters = model.num_parameters();
   write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
-  if (opt.console) std::printf("\n%s\n%s", ("evaluation (" + cfg.task + ", trained on sizes up to " +
-                                             std::to_string(cfg.train_len) + ")").c_str(),
-                               format_results(er.results, t.is_language_model()).c_str());
+  // The final evaluation to the console and train.log alike.
+  if (opt.console) std::printf("\n");
+  trainer.log("evaluation (" + cfg.task + ", trained on sizes up to " + std::to_string(cfg.train_len) + ")");
+  std::istringstream table(format_results(er.results, t.is_language_model()));
+  for (std::string line; std::getline(table, line);) trainer.log(line);
   return kOk;
 }
 
