@@ -4,10 +4,12 @@
 #include "core/ops/recurrent.hpp"
 
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "core/blas.hpp"
 #include "core/ops/common.hpp"
+#include "core/ops/fast_math.hpp"
 
 namespace pelab {
 namespace {
@@ -43,10 +45,27 @@ RnnDims check_args(const char* op, std::size_t gates, const Tensor& x, const Ten
   return d;
 }
 
-inline real sigmoid(real v) {  // exp of a non-positive argument only, as core/ops/unary.cpp
-  if (v >= 0) return real(1) / (real(1) + std::exp(-v));
-  const real e = std::exp(v);
-  return e / (real(1) + e);
+// The gates' sigmoid and tanh from e^(-|v|) only (no overflow), through fast_math's vectorizable exp
+// in float; selects, not branches, so the gate loops vectorize. The double build (gradient checks)
+// uses libm. tests/core_f32/test_recurrent_f32.cpp compares the two.
+inline real sigmoid(real v) {
+  const real e = detail::exp_nonpos(-std::abs(v));
+  const real s = real(1) / (real(1) + e);  // sigmoid(|v|)
+  return v >= 0 ? s : e * s;
+}
+inline real tanh_gate(real v) {
+  if constexpr (std::is_same_v<real, double>) {
+    return std::tanh(v);
+  } else {
+    const real a = std::abs(v), a2 = a * a;
+    const real e = detail::exp_nonpos(real(-2) * a);
+    const real big = (real(1) - e) / (real(1) + e);
+    // Below 0.25, 1 - e would cancel: tanh's series to a^9 (truncation < 3e-9 there).
+    const real small =
+        a * (real(1) + a2 * (real(-1.0 / 3) + a2 * (real(2.0 / 15) + a2 * (real(-17.0 / 315) + a2 * real(62.0 / 2835)))));
+    const real t = a < real(0.25) ? small : big;  // tanh(|v|)
+    return v >= 0 ? t : -t;
+  }
 }
 
 // x (B, T, I) -> (T, B, I)
@@ -116,6 +135,72 @@ void recurrent_side_grads(const RnnDims& d, const real* dgh, const real* hs, rea
   if (gb) add_column_sums(gb, dgh, d.T * d.B, d.G);
 }
 
+// One row (b) of one step, each a loop over the H units on restrict pointers so that it vectorizes.
+// Gate layout within a row of G: [r | z | n] (GRU), [i | f | g | o] (LSTM).
+void gru_forward_row(std::size_t H, const real* __restrict xi, const real* __restrict hh, const real* __restrict hp,
+                     real* __restrict act, real* __restrict ghn, real* __restrict h_out, real* __restrict y) {
+  for (std::size_t j = 0; j < H; ++j) {
+    const real r = sigmoid(xi[j] + hh[j]);
+    const real z = sigmoid(xi[H + j] + hh[H + j]);
+    const real n = tanh_gate(xi[2 * H + j] + r * hh[2 * H + j]);
+    const real h = (real(1) - z) * n + z * hp[j];
+    act[j] = r, act[H + j] = z, act[2 * H + j] = n;
+    ghn[j] = hh[2 * H + j];
+    h_out[j] = h;
+    y[j] = h;
+  }
+}
+
+// dh: dL/dh_t (from later steps) + g: dL/dy_t -> the gate gradients on the input side (di) and the
+// recurrent side (dr: the n gate's is r times di's), and dh_prev = dL/dh_{t-1} through z alone.
+void gru_backward_row(std::size_t H, const real* __restrict dh, const real* __restrict g, const real* __restrict act,
+                      const real* __restrict ghn, const real* __restrict hp, real* __restrict di, real* __restrict dr,
+                      real* __restrict dh_prev) {
+  for (std::size_t j = 0; j < H; ++j) {
+    const real dhv = dh[j] + g[j];
+    const real r = act[j], z = act[H + j], n = act[2 * H + j];
+    const real dn = dhv * (real(1) - z) * (real(1) - n * n);  // through tanh
+    const real dz = dhv * (hp[j] - n) * z * (real(1) - z);
+    const real dr_pre = dn * ghn[j] * r * (real(1) - r);
+    di[j] = dr_pre, di[H + j] = dz, di[2 * H + j] = dn;
+    dr[j] = dr_pre, dr[H + j] = dz, dr[2 * H + j] = dn * r;
+    dh_prev[j] = dhv * z;
+  }
+}
+
+void lstm_forward_row(std::size_t H, const real* __restrict xi, const real* __restrict hh, const real* __restrict cp,
+                      real* __restrict act, real* __restrict c_out, real* __restrict h_out, real* __restrict y) {
+  for (std::size_t j = 0; j < H; ++j) {
+    const real i = sigmoid(xi[j] + hh[j]);
+    const real f = sigmoid(xi[H + j] + hh[H + j]);
+    const real gg = tanh_gate(xi[2 * H + j] + hh[2 * H + j]);
+    const real o = sigmoid(xi[3 * H + j] + hh[3 * H + j]);
+    const real cv = f * cp[j] + i * gg;
+    const real h = o * tanh_gate(cv);
+    act[j] = i, act[H + j] = f, act[2 * H + j] = gg, act[3 * H + j] = o;
+    c_out[j] = cv;
+    h_out[j] = h;
+    y[j] = h;
+  }
+}
+
+// dh, g as for the GRU; dc: dL/dc_t from later steps, turned into dL/dc_{t-1} in place.
+void lstm_backward_row(std::size_t H, const real* __restrict dh, const real* __restrict g, const real* __restrict act,
+                       const real* __restrict cp, const real* __restrict cn, real* __restrict dc,
+                       real* __restrict dg) {
+  for (std::size_t j = 0; j < H; ++j) {
+    const real dhv = dh[j] + g[j];
+    const real i = act[j], f = act[H + j], gg = act[2 * H + j], o = act[3 * H + j];
+    const real tc = tanh_gate(cn[j]);
+    const real dcv = dc[j] + dhv * o * (real(1) - tc * tc);
+    dg[j] = dcv * gg * i * (real(1) - i);
+    dg[H + j] = dcv * cp[j] * f * (real(1) - f);
+    dg[2 * H + j] = dcv * i * (real(1) - gg * gg);
+    dg[3 * H + j] = dhv * tc * o * (real(1) - o);
+    dc[j] = dcv * f;
+  }
+}
+
 }  // namespace
 
 Tensor gru(const Tensor& x, const Tensor& h0, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
@@ -140,22 +225,9 @@ Tensor gru(const Tensor& x, const Tensor& h0, const Tensor& w_ih, const Tensor& 
       real* hn = hs.data() + (t + 1) * B * H;
       fill_rows(gh.data(), B, G, b_hh);
       blas::gemm(false, true, B, G, H, 1, hp, H, pwhh, H, 1, gh.data(), G);
-      for (std::size_t b = 0; b < B; ++b) {
-        const real* xi = gi.data() + (t * B + b) * G;
-        const real* hh = gh.data() + b * G;
-        real* a = act.data() + (t * B + b) * G;
-        real* c = ghn.data() + (t * B + b) * H;
-        for (std::size_t j = 0; j < H; ++j) {
-          const real r = sigmoid(xi[j] + hh[j]);
-          const real z = sigmoid(xi[H + j] + hh[H + j]);
-          const real n = std::tanh(xi[2 * H + j] + r * hh[2 * H + j]);
-          const real h = (real(1) - z) * n + z * hp[b * H + j];
-          a[j] = r, a[H + j] = z, a[2 * H + j] = n;
-          c[j] = hh[2 * H + j];
-          hn[b * H + j] = h;
-          po[(b * T + t) * H + j] = h;
-        }
-      }
+      for (std::size_t b = 0; b < B; ++b)
+        gru_forward_row(H, gi.data() + (t * B + b) * G, gh.data() + b * G, hp + b * H, act.data() + (t * B + b) * G,
+                        ghn.data() + (t * B + b) * H, hn + b * H, po + (b * T + t) * H);
     }
   }
 
@@ -178,22 +250,9 @@ Tensor gru(const Tensor& x, const Tensor& h0, const Tensor& w_ih, const Tensor& 
         const real* hp = hs.data() + t * B * H;
         real* gi_t = dgi.data() + t * B * G;
         real* gh_t = dgh.data() + t * B * G;
-        for (std::size_t b = 0; b < B; ++b) {
-          const real* a = act.data() + (t * B + b) * G;
-          const real* hn = ghn.data() + (t * B + b) * H;
-          real* di = gi_t + b * G;
-          real* dr = gh_t + b * G;
-          for (std::size_t j = 0; j < H; ++j) {
-            const real dhv = dh[b * H + j] + g[(b * T + t) * H + j];
-            const real r = a[j], z = a[H + j], n = a[2 * H + j];
-            const real dn = dhv * (real(1) - z) * (real(1) - n * n);  // through tanh
-            const real dz = dhv * (hp[b * H + j] - n) * z * (real(1) - z);
-            const real dr_pre = dn * hn[j] * r * (real(1) - r);
-            di[j] = dr_pre, di[H + j] = dz, di[2 * H + j] = dn;
-            dr[j] = dr_pre, dr[H + j] = dz, dr[2 * H + j] = dn * r;
-            dh_prev[b * H + j] = dhv * z;
-          }
-        }
+        for (std::size_t b = 0; b < B; ++b)
+          gru_backward_row(H, dh + b * H, g + (b * T + t) * H, act.data() + (t * B + b) * G,
+                           ghn.data() + (t * B + b) * H, hp + b * H, gi_t + b * G, gh_t + b * G, dh_prev + b * H);
         // dh_{t-1} += dgh_t w_hh (skipped for h0 when nobody needs its gradient)
         if (t > 0 || c.needs_grad(1)) blas::gemm(false, false, B, H, G, 1, gh_t, G, pwhh, H, 1, dh_prev, H);
         std::swap(dh, dh_prev);
@@ -232,23 +291,9 @@ Tensor lstm(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w
       real* cn = cs.data() + (t + 1) * B * H;
       fill_rows(gh.data(), B, G, b_hh);
       blas::gemm(false, true, B, G, H, 1, hp, H, pwhh, H, 1, gh.data(), G);
-      for (std::size_t b = 0; b < B; ++b) {
-        const real* xi = gi.data() + (t * B + b) * G;
-        const real* hh = gh.data() + b * G;
-        real* a = act.data() + (t * B + b) * G;
-        for (std::size_t j = 0; j < H; ++j) {
-          const real i = sigmoid(xi[j] + hh[j]);
-          const real f = sigmoid(xi[H + j] + hh[H + j]);
-          const real gg = std::tanh(xi[2 * H + j] + hh[2 * H + j]);
-          const real o = sigmoid(xi[3 * H + j] + hh[3 * H + j]);
-          const real cv = f * cp[b * H + j] + i * gg;
-          const real h = o * std::tanh(cv);
-          a[j] = i, a[H + j] = f, a[2 * H + j] = gg, a[3 * H + j] = o;
-          cn[b * H + j] = cv;
-          hn[b * H + j] = h;
-          po[(b * T + t) * H + j] = h;
-        }
-      }
+      for (std::size_t b = 0; b < B; ++b)
+        lstm_forward_row(H, gi.data() + (t * B + b) * G, gh.data() + b * G, cp + b * H, act.data() + (t * B + b) * G,
+                         cn + b * H, hn + b * H, po + (b * T + t) * H);
     }
   }
 
@@ -274,22 +319,9 @@ Tensor lstm(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w
         const real* cp = cs.data() + t * B * H;
         const real* cn = cs.data() + (t + 1) * B * H;
         real* dg_t = dgate.data() + t * B * G;
-        for (std::size_t b = 0; b < B; ++b) {
-          const real* a = act.data() + (t * B + b) * G;
-          real* dg = dg_t + b * G;
-          for (std::size_t j = 0; j < H; ++j) {
-            const std::size_t k = b * H + j;
-            const real dhv = dh[k] + g[(b * T + t) * H + j];
-            const real i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];
-            const real tc = std::tanh(cn[k]);
-            const real dcv = dc[k] + dhv * o * (real(1) - tc * tc);
-            dg[j] = dcv * gg * i * (real(1) - i);
-            dg[H + j] = dcv * cp[k] * f * (real(1) - f);
-            dg[2 * H + j] = dcv * i * (real(1) - gg * gg);
-            dg[3 * H + j] = dhv * tc * o * (real(1) - o);
-            dc[k] = dcv * f;
-          }
-        }
+        for (std::size_t b = 0; b < B; ++b)
+          lstm_backward_row(H, dh + b * H, g + (b * T + t) * H, act.data() + (t * B + b) * G, cp + b * H, cn + b * H,
+                            dc + b * H, dg_t + b * G);
         if (t > 0 || c.needs_grad(1)) blas::gemm(false, false, B, H, G, 1, dg_t, G, pwhh, H, 0, dh_prev, H);
         std::swap(dh, dh_prev);
       }
