@@ -58,7 +58,8 @@ const std::vector<BenchConfig> kConfigs = {
     {"b", 128, 4, 4, 32, 64, 40, 5},
     {"c", 256, 4, 8, 16, 128, 12, 3},
 };
-const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope"};
+const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope",
+                                             "integer", "normalized", "binary", "multiplicative", "concat", "recurrent"};
 
 struct Options {
   std::string config = "all", encoding = "all";

@@ -104,8 +104,9 @@ class FastModel(nn.Module):
         dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
                     n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=True)
         self.n_heads, self.hs = cfg["n_heads"], cfg["d_model"] // cfg["n_heads"]
-        self.tok_emb = nn.Embedding(cfg["vocab"], cfg["d_model"])
-        self.pos = ref.make_encoding(encoding, encoding_params or {}, dims)
+        pos = ref.make_encoding(encoding, encoding_params or {}, dims)  # decides the token width (concat)
+        self.tok_emb = nn.Embedding(cfg["vocab"], pos.token_width(cfg["d_model"]))
+        self.pos = pos
         blocks = [FastBlock(cfg) for _ in range(cfg["n_layers"])]
         self.blocks = nn.ModuleList(torch.jit.script(b) if script else b for b in blocks)
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])

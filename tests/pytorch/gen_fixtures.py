@@ -41,7 +41,19 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "kerple_power": ("kerple", {"variant": "power", "shared_layers": True}),
     "fire": ("fire", {}),                                             # ids < L: one normalizer
     "fire_small_L": ("fire", {"init_L": 8.0, "hidden": 8, "per_head": False, "shared_layers": True}),
+    # ---- h10: the history encodings ----
+    "integer": ("integer", {"scale": 0.5}),
+    "normalized": ("normalized", {}),                                 # row 2's ids 2..13: the same values as 0..11
+    "binary": ("binary", {}),                                         # 4 bits: ids up to 15
+    "multiplicative": ("multiplicative", {}),
+    "multiplicative_learned": ("multiplicative", {"kind": "learned", "max_len": 16}),
+    "concat": ("concat", {}),                                         # 8 position dims, 24-wide token table
+    "concat_learned": ("concat", {"kind": "learned", "d_pos": 4, "max_len": 16}),
+    "recurrent": ("recurrent", {}),                                   # GRU, replacing the embeddings
+    "recurrent_lstm": ("recurrent", {"cell": "lstm", "residual": True}),
+    # ---- end h10 ----
 }
+BOUNDED_IDS = {"binary", "multiplicative_learned", "concat_learned"}  # h10: ids < 16 only (check_model)
 # Model settings of single fixtures, on top of CFG (recorded in their "config" metadata).
 FIXTURE_CFG = {"t5_bidir": {"causal": False}}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
@@ -262,7 +274,7 @@ def check_model():
             changed[:, 7:] = (changed[:, 7:] + 1) % CFG["vocab"]
             causal = torch.equal(model(changed, pos)[:, :7], base[:, :7])
             assert causal == cfg.get("causal", True), f"{fixture}: causal {causal}"
-            shifts = [4] if enc == "learned" else [4, 1000]                  # learned: a 16-row table
+            shifts = [4] if enc == "learned" or fixture in BOUNDED_IDS else [4, 1000]  # learned: a 16-row table
             same = [torch.allclose(model(tokens, pos + k), base, atol=1e-4) for k in shifts]
             if ref.ENCODINGS[enc].relative:
                 assert all(same), f"{fixture}: declared relative, but a shift changes the logits"

@@ -134,6 +134,9 @@ class Encoding(nn.Module):
     def encode_input(self, x, positions):  # token embeddings -> (B, T, C)
         return x
 
+    def token_width(self, d_model):  # the token embedding width it wants (concat: narrower)
+        return d_model
+
     def encode_qk(self, q, k, ctx):  # -> (q, k)
         return q, k
 
@@ -406,6 +409,126 @@ class Fire(Encoding):
         return False
 
 
+# ---- h10: the history encodings (integer, normalized, binary, multiplicative, concat, recurrent) ----
+def scalar_pattern(v, C, pattern):
+    """v (B, T) float64 -> (B, T, C): +v on even and -v on odd components ("alternating"), or v on
+    every component ("constant"), as layers/positional/position_vectors.hpp."""
+    u = torch.ones(C, dtype=torch.float64)
+    if pattern == "alternating":
+        u[1::2] = -1.0
+    else:
+        assert pattern == "constant", pattern
+    return v[..., None] * u
+
+
+@register
+class Integer(Encoding):
+    """x + scale * p * u (integer.cpp); the vector is rounded to float32 as pelab's constant."""
+    name = "integer"
+    params = {"scale": 1.0, "pattern": "alternating"}
+
+    def encode_input(self, x, positions):
+        v = self.p["scale"] * positions.to(torch.float64)
+        return x + scalar_pattern(v, x.shape[-1], self.p["pattern"]).to(torch.float32).to(x.dtype)
+
+
+@register
+class Normalized(Encoding):
+    """x + (p - min_row) / (max_row - min_row) * u, 0 when the row's ids are all equal (normalized.cpp)."""
+    name = "normalized"
+    params = {"pattern": "alternating"}
+    relative = True
+
+    def encode_input(self, x, positions):
+        p = positions.to(torch.float64)
+        lo, hi = p.min(dim=1, keepdim=True).values, p.max(dim=1, keepdim=True).values
+        span = hi - lo
+        v = torch.where(span > 0, (p - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(p))
+        return x + scalar_pattern(v, x.shape[-1], self.p["pattern"]).to(torch.float32).to(x.dtype)
+
+
+@register
+class Binary(Encoding):
+    """Bit k of the id (least significant first) as -1/+1 in component k < bits, 0 elsewhere (binary.cpp);
+    bits = 0: just enough for the training ids."""
+    name = "binary"
+    params = {"bits": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.bits = params["bits"] or max(1, math.ceil(math.log2(dims["train_len"])))
+
+    def encode_input(self, x, positions):
+        assert int(positions.max()) < 2 ** self.bits, "binary: id beyond 2^bits"
+        k = torch.arange(self.bits)
+        bit = (positions[..., None] >> k) & 1                                  # (B, T, bits)
+        pe = torch.zeros(*positions.shape, x.shape[-1], dtype=x.dtype)
+        pe[..., :self.bits] = (2 * bit - 1).to(x.dtype)
+        return x + pe
+
+
+@register
+class Multiplicative(Encoding):
+    """x * p: the sinusoidal table (fixed), or a learned table of gains pos.gain (max_len, d)."""
+    name = "multiplicative"
+    params = {"kind": "sinusoidal", "base": 10000.0, "max_len": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        if params["kind"] == "learned":
+            self.gain = nn.Parameter(torch.ones(params["max_len"] or dims["train_len"], dims["d_model"]))
+
+    def encode_input(self, x, positions):
+        if self.p["kind"] == "learned":
+            return x * F.embedding(positions, self.gain)
+        return x * sinusoidal_table(positions, x.shape[-1], self.p["base"]).to(x.dtype)
+
+
+@register
+class Concat(Encoding):
+    """[token embedding (d - d_pos) | position vector (d_pos)]: sinusoidal at width d_pos, or a learned
+    table pos.weight (max_len, d_pos). The model asks token_width() for its token table's width."""
+    name = "concat"
+    params = {"kind": "sinusoidal", "d_pos": 0, "base": 10000.0, "max_len": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.d_pos = params["d_pos"] or max(2, dims["d_model"] // 8 * 2)
+        assert self.d_pos < dims["d_model"], "concat: d_pos >= d_model"
+        if params["kind"] == "learned":
+            self.weight = nn.Parameter(torch.empty(params["max_len"] or dims["train_len"], self.d_pos))
+            nn.init.normal_(self.weight)
+
+    def token_width(self, d_model):
+        return d_model - self.d_pos
+
+    def encode_input(self, x, positions):
+        if self.p["kind"] == "learned":
+            pe = F.embedding(positions, self.weight)
+        else:
+            pe = sinusoidal_table(positions, self.d_pos, self.p["base"]).to(x.dtype)
+        return torch.cat([x, pe], dim=-1)
+
+
+@register
+class Recurrent(Encoding):
+    """torch.nn.GRU / nn.LSTM (one layer, batch_first, hidden d_model, zero initial state) over the token
+    embeddings, replacing them (or added to them: residual). pelab's names: pos.rnn.weight_ih_l0, ..."""
+    name = "recurrent"
+    params = {"cell": "gru", "residual": False}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        d = dims["d_model"]
+        self.rnn = (nn.LSTM if params["cell"] == "lstm" else nn.GRU)(d, d, batch_first=True)
+
+    def encode_input(self, x, positions):
+        h = self.rnn(x)[0]                                                   # (B, T, d)
+        return x + h if self.p["residual"] else h
+# ---- end h10 ----
+
+
 def make_encoding(name, params, dims):
     return ENCODINGS[name](resolve_params(name, params), dims)
 
@@ -473,8 +596,9 @@ class Model(nn.Module):
         self.is_causal = cfg.get("causal", True)
         dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
                     n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=self.is_causal)
-        self.tok_emb = nn.Embedding(cfg["vocab"], cfg["d_model"])
-        self.pos = make_encoding(encoding, encoding_params or {}, dims)
+        pos = make_encoding(encoding, encoding_params or {}, dims)  # first: it decides the token width
+        self.tok_emb = nn.Embedding(cfg["vocab"], pos.token_width(cfg["d_model"]))
+        self.pos = pos                                                # registered after tok_emb, as pelab
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
@@ -505,9 +629,12 @@ def param_kind(name):
     parts = name.split(".")
     if parts[-2] in ("ln1", "ln2", "ln_f"):
         return "norm_gain" if parts[-1] == "weight" else "norm_bias"
+    if name == "pos.gain":  # multiplicative's learned gains: 1 at init, not decayed
+        return "norm_gain"
     if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.weight", name):
         return "embedding"
-    return "weight" if parts[-1] == "weight" else "bias"
+    # nn.GRU / nn.LSTM's weight_ih_l0, weight_hh_l0 (the recurrent encoding) are weights too
+    return "weight" if parts[-1] == "weight" or parts[-1].startswith("weight_") else "bias"
 
 
 def init_pelab(model, std=0.02, emb_std=0.02):
