@@ -21,6 +21,8 @@
 namespace pelab {
 namespace {
 
+constexpr double kMaxExponent = 60;  // |log of a scale| allowed: e^60 = 1e26, float holds 3e38
+
 void check(const Params&, const ModelDims& dims) {
   if (dims.head_dim == 0 || dims.head_dim % 2 != 0)
     throw Error("encoding 'xpos': head_dim " + std::to_string(dims.head_dim) +
@@ -51,6 +53,16 @@ class XPos : public PositionalEncoding {
     q_tables_ = std::make_shared<RotaryTables>(std::move(tq));
     k_tables_ = std::make_shared<RotaryTables>(std::move(tk));
     seen_.set(positions);
+  }
+
+  // |s| <= the largest id: the scales zeta^(+-s/B) must stay well inside float's range (q's pair 0
+  // shrinks to zeta_0^(|s|/B), k's grows to its inverse; past e^+-60 their product loses its meaning).
+  std::optional<std::string> unsupported(std::int64_t max_position) const override {
+    const double exponent = -log_zeta_.front() * double(max_position) / scale_base_;
+    if (exponent <= kMaxExponent) return std::nullopt;
+    return "encoding 'xpos': ids up to " + std::to_string(max_position) + " scale q and k by e^+-" +
+           std::to_string(int(exponent)) + " (scale_base " + format_value(Value(scale_base_)) +
+           "), beyond float range; use a larger scale_base";
   }
 
   void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {

@@ -179,6 +179,16 @@ TEST_CASE("xpos with an enormous scale_base is RoPE (interleaved), and a small o
   CHECK(max_abs_diff(steep->forward(tok, pos).value(), want) > 1e-3);
 }
 
+TEST_CASE("xpos reports ids whose scales leave float's range as unsupported", "[positional][xpos]") {
+  // |log zeta_0| = log(1.4 / 0.4) = 1.2528; limit e^60: ids up to 60 / 1.2528 * scale_base
+  auto m = make_model(small_config("xpos"), 1);
+  CHECK_FALSE(m->encoding().unsupported(24000));
+  CHECK_THAT(m->encoding().unsupported(25000).value_or(""), Catch::Contains("scale_base"));
+  auto steep = make_model(small_config("xpos", {{"scale_base", Value(8.0)}}), 1);
+  CHECK_FALSE(steep->encoding().unsupported(380));
+  CHECK(steep->encoding().unsupported(390));
+}
+
 TEST_CASE("xpos needs an even head size and gamma > 0 (checked at load)", "[positional][xpos]") {
   ModelDims dims = small_config("xpos").dims();
   CHECK_THROWS_WITH(resolve_encoding_params("xpos", {{"gamma", Value(0.0)}}, dims), Catch::Contains("gamma"));
