@@ -146,6 +146,11 @@ class Encoding(nn.Module):
     def logit_scale(self, ctx):  # per-head scales (H,) replacing 1/sqrt(hs), or None
         return None
 
+    def relative_kv(self, ctx):
+        """Relative keys/values inside attention (Shaw): (index (rows, T, T) int64 in [0, R), a^K (R, hs),
+        a^V (R, hs) or None), or None."""
+        return None
+
     def fixture_init(self, name, p):
         """The fixtures' value of parameter `name` (a pos.* name), or False for the generic init: for
         parameters whose meaning needs a range (Kerple's positive r1, r2)."""
@@ -529,6 +534,98 @@ class Recurrent(Encoding):
 # ---- end h10 ----
 
 
+# ---- Shaw, xPos, CoPE (issue 9, part 2)
+@register
+class Shaw(Encoding):
+    """Shaw et al. 2018: relative keys a^K and values a^V (2 clip + 1, hs) per layer, shared by the heads
+    (pos.tables.<l>.key, .value), indexed by clip(p_j - p_i, -clip, clip) + clip; values optional."""
+    name = "shaw"
+    params = {"clip": 16, "values": True}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        R, hs = 2 * params["clip"] + 1, dims["head_dim"]
+        def table():
+            t = nn.ParameterDict({"key": nn.Parameter(torch.randn(R, hs))})
+            if params["values"]:
+                t["value"] = nn.Parameter(torch.randn(R, hs))
+            return t
+        self.tables = nn.ModuleList(table() for _ in range(dims["n_layers"]))
+
+    def relative_kv(self, ctx):
+        c = self.p["clip"]
+        index = self.cached("index", ctx.positions, None, lambda: (
+            -pair_difference(ctx.positions, ctx.shared)).clamp(-c, c) + c)            # (rows, T, T): p_j - p_i
+        t = self.tables[ctx.layer]
+        return index, t["key"], t["value"] if self.p["values"] else None
+
+
+def xpos_scale_positions(positions):
+    """torchscale's centred scale positions t - ceil(T/2) for t = 0..T-1, on ids: p - (p_0 + ceil(T/2))."""
+    T = positions.shape[1]
+    return positions - (positions[:, :1] + (T + 1) // 2)
+
+
+@register
+class XPos(Encoding):
+    """Sun et al. 2022 as microsoft/torchscale's XPOS (component/xpos_relative_position.py): interleaved
+    rotation by p * base^(-2i/hs) of the whole head, both cos and sin multiplied by zeta_i^(s/scale_base)
+    for q and by its inverse for k (downscale), zeta_i = (2i/hs + gamma) / (1 + gamma), s centred."""
+    name = "xpos"
+    params = {"base": 10000.0, "scale_base": 512.0, "gamma": 0.4}
+    relative = True
+
+    def encode_qk(self, q, k, ctx):
+        hs = q.shape[-1]
+        pos = ctx.positions.to(torch.float64)
+        i = torch.arange(0, hs, 2, dtype=torch.float64)                             # 2i
+        zeta = (i + self.p["gamma"] * hs) / ((1 + self.p["gamma"]) * hs)            # torchscale's `scale` buffer
+        scale = zeta ** (xpos_scale_positions(ctx.positions).to(torch.float64)[..., None] / self.p["scale_base"])
+        ang = pos[..., None] * self.p["base"] ** (-i / hs)                           # (B, T, hs/2)
+        sin, cos = torch.sin(ang), torch.cos(ang)
+
+        def apply(x, m):  # torchscale's apply_rotary_pos_emb: x cos + rotate_every_two(x) sin, both times m
+            dup = lambda t: (t * m).repeat_interleave(2, dim=-1)[:, None].to(x.dtype)  # (B, 1, T, hs)
+            rot = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+            return x * dup(cos) + rot * dup(sin)
+        return apply(q, scale), apply(k, 1 / scale)
+
+
+@register
+class CoPE(Encoding):
+    """Golovneva et al. 2024 as facebookresearch/RAM's ContextPosSelfAttn (projects/cope/src/cope/
+    context_position.py): gates sigmoid(q.k / sqrt(hs)) masked to the causal keys, positions = reversed
+    cumsum clamped to npos - 1, logits q.e interpolated between floor and ceil, divided by sqrt(hs) with
+    the attention logits. e (npos, hs) per layer (pos.tables.<l>.weight; theirs is (1, hs, npos)), zero
+    at init as theirs."""
+    name = "cope"
+    params = {"npos": 0, "shared_layers": False}
+    relative = True  # ignores the ids
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        assert dims["causal"], "cope: causal attention only"
+        self.npos = params["npos"] or dims["train_len"] + 1
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        self.tables = nn.ModuleList(nn.Embedding(self.npos, dims["head_dim"]) for _ in range(n))
+        for t in self.tables:
+            nn.init.zeros_(t.weight)
+
+    def attention_bias(self, q, k, ctx):
+        hs, T = q.shape[-1], q.shape[-2]
+        e = self.tables[0 if self.p["shared_layers"] else ctx.layer].weight         # (npos, hs)
+        gates = torch.sigmoid((q @ k.transpose(-1, -2)) / math.sqrt(hs))
+        gates = gates * torch.ones(T, T, dtype=q.dtype).tril()                      # future keys count 0
+        positions = gates.flip(-1).cumsum(dim=-1).flip(-1).clamp(max=self.npos - 1)
+        pos_logits_fixed = q @ e.t()                                                # (B, H, T, npos)
+        ceil, floor = positions.ceil().long(), positions.floor().long()
+        w = positions - floor
+        pos_logits = pos_logits_fixed.gather(-1, ceil) * w + pos_logits_fixed.gather(-1, floor) * (1 - w)
+        return pos_logits / math.sqrt(hs)
+# ---- end of Shaw, xPos, CoPE
+
+
 def make_encoding(name, params, dims):
     return ENCODINGS[name](resolve_params(name, params), dims)
 
@@ -548,18 +645,38 @@ class Attention(nn.Module):
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
         q, k = pe.encode_qk(q, k, ctx)
         scale = pe.logit_scale(ctx)
+        logits = q @ k.transpose(-2, -1)                                  # (B, H, T, T)
+        rel = pe.relative_kv(ctx)
+        if rel is not None:
+            logits = logits + relative_key_logits(q, rel[0], rel[1])
         if scale is None:
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)              # (B, H, T, T)
+            att = logits / math.sqrt(hs)
         else:
-            att = (q @ k.transpose(-2, -1)) * scale.to(q.dtype)[:, None, None]
+            att = logits * scale.to(q.dtype)[:, None, None]
         bias = pe.attention_bias(q, k, ctx)                              # (B or 1, H or 1, T, T)
         if bias is not None:
             att = att + bias
         if causal is not None:
             att = att.masked_fill(causal, float("-inf"))
         att = att.softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, d)                   # merge heads
+        y = att @ v                                                      # (B, H, T, hs)
+        if rel is not None and rel[2] is not None:
+            y = y + relative_values(att, rel[0], rel[2])
+        y = y.transpose(1, 2).reshape(B, T, d)                           # merge heads
         return self.proj(y)
+
+
+def relative_key_logits(q, index, a_k):
+    """Shaw's key term, materialised as the paper writes it: q_i . a^K_ij with a^K_ij = a_k[index_ij].
+    q (B, H, T, hs), index (rows, T, T) -> (B, H, T, T)."""
+    ak = a_k[index].expand(q.shape[0], -1, -1, -1)                       # (B, T, T, hs)
+    return torch.einsum("bhid,bijd->bhij", q, ak)
+
+
+def relative_values(att, index, a_v):
+    """Shaw's value term: sum_j P_ij a^V_ij. att (B, H, T, T) -> (B, H, T, hs)."""
+    av = a_v[index].expand(att.shape[0], -1, -1, -1)                     # (B, T, T, hs)
+    return torch.einsum("bhij,bijd->bhid", att, av)
 
 
 class MLP(nn.Module):
@@ -625,13 +742,14 @@ def default_positions(batch, T):
 # ---------------------------------------------------------------- initialization
 def param_kind(name):
     """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias.
-    Embeddings: the token table, a learned position table and T5's bias tables (pos.tables.<l>.weight)."""
+    Embeddings: the token table, a learned position table, T5's bias tables and CoPE's position embeddings
+    (pos.tables.<l>.weight), Shaw's relative keys and values (pos.tables.<l>.key, .value)."""
     parts = name.split(".")
     if parts[-2] in ("ln1", "ln2", "ln_f"):
         return "norm_gain" if parts[-1] == "weight" else "norm_bias"
     if name == "pos.gain":  # multiplicative's learned gains: 1 at init, not decayed
         return "norm_gain"
-    if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.weight", name):
+    if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.(weight|key|value)", name):
         return "embedding"
     # nn.GRU / nn.LSTM's weight_ih_l0, weight_hh_l0 (the recurrent encoding) are weights too
     return "weight" if parts[-1] == "weight" or parts[-1].startswith("weight_") else "bias"
