@@ -1,11 +1,13 @@
 // The pelab command line: train, sweep, eval, report, list, show-task.
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 #include "experiments/sweep.hpp"
 #include "layers/positional/encoding.hpp"
 #include "training/checkpoint.hpp"
+#include "training/distributed.hpp"
 #include "training/metrics_table.hpp"
 #include "training/optimizer_registry.hpp"
 #include "training/fs.hpp"
@@ -67,16 +70,29 @@ int cmd_list() {
   for (const auto& m : metric_table())
     std::printf("  %-12s %s; %s is better%s\n", m.name.c_str(), m.title.c_str(), m.lower_is_better ? "lower" : "higher",
                 m.for_lm ? "" : "; sequence tasks only");
+  std::printf("\nMPI (mpirun -np N pelab train|sweep): %s\n", dist::summary().c_str());
   return kOk;
+}
+
+// Prints the error and ends with `code`; under MPI it ends the whole job (a rank that stops alone would
+// leave the others waiting). Ranks other than 0 wait a moment first: rank 0 usually meets the same
+// error, and its message (and the end of the job) should come once.
+int fail(int code, const char* what) {
+  if (dist::size() > 1 && dist::rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+  if (dist::size() > 1) std::fprintf(stderr, "error (rank %d): %s\n", dist::rank(), what);
+  else std::fprintf(stderr, "error: %s\n", what);
+  return dist::abort_job(code);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   blas::select_coretype(argv);  // may re-execute with OPENBLAS_CORETYPE set: before anything else
+  const dist::Session mpi(&argc, &argv);  // MPI only under mpirun / srun (training/distributed.hpp)
   CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
+  app.set_version_flag("--version", "pelab\nMPI: " + dist::summary());
 
   // train
   std::string config_path, out_dir;
@@ -261,15 +277,14 @@ int main(int argc, char** argv) {
     }
     ro.resume = resume || resume_or_start;
     ro.require_checkpoint = resume;
-    ro.console = !quiet;
+    ro.console = !quiet && dist::rank() == 0;
+    ro.data_parallel = dist::size() > 1;
     ro.resume_command = quote_args(argc, argv) + (ro.resume ? "" : " --resume");
     install_stop_handlers();
     return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return kBadInput;
+    return fail(kBadInput, e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return kError;
+    return fail(kError, e.what());
   }
 }

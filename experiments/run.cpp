@@ -7,12 +7,16 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "core/blas.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/evaluate.hpp"
 #include "training/checkpoint.hpp"
+#include "training/data_parallel.hpp"
+#include "training/distributed.hpp"
 #include "training/fs.hpp"
 #include "training/metrics_table.hpp"
 #include "training/signals.hpp"
@@ -103,8 +107,11 @@ MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
 
 int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const ExperimentConfig& cfg = spec.config;
+  std::unique_ptr<DataParallel> dp;  // every rank checks alike below; only the writer writes
+  if (opt.data_parallel && dist::size() > 1) dp = std::make_unique<DataParallel>(cfg.train.batch_size);
+  const bool writer = !dp || dp->writer();
   blas::set_num_threads(cfg.train.threads);
-  fs::create_directories(opt.run_dir);
+  if (writer) fs::create_directories(opt.run_dir);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
   // Never mix two configs in one run directory (a finished result is never overwritten).
@@ -112,7 +119,8 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
       (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
     throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
                 "config.toml); choose another output directory");
-  RunLock lock(opt.run_dir);
+  std::optional<RunLock> lock;
+  if (writer) lock.emplace(opt.run_dir);
   if (fs::exists(eval_path)) {
     if (opt.console) std::printf("%s is already finished (eval.json exists); nothing to do\n", opt.run_dir.c_str());
     return kOk;
@@ -120,7 +128,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   if (!opt.resume && latest_checkpoint(opt.run_dir))
     throw Error("run directory " + opt.run_dir + " already holds checkpoints of an unfinished run; "
                 "resume it with --resume or choose another --out");
-  write_file_atomic(opt.run_dir + "/config.toml", toml);
+  if (writer) write_file_atomic(opt.run_dir + "/config.toml", toml);
 
   Transformer model(spec.model);
   {
@@ -137,6 +145,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   to.require_checkpoint = opt.require_checkpoint;
   to.console = opt.console;
   to.resume_command = opt.resume_command;
+  to.data_parallel = dp.get();
   Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
   trainer.checkpoint_extra["config_toml"] = toml;
   // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
@@ -149,11 +158,14 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
     return r.metric(cfg.train.early_stop_metric);
   };
   const TrainResult tr = trainer.run();
+  if (dp && dp->reduces())
+    trainer.log(data_parallel_summary(*dp));
   if (tr.status == TrainResult::Status::interrupted) return kInterrupted;
   if (tr.status == TrainResult::Status::diverged) {
-    std::fprintf(stderr, "error: %s\n", tr.message.c_str());
+    if (writer) std::fprintf(stderr, "error: %s\n", tr.message.c_str());
     return kDiverged;
   }
+  if (!writer) return kOk;  // rank 0 evaluates and writes eval.json
 
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult er;

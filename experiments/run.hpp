@@ -17,6 +17,8 @@ struct RunOptions {
   bool require_checkpoint = false;  // with resume: no usable checkpoint is an error (pelab train --resume)
   bool console = true;
   std::string resume_command;
+  bool data_parallel = false;  // under mpirun with several ranks: one run trained across them all
+                               // (training/data_parallel.hpp); rank 0 alone writes run_dir
 };
 
 // Exclusive lock on a run directory for the life of the object: two processes never write one run.

@@ -11,8 +11,10 @@
 #include <map>
 
 #include "experiments/eval_result.hpp"
+#include "experiments/mpi_sweep.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
+#include "training/distributed.hpp"
 #include "training/fs.hpp"
 #include "training/metrics_table.hpp"
 #include "training/signals.hpp"
@@ -56,7 +58,10 @@ std::string cell_summary(const std::string& dir) {
 
 }  // namespace
 
+std::string sweep_cell_summary(const std::string& dir) { return cell_summary(dir); }
+
 int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
+  if (dist::active()) return run_sweep_mpi(loaded, opt);  // under mpirun: cells across the ranks
   const ExperimentConfig& cfg = loaded.config;
   const std::vector<RunSpec>& cells = loaded.runs;
   const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;

@@ -21,6 +21,10 @@ struct SweepOptions {
 // Writes SWEEP/sweep.toml (the grid) and SWEEP/<cell>/cell.toml (each cell's config with its [cell]
 // table), then runs `pelab train <cell>/cell.toml` per unfinished cell. Returns an exit code (0 when
 // every cell finished).
+// Under an MPI launcher it runs the cells across the ranks instead (experiments/mpi_sweep.hpp).
 int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt);
+
+// One line summarising a finished cell directory (its headline metric), "" when it has no result.
+std::string sweep_cell_summary(const std::string& dir);
 
 }  // namespace pelab

@@ -14,6 +14,7 @@
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
 #include "training/checkpoint.hpp"
+#include "training/data_parallel.hpp"
 #include "training/metrics_table.hpp"
 #include "training/optimizer_registry.hpp"
 #include "training/schedule.hpp"
@@ -100,6 +101,9 @@ void Trainer::log(const std::string& line) { impl_->say(line); }
 TrainResult Trainer::run() {
   Impl& s = *impl_;
   const TrainConfig& cfg = s.cfg;
+  DataParallel* dp = s.opt.data_parallel;
+  const bool writer = !dp || dp->writer();  // data parallel: rank 0 alone writes the run directory
+  const std::size_t ranks = dp ? static_cast<std::size_t>(dp->size()) : 1;
   // Resume: pick the checkpoint before touching the run directory. Falling back past damaged
   // checkpoints to step 0 would silently discard training, so that is an error even when a missing
   // checkpoint is allowed.
@@ -111,12 +115,14 @@ TrainResult Trainer::run() {
                   (ck.skipped.empty() ? "; to start a new run, leave out --resume (or use --resume-or-start)"
                                       : "\nmove or delete those checkpoint directories to start over"));
   }
-  std::filesystem::create_directories(s.opt.run_dir);
-  s.log = std::make_shared<spdlog::logger>(
-      "train", std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.opt.run_dir + "/train.log"));
-  s.log->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %v");
-  s.log->flush_on(spdlog::level::info);
-  s.log->info("blas: " + blas::blas_summary());  // the kernel decides the float rounding: part of the result
+  if (writer) {
+    std::filesystem::create_directories(s.opt.run_dir);
+    s.log = std::make_shared<spdlog::logger>(
+        "train", std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.opt.run_dir + "/train.log"));
+    s.log->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %v");
+    s.log->flush_on(spdlog::level::info);
+    s.log->info("blas: " + blas::blas_summary());  // the kernel decides the float rounding: part of the result
+  }
 
   TrainResult res;
   std::size_t step = 0;
@@ -126,6 +132,11 @@ TrainResult Trainer::run() {
     if (ck.path) {
       const CheckpointState st = load_checkpoint(*ck.path, s.model, s.optimizer.get());
       step = st.step;
+      // The gradient's summation order depends on the ranks: bit-identical resume needs the same number.
+      if (const std::size_t saved = st.extra.value("data_parallel_ranks", std::size_t(1)); saved != ranks)
+        throw Error("checkpoint " + *ck.path + " was trained on " + std::to_string(saved) + " MPI rank(s), this run "
+                    "has " + std::to_string(ranks) + ": resume it with the same number (mpirun -np " +
+                    std::to_string(saved) + (saved == 1 ? ", or without mpirun)" : ")"));
       try {
         rng_from_json(s.data, st.extra.at("rng_data"));
         rng_from_json(s.dropout, st.extra.at("rng_dropout"));
@@ -141,8 +152,9 @@ TrainResult Trainer::run() {
       s.say("no checkpoint in " + s.opt.run_dir + "/checkpoints yet: starting from step 0");
     }
   }
-  s.metrics.open(s.opt.run_dir + "/metrics.jsonl", step > 0 || s.opt.resume ? std::optional<std::size_t>(step)
-                                                                            : std::optional<std::size_t>(0));
+  if (writer)
+    s.metrics.open(s.opt.run_dir + "/metrics.jsonl", step > 0 || s.opt.resume ? std::optional<std::size_t>(step)
+                                                                              : std::optional<std::size_t>(0));
   const ScheduleConfig sched{cfg.schedule, cfg.lr, cfg.min_lr, cfg.warmup, cfg.steps};
   const auto t0 = Clock::now();
   auto elapsed = [&] { return time_before + std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -156,11 +168,13 @@ TrainResult Trainer::run() {
     st.extra["rng_dropout"] = rng_json(s.dropout);
     st.extra["rng_positions"] = rng_json(s.positions);
     st.extra["seconds"] = elapsed();
+    if (ranks > 1) st.extra["data_parallel_ranks"] = ranks;
+    if (!writer) return;
     last_ckpt = save_checkpoint(s.opt.run_dir, s.model, *s.optimizer, st, cfg.keep_checkpoints);
     s.log->info("checkpoint " + last_ckpt);
   };
   auto evaluate = [&](std::size_t at) -> std::optional<double> {
-    if (!evaluator) return std::nullopt;
+    if (!evaluator || !writer) return std::nullopt;
     const bool was_training = s.model.training();
     s.model.set_training(false);
     auto v = evaluator(at, s.metrics, elapsed());
@@ -177,7 +191,7 @@ TrainResult Trainer::run() {
   s.model.set_training(true);
 
   while (step < cfg.steps) {
-    if (stop_requested()) {
+    if (dp ? dp->any(stop_requested()) : stop_requested()) {  // every rank stops at the same step
       checkpoint(step);
       res.status = TrainResult::Status::interrupted;
       res.message = "interrupted at step " + std::to_string(step) + "; checkpoint " + last_ckpt +
@@ -186,12 +200,13 @@ TrainResult Trainer::run() {
     }
     Batch batch = s.source(s.data);
     assign_positions(batch, {cfg.positions, cfg.max_position}, s.positions);
+    if (dp) batch = dp->shard(batch);  // this rank's rows of the global batch
     ForwardOptions fo;
     fo.dropout_rng = &s.dropout;
     Tensor logits = s.model.forward(batch.tokens, batch.positions, fo);
     Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
-    const double loss_v = loss.item();
-    if (!std::isfinite(loss_v)) {
+    double loss_v = loss.item();
+    if (!std::isfinite(loss_v) && !dp) {  // data parallel: decided on the global loss below, by every rank alike
       Tape::current().clear();
       res.status = TrainResult::Status::diverged;
       res.message = "step " + std::to_string(step + 1) + ": the loss is " + std::to_string(loss_v) +
@@ -201,11 +216,14 @@ TrainResult Trainer::run() {
     }
     TokenStats st = token_stats(logits.value(), batch);
     loss.backward();
+    if (dp) loss_v = dp->reduce(s.params, loss_v, st);  // global gradient, loss and stats on every rank
     const double norm = clip_grad_norm(s.params, cfg.grad_clip);
-    if (!std::isfinite(norm)) {
+    if (!std::isfinite(norm) || !std::isfinite(loss_v)) {
       s.model.zero_grad();
       res.status = TrainResult::Status::diverged;
-      res.message = "step " + std::to_string(step + 1) + ": the gradient norm is " + std::to_string(norm) +
+      res.message = "step " + std::to_string(step + 1) + ": the " +
+                    (std::isfinite(loss_v) ? "gradient norm is " + std::to_string(norm)
+                                           : "loss is " + std::to_string(loss_v)) +
                     "; stopping. " + (last_ckpt.empty() ? "No checkpoint was written by this run."
                                                           : "The last good checkpoint is " + last_ckpt);
       break;
@@ -218,7 +236,7 @@ TrainResult Trainer::run() {
     iv_loss += loss_v;
     iv_norm += norm;
     ++iv_steps;
-    iv_tokens += batch.batch() * batch.length();
+    iv_tokens += batch.batch() * batch.length() * ranks;
     iv_stats.add(st);
     res.final_loss = loss_v;
 
@@ -237,7 +255,7 @@ TrainResult Trainer::run() {
       r.grad_norm = iv_norm / iv_steps;
       r.tokens_per_s = tps;
       r.time = elapsed();
-      s.metrics.write(r);
+      if (writer) s.metrics.write(r);
       res.final_loss = mean_loss;
       char line[256];
       std::snprintf(line, sizeof line,
@@ -261,6 +279,7 @@ TrainResult Trainer::run() {
                               std::to_string(*v));
       }
     }
+    if (dp && cfg.eval_every && step % cfg.eval_every == 0 && step < cfg.steps) stop_early = dp->any(stop_early);
     if (cfg.checkpoint_every && step % cfg.checkpoint_every == 0 && step < cfg.steps && !stop_early) checkpoint(step);
     if (stop_early) {
       res.status = TrainResult::Status::early_stopped;

@@ -22,6 +22,8 @@ class logger;
 
 namespace pelab {
 
+class DataParallel;
+
 struct TrainerOptions {
   std::string run_dir;          // metrics.jsonl, train.log and checkpoints/ go here
   bool resume = false;          // continue from the newest usable checkpoint in run_dir (see choose_checkpoint)
@@ -29,6 +31,8 @@ struct TrainerOptions {
                                     // any checkpoint starts at step 0; damaged ones are always an Error)
   bool console = true;          // print progress to stdout
   std::string resume_command;   // printed when interrupted ("pelab train ... --resume")
+  DataParallel* data_parallel = nullptr;  // set: train across MPI ranks (training/data_parallel.hpp);
+                                          // only its rank 0 writes run_dir, and resume needs the same ranks
 };
 
 struct TrainResult {
