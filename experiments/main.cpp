@@ -279,7 +279,8 @@ int main(int argc, char** argv) {
     ro.require_checkpoint = resume;
     ro.console = !quiet && dist::rank() == 0;
     ro.data_parallel = dist::size() > 1;
-    ro.resume_command = quote_args(argc, argv) + (ro.resume ? "" : " --resume");
+    ro.resume_command = (dist::size() > 1 ? "mpirun -np " + std::to_string(dist::size()) + " " : std::string()) +
+                        quote_args(argc, argv) + (ro.resume ? "" : " --resume");
     install_stop_handlers();
     return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {

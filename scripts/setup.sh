@@ -12,7 +12,8 @@ build_dir=${1:-build}
 packages=(g++ cmake make pkg-config
           libxtensor-dev libxsimd-dev libopenblas-dev
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
-          gnuplot-nox fortunes-min)  # fortunes-min: the default char_lm corpus
+          gnuplot-nox fortunes-min  # fortunes-min: the default char_lm corpus
+          openmpi-bin libopenmpi-dev)  # MPI: sweeps across ranks, data-parallel training (README, cluster)
 if [ "$build_dir" = "--fuzz" ]; then
   build_dir=""
   packages=(clang libclang-rt-14-dev)  # libclang-rt: libFuzzer and the sanitizer runtimes

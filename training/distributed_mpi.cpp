@@ -74,7 +74,14 @@ Session::~Session() {
   if (!g_active) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  // A rank done early (a sweep worker, a data-parallel rank while rank 0 evaluates) waits here without
+  // spinning a core; MPI_Finalize itself may busy-wait for the others.
+  try {
+    idle_barrier();
+  } catch (const std::exception&) {
+  }
+  MPI_Finalize();
   g_active = false;
 }
 
