@@ -84,7 +84,9 @@ awk -v a="$np1" -v b="$np2" -v c="$np1t2" 'BEGIN { printf "  speed-up np=2 over 
 for r in $(seq "$rounds"); do
   echo "  round $r: $(grep -o 'data parallel: .*' "$tmp/np2-$r/train.log")"
 done
-echo "  (the allreduce time includes waiting for the slower rank: on a shared machine that is most of it)"
+echo "  (the trainer's allreduce time includes waiting for the slower rank; the allreduce alone:)"
+[ -x "$build/bench/bench_allreduce" ] || cmake --build "$build" --target bench_allreduce > /dev/null
+"${mpirun[@]}" -np 2 "$build/bench/bench_allreduce" --reps 30 | sed 's/^/  /'
 
 echo
 echo "2. sweep throughput: $cells cells x $cell_steps steps (copy, d_model 64, 2 layers), 1 thread per cell"
