@@ -15,8 +15,8 @@ namespace {
 
 bool built_with_mpi() { return false; }
 std::string summary() {
-  return "not built in (CMake found no MPI: install openmpi-bin and libopenmpi-dev, see scripts/setup.sh, and "
-         "rebuild)";
+  return "not built in (CMake found no MPI, or -DPELAB_MPI=OFF: install openmpi-bin and libopenmpi-dev, see "
+         "scripts/setup.sh, and reconfigure)";
 }
 bool launched() { return false; }
 // Started as one of several ranks (mpirun -np 2 of this build): every rank would run the whole job
