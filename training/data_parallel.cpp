@@ -9,8 +9,10 @@
 
 namespace pelab {
 
-DataParallel::DataParallel(std::size_t global_batch)
-    : rank_(dist::rank()), size_(dist::size()), global_batch_(global_batch) {
+DataParallel::DataParallel(std::size_t global_batch) : DataParallel(global_batch, dist::rank(), dist::size()) {}
+
+DataParallel::DataParallel(std::size_t global_batch, int rank, int size)
+    : rank_(rank), size_(size), global_batch_(global_batch) {
   const auto n = static_cast<std::size_t>(size_);
   if (global_batch == 0 || global_batch % n != 0)
     throw Error("[train] batch_size = " + std::to_string(global_batch) + " is the global batch and must divide by "

@@ -24,6 +24,9 @@ class DataParallel {
  public:
   // Throws Error unless global_batch divides by the number of ranks.
   explicit DataParallel(std::size_t global_batch);
+  // Rank `rank` of `size` without asking MPI: for tests of the batch split (reduce() still reduces
+  // over the real process group).
+  DataParallel(std::size_t global_batch, int rank, int size);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
