@@ -184,6 +184,15 @@ TEST_CASE("20 data-parallel steps on 2 ranks match one process within tolerance;
   // Only rank 0 wrote: one set of files, the train log says how the work was split.
   CHECK(read_file(dir + "/a/train.log").find("data parallel: 2 ranks x 4 rows") != std::string::npos);
 
+  // Interrupted at step 10 and resumed on 2 ranks: the same weights as the uninterrupted run.
+  const std::string every10 = " --set train.checkpoint_every=10 --quiet";
+  REQUIRE(pelab_np2("train " + cfg + " --out " + dir + "/c" + every10, dir + "/c.log") == 0);
+  fs::remove_all(dir + "/c/checkpoints/step_000000020");
+  fs::remove(dir + "/c/eval.json");
+  REQUIRE(pelab_np2("train " + cfg + " --out " + dir + "/c --resume" + every10, dir + "/c2.log") == 0);
+  CHECK(read_file(dir + "/c/train.log").find("resumed from " + dir + "/c/checkpoints/step_000000010") != std::string::npos);
+  CHECK(read_file(dir + "/c" + w) == read_file(dir + "/a" + w));
+
   // A global batch that does not split over the ranks: exit 2, a clear message, nothing written.
   CHECK(pelab_np2("train " + cfg + " --set train.batch_size=7 --out " + dir + "/odd", dir + "/odd.log") == 2);
   CHECK(read_file(dir + "/odd.log").find("batch_size = 7 is the global batch and must divide by the 2 MPI ranks") !=
