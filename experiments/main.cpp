@@ -14,6 +14,7 @@
 #include "core/blas_coretype.hpp"
 #include "experiments/config.hpp"
 #include "experiments/evaluate.hpp"
+#include "experiments/predict.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
@@ -139,6 +140,9 @@ int main(int argc, char** argv) {
   show->add_option("--len", show_len, "problem size (default 8)");
   show->add_option("--seed", show_seed, "seed");
 
+  PredictArgs predict_args;
+  auto* predict = add_predict_command(app, predict_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -148,6 +152,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*list) return cmd_list();
+    if (*predict) return run_predict(predict_args);
 
     if (*show) {
       // Built through the config loader: the same checks and messages as a config's [task.NAME].
