@@ -15,6 +15,7 @@
 #include "experiments/config.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/predict.hpp"
+#include "experiments/probe.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
@@ -142,6 +143,8 @@ int main(int argc, char** argv) {
 
   PredictArgs predict_args;
   auto* predict = add_predict_command(app, predict_args);
+  ProbeCommand probe;
+  add_probe_command(app, probe);
 
   try {
     app.parse(argc, argv);
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
   try {
     if (*list) return cmd_list();
     if (*predict) return run_predict(predict_args);
+    if (*probe.app) return run_probe_command(probe);
 
     if (*show) {
       // Built through the config loader: the same checks and messages as a config's [task.NAME].
