@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", out_dir, "sweep directory (default: output.dir of the config)");
   sweep->add_option("--jobs,-j", jobs, "cells run in parallel (one process each)")->check(CLI::Range(1, 256));
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
+  bool sweep_probe = false;
+  sweep->add_flag("--probe", sweep_probe, "run `pelab probe run` on every finished cell (the report shows the probes)");
 
   // eval
   std::string run_dir, lengths_csv, json_out;
@@ -246,6 +248,7 @@ int main(int argc, char** argv) {
       so.out_dir = out_dir;
       so.jobs = jobs;
       so.report = !no_report;
+      so.probe = sweep_probe;
       so.self_exe = self_exe();
       return run_sweep(loaded, so);
     }

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "experiments/eval_result.hpp"
+#include "experiments/probe.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "training/fs.hpp"
@@ -142,6 +143,11 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - failed.size(), cells.size());
 
+  if (opt.probe) {
+    std::vector<std::string> dirs;
+    for (const auto& c : cells) dirs.push_back(c.dir_name);
+    probe_sweep_cells(root, dirs);  // prints per cell; a failed probe does not fail the sweep
+  }
   if (opt.report) {
     try {
       const ReportResult rep = write_report(root);

@@ -15,6 +15,7 @@ struct SweepOptions {
   std::string out_dir;          // the sweep directory (default: output.dir of the config)
   int jobs = 1;
   bool report = true;           // run `pelab report` at the end
+  bool probe = false;           // run `pelab probe run` on every finished cell before the report
   std::string self_exe;         // the pelab binary to spawn for each cell
 };
 
