@@ -185,7 +185,7 @@ int predict_lm(TrainedRun& run, const PredictArgs& a) {
     return kOk;
   }
   std::printf("%s (checkpoint %s), %s, train context %zu\n", run.dir.c_str(), run.checkpoint.c_str(),
-              a.temperature > 0 ? ("temperature " + std::to_string(a.temperature) + ", seed " + std::to_string(a.seed)).c_str()
+              a.temperature > 0 ? ("temperature " + format_value(Value(a.temperature)) + ", seed " + std::to_string(a.seed)).c_str()
                                 : "greedy",
               run.spec.config.train_len);
   std::printf("prompt:       %s\ncontinuation: %s\n", text.c_str(), out.c_str());

@@ -47,7 +47,7 @@ void write_plot(Output& out, const Plot& p) {
      << "set datafile separator " << (p.dat.empty() ? "\",\"" : "whitespace") << "\n"
      << p.gp;
   nlohmann::ordered_json j;
-  j["title"] = p.title;
+  j["title"] = p.caption.empty() ? p.title : p.caption;
   for (auto it = p.json.begin(); it != p.json.end(); ++it) j[it.key()] = it.value();
   std::vector<std::pair<std::string, std::string>> files = {{".csv", p.csv}, {".json", j.dump(2) + "\n"}, {".gp", gp.str()}};
   if (!p.dat.empty()) files.push_back({".dat", p.dat});

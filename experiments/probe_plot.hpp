@@ -19,7 +19,8 @@ Output open_output(const std::string& dir);  // creates dir; finds gnuplot
 
 struct Plot {
   std::string name;   // NAME
-  std::string title;  // the JSON's "title": the report's caption
+  std::string title;  // the plot's title
+  std::string caption;  // the JSON's "title" (the report's heading for this probe across runs); "" = title
   std::string csv;    // the numbers, with a header line
   std::string dat;    // gnuplot data ("" = the script reads NAME.csv)
   std::string gp;     // the script body after the preamble

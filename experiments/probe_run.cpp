@@ -33,6 +33,12 @@ struct LengthProbe {
   std::vector<Matrix> maps;            // sample 0: [layer * H + head] (T, T)
 };
 
+// The report puts one probe of several runs side by side: its heading is the title without the run.
+Plot captioned(Plot p) {
+  p.caption = p.title.substr(0, p.title.rfind(": "));
+  return p;
+}
+
 std::string factor_tag(std::size_t f) { return std::to_string(f) + "x"; }
 
 std::string run_tag(const TrainedRun& r) {
@@ -227,11 +233,11 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
 
   Output out = open_output(a.out_dir.empty() ? a.run_dir + "/" + report_detail::kProbeDir : a.out_dir);
   for (const auto& lp : lps)
-    if (lp.ok && !lp.maps.empty()) write_plot(out, attention_plot(run, lp, L, H));
+    if (lp.ok && !lp.maps.empty()) write_plot(out, captioned(attention_plot(run, lp, L, H)));
   const std::size_t train_T = task.sequence_length(cfg.train_len);
   if (std::any_of(lps.begin(), lps.end(), [](const LengthProbe& lp) { return lp.ok; })) {
-    write_plot(out, entropy_plot(run, lps, train_T));
-    write_plot(out, accuracy_plot(run, lps, task.is_language_model()));
+    write_plot(out, captioned(entropy_plot(run, lps, train_T)));
+    write_plot(out, captioned(accuracy_plot(run, lps, task.is_language_model())));
   }
   for (const auto& lp : lps)
     if (!lp.ok) out.warnings.push_back(factor_tag(lp.factor) + " (n = " + std::to_string(lp.n) + ") skipped: " + lp.reason);
@@ -279,7 +285,7 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
       p.width = 760, p.height = 680;
       p.json["tokens"] = Tq;
       p.json["train_tokens"] = train_T;
-      write_plot(out, p);
+      write_plot(out, captioned(p));
     }
   }
   for (const auto& w : out.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());

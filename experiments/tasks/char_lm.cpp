@@ -141,8 +141,9 @@ class CharLm : public Task {
     for (std::size_t t = 0; t < L; ++t) {
       const std::int32_t id = id_of_[static_cast<unsigned char>(text[t])];
       if (id < 0)
-        throw Error(std::string(kWhat) + ": character '" + escape(static_cast<unsigned char>(text[t])) + "' (byte " +
-                    std::to_string(static_cast<unsigned char>(text[t])) + ", at offset " + std::to_string(t) +
+        throw Error(std::string(kWhat) + ": byte " + std::to_string(static_cast<unsigned char>(text[t])) +
+                    (static_cast<unsigned char>(text[t]) < 0x80 ? " ('" + escape(static_cast<unsigned char>(text[t])) + "')" : "") +
+                    " at offset " + std::to_string(t) +
                     " of the prompt) never occurs in '" + path_ + "', so the model has no token for it");
       out.tokens(0, t) = id;
       if (t) out.targets(0, t - 1) = id, out.mask(0, t - 1) = 1;

@@ -276,6 +276,24 @@ TEST_CASE("typed input in each task's notation; bad tokens name what is allowed"
   CHECK_THROWS_WITH(task_of("assoc_recall").parse_input("c 7 a"), Catch::Contains("expected"));
 }
 
+TEST_CASE("char_lm reads a prompt as tokens with next-character targets; unknown bytes are named", "[probe][predict]") {
+  const Task& lm = task_of("char_lm", {"task.train_len=8", "task.min_len=8"});
+  const Batch b = lm.parse_input("To be");
+  REQUIRE(b.batch() == 1);
+  REQUIRE(b.length() == 5);
+  std::string text;
+  for (std::size_t t = 0; t < 5; ++t) text += lm.token_text(b.tokens(0, t));
+  CHECK(text == "To be");
+  for (std::size_t t = 0; t + 1 < 5; ++t) {
+    CHECK(b.targets(0, t) == b.tokens(0, t + 1));
+    CHECK(b.mask(0, t) == 1);
+  }
+  CHECK(b.targets(0, 4) == -1);
+  CHECK(b.mask(0, 4) == 0);
+  CHECK_THROWS_WITH(lm.parse_input("a\x01"), Catch::Contains("byte 1") && Catch::Contains("offset 1"));
+  CHECK_THROWS_WITH(lm.parse_input(""), Catch::Contains("empty"));
+}
+
 TEST_CASE("probe memory estimate: grows with T^2 when maps are kept; refuses before work", "[probe]") {
   ModelConfig m;
   m.vocab = 14;
