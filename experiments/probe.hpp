@@ -68,7 +68,7 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& args);
 struct RunProbeArgs {
   std::string run_dir;
   std::vector<std::size_t> factors = {1, 2, 4};  // lengths as multiples of train_len
-  std::size_t samples = 32;
+  std::size_t samples = 0;  // 0 = the run's [probe] samples
   std::uint64_t seed = 0;
   double max_memory_gib = 4;
   std::string out_dir;  // default RUN_DIR/probe

@@ -47,7 +47,8 @@ void add_probe_command(CLI::App& app, ProbeCommand& c) {
   c.run->add_option("run_dir", c.run_args.run_dir, "run directory (holds config.toml and checkpoints/)")
       ->required()->check(CLI::ExistingDirectory);
   c.run->add_option("--lengths", c.factors_csv, "multiples of the training length, comma-separated (default 1,2,4)");
-  c.run->add_option("--samples", c.run_args.samples, "held-out samples per length")->check(CLI::Range(1, 100000));
+  c.run->add_option("--samples", c.run_args.samples, "held-out samples per length (default: the run's [probe] samples, 32)")
+      ->check(CLI::Range(1, 100000));
   c.run->add_option("--seed", c.run_args.seed, "seed of the samples");
   c.run->add_option("--max-memory", c.run_args.max_memory_gib, "refuse lengths whose forward would need more GiB")
       ->check(CLI::Range(0.001, 1e6));

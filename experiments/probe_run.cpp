@@ -170,9 +170,9 @@ Plot accuracy_plot(const TrainedRun& run, const std::vector<LengthProbe>& lps, b
 }  // namespace
 
 std::vector<std::string> probe_run(const RunProbeArgs& a) {
-  if (a.samples == 0) throw Error("--samples must be at least 1");
   if (a.factors.empty()) throw Error("--lengths: give at least one multiple of the training length");
   TrainedRun run = load_trained_run(a.run_dir);
+  const std::size_t samples = a.samples ? a.samples : run.spec.config.probe.samples;
   const ExperimentConfig& cfg = run.spec.config;
   const Task& task = *run.spec.task;
   const ModelConfig& mc = run.spec.model;
@@ -186,7 +186,7 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
     lp.factor = f;
     lp.n = f * cfg.train_len;
     lp.T = task.sequence_length(lp.n);
-    check_probe_memory(mc, a.samples, lp.T, true, a.max_memory_gib,
+    check_probe_memory(mc, samples, lp.T, true, a.max_memory_gib,
                        "pelab probe run at " + factor_tag(f) + " (n = " + std::to_string(lp.n) + ")");
     lps.push_back(lp);
   }
@@ -196,7 +196,7 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
   for (auto& lp : lps) {
     Batch batch;
     try {
-      batch = task.eval_batch(a.seed ^ (0x9E3779B97F4A7C15ull * (lp.n + 1)), a.samples, lp.n);
+      batch = task.eval_batch(a.seed ^ (0x9E3779B97F4A7C15ull * (lp.n + 1)), samples, lp.n);
     } catch (const Error& e) {
       lp.reason = e.what();
       continue;

@@ -143,7 +143,7 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - failed.size(), cells.size());
 
-  if (opt.probe) {
+  if (opt.probe || cfg.probe.run) {
     std::vector<std::string> dirs;
     for (const auto& c : cells) dirs.push_back(c.dir_name);
     probe_sweep_cells(root, dirs);  // prints per cell; a failed probe does not fail the sweep

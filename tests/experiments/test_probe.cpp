@@ -354,3 +354,31 @@ TEST_CASE("pelab predict and pelab probe run on a tiny trained run (CLI)", "[pro
   CHECK(has(read_file(log), "fraction"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("[probe] run = true: the sweep probes every finished cell and the report shows them", "[probe][cli]") {
+  const std::string dir = temp_dir("sweep"), cfg = dir + "/tiny.toml", log = dir + "/log.txt";
+  std::ofstream(cfg) << test::tiny_config(20) << "[sweep]\n\"encoding.name\" = [\"none\", \"rope\"]\n"
+                     << "[probe]\nrun = true\nsamples = 4\n";
+  REQUIRE(run_cli("sweep " + cfg + " --out " + dir + "/sw", log) == 0);
+  const std::string out = read_file(log);
+  for (const char* cell : {"encoding.name=none", "encoding.name=rope"}) {
+    const std::string probe_dir = dir + "/sw/" + cell + "/probe";
+    CHECK(fs::exists(probe_dir + "/entropy.csv"));
+    CHECK(has(out, std::string("probe  ") + cell));
+    const auto j = nlohmann::json::parse(read_file(probe_dir + "/entropy.json"));
+    CHECK(j["lengths"]["1x"]["n"].get<int>() == 4);
+  }
+  const std::string html = read_file(dir + "/sw/report.html");
+  CHECK(has(html, "id=\"probe-entropy\""));
+  CHECK(has(html, "id=\"probe-attention_1x\""));
+  // Without [probe] run (the default) and without --probe: no probes.
+  std::ofstream(cfg, std::ios::trunc) << test::tiny_config(20) << "[sweep]\n\"encoding.name\" = [\"none\"]\n";
+  REQUIRE(run_cli("sweep " + cfg + " --out " + dir + "/plain", log) == 0);
+  CHECK(!fs::exists(dir + "/plain/encoding.name=none/probe"));
+  CHECK(run_cli("sweep " + cfg + " --out " + dir + "/plain --probe", log) == 0);  // finished cells are probed
+  CHECK(fs::exists(dir + "/plain/encoding.name=none/probe/entropy.csv"));
+  std::ofstream(cfg, std::ios::trunc) << test::tiny_config(20) << "[probe]\nsamples = 0\n";
+  CHECK(run_cli("train " + cfg + " --out " + dir + "/bad", log) == 2);
+  CHECK(has(read_file(log), "probe"));
+  fs::remove_all(dir);
+}
