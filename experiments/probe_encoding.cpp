@@ -90,11 +90,18 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   }() + ")");
   bool any = false;
 
-  // Input side: PE(t) = encode_input(0, t).
+  // Input side: PE(t) = encode_input(0, t) for encodings that add or concatenate; for those that scale x
+  // (multiplicative: zero stays zero) PE(t) = encode_input(1, t) - 1, what the position does to a unit input.
   const std::size_t w = enc->token_width(C);
+  const auto nonzero = [](const Array& x) { return std::any_of(x.begin(), x.end(), [](real v) { return v != 0; }); };
   Array zeros = xt::zeros<real>(Shape{1, T, w});
-  const Array pe = enc->encode_input(Tensor(zeros), pos).value();  // (1, T, C)
-  if (std::any_of(pe.begin(), pe.end(), [](real v) { return v != 0; })) {
+  Array pe = enc->encode_input(Tensor(zeros), pos).value();  // (1, T, C)
+  if (!nonzero(pe) && w == C) {
+    Array ones = xt::ones<real>(Shape{1, T, w});
+    pe = enc->encode_input(Tensor(ones), pos).value();
+    for (real& v : pe) v -= 1;
+  }
+  if (nonzero(pe)) {
     any = true;
     Array rows = pe;
     rows.reshape({T, pe.shape()[2]});
@@ -187,9 +194,28 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
     p.json["settings"] = settings;
     write_plot(out, p);
   }
-  if (enc->relative_kv({pos, 0, true}).defined()) out.warnings.push_back(
-      "encoding '" + a.name + "' also has relative key/value embeddings (Shaw): learned tables, not plotted here");
-  if (!any) throw Error("encoding '" + a.name + "' changes neither the input, q and k, nor the attention bias at "
+  // Relative keys (Shaw): the logit term q_i . a^K[idx_ij] of an all-ones q, against distance from the last query.
+  const RelativeKV rel = enc->relative_kv({pos, 0, true});
+  if (rel.defined() && rel.key.defined() && rel.index) {
+    any = true;
+    const IndexArray& idx = *rel.index;  // (1, T, T)
+    const Array& ak = rel.key.value();   // (R, hs)
+    Plot p;
+    p.name = "relative_key_by_distance";
+    p.title = "relative-key logit term q . a^K[bucket(i - j)] of an all-ones q, last query, at initialization: " + tag;
+    p.csv = "distance,logit_term\n";
+    for (std::size_t d = 0; d < T; ++d) {
+      const std::int32_t b = idx(0, T - 1, T - 1 - d);
+      double v = 0;
+      for (std::size_t c = 0; c < ak.shape()[1]; ++c) v += double(ak(std::size_t(b), c));
+      p.csv += std::to_string(d) + "," + num(v) + "\n";
+    }
+    p.gp = "set title " + report_detail::gp_string(p.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"logit term\"\n"
+           "set grid\nunset key\nplot \"relative_key_by_distance.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5\n";
+    p.json["settings"] = settings;
+    write_plot(out, p);
+  }
+  if (!any) throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias nor relative keys at "
                         "positions 0.." + std::to_string(T - 1) + ": nothing to plot (NoPE-like)");
   for (const auto& wmsg : out.warnings) std::fprintf(stderr, "warning: %s\n", wmsg.c_str());
   return out.files;

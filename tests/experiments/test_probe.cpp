@@ -145,6 +145,14 @@ TEST_CASE("probe encoding: alibi's bias is -slope_h * distance; bad names and pa
     for (std::size_t d = 0; d < a.len; ++d) CHECK(b[d][h + 1] == Approx(-slope * double(d)).margin(1e-5));
   }
   fs::remove_all(a.out_dir);
+  // Encodings without an additive vector or a bias still show what they do.
+  a.name = "shaw";
+  probe_encoding(a);
+  CHECK(read_csv(a.out_dir + "/relative_key_by_distance.csv").size() == a.len);
+  a.name = "multiplicative";
+  probe_encoding(a);
+  CHECK(read_csv(a.out_dir + "/similarity.csv").size() == a.len * a.len);
+  fs::remove_all(a.out_dir);
   a.name = "no_such_encoding";
   CHECK_THROWS_WITH(probe_encoding(a), Catch::Contains("no_such_encoding"));
   a.name = "sinusoidal";
