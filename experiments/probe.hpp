@@ -8,6 +8,8 @@
 //     rotary_similarity <R_i 1, R_j 1> of a rotated all-ones q and k, head 0     encodings that rotate q, k
 //     rotary_decay      its profile against distance, normalized, with RoFormer's bound (Su et al. §3.4.3)
 //     bias_by_distance  the attention bias of the last query against distance, one line per head
+//     relative_key_by_distance  q . a^K[bucket] of an all-ones q against distance (Shaw's relative keys)
+//   (encodings that scale x rather than add to it, multiplicative, show encode_input(1) - 1 as PE(t))
 //   trained-model (`pelab probe run RUN_DIR`, into RUN_DIR/probe):
 //     attention_{1x,2x} attention maps, every layer (rows) and head (columns), of one held-out sample
 //     entropy           attention entropy per query position (mean over samples, heads and layers), one
