@@ -55,6 +55,12 @@ struct EvalConfig {
   std::string positions = "train";
 };
 
+// [probe]: trained-model probes (`pelab probe run`) of every finished cell of a sweep (experiments/probe.hpp).
+struct ProbeSettings {
+  bool run = false;          // `pelab sweep` probes each finished cell before the report (as with --probe)
+  std::size_t samples = 32;  // held-out samples per length
+};
+
 // Which cell of a sweep grid a config is ([cell]); empty for a plain run.
 struct CellInfo {
   std::optional<std::size_t> index;  // position in the grid, 0-based, the last swept key varying fastest
@@ -75,6 +81,7 @@ struct ExperimentConfig {
   ParamTables task_params;           // [task.<name>]
   TrainConfig train;                 // with [train.<optimizer>] in train.optimizer_params
   EvalConfig eval;
+  ProbeSettings probe;
   std::map<std::string, std::vector<Value>> sweep;  // "section.key" -> values
   std::vector<std::string> sweep_order;            // the keys of `sweep` in file order
   std::string output_dir = "runs";

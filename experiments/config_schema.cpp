@@ -182,6 +182,11 @@ std::vector<Section> build_schema() {
                                     "stream seeded by eval.seed (the same ids at every evaluation)"),
                         {"train", "contiguous", "offset", "randomized"})},
                {"lengths"}});
+  s.push_back({"probe",
+               {PELAB_FIELD("run", probe.run, none, none,
+                            "pelab sweep runs `pelab probe run` on every finished cell (like --probe)"),
+                PELAB_FIELD("samples", probe.samples, 1.0, 1e5, "held-out samples per probed length")},
+               {}});
   s.push_back({"output", {PELAB_FIELD("dir", output_dir, none, none, "run or sweep directory")}, {}});
   return s;
 }

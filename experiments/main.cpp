@@ -16,6 +16,8 @@
 #include "core/blas_coretype.hpp"
 #include "experiments/config.hpp"
 #include "experiments/evaluate.hpp"
+#include "experiments/predict.hpp"
+#include "experiments/probe.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
@@ -120,6 +122,8 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", out_dir, "sweep directory (default: output.dir of the config)");
   sweep->add_option("--jobs,-j", jobs, "cells run in parallel (one process each)")->check(CLI::Range(1, 256));
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
+  bool sweep_probe = false;
+  sweep->add_flag("--probe", sweep_probe, "run `pelab probe run` on every finished cell (the report shows the probes)");
 
   // eval
   std::string run_dir, lengths_csv, json_out;
@@ -155,6 +159,11 @@ int main(int argc, char** argv) {
   show->add_option("--len", show_len, "problem size (default 8)");
   show->add_option("--seed", show_seed, "seed");
 
+  PredictArgs predict_args;
+  auto* predict = add_predict_command(app, predict_args);
+  ProbeCommand probe;
+  add_probe_command(app, probe);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,6 +173,8 @@ int main(int argc, char** argv) {
 
   try {
     if (*list) return cmd_list();
+    if (*predict) return run_predict(predict_args);
+    if (*probe.app) return run_probe_command(probe);
 
     if (*show) {
       // Built through the config loader: the same checks and messages as a config's [task.NAME].
@@ -253,6 +264,7 @@ int main(int argc, char** argv) {
       so.out_dir = out_dir;
       so.jobs = jobs;
       so.report = !no_report;
+      so.probe = sweep_probe;
       so.self_exe = self_exe();
       return run_sweep(loaded, so);
     }

@@ -166,28 +166,7 @@ int run_sweep_mpi(const LoadedConfig& loaded, const SweepOptions& opt) {
   std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - board.failed.size(),
               cells.size());
 
-  if (opt.report) {
-    try {
-      const ReportResult rep = write_report(root);
-      std::printf("\n%s\n", rep.table_markdown.c_str());
-      for (const auto& f : rep.files_written) std::printf("wrote %s\n", f.c_str());
-      for (const auto& w : rep.warnings) std::printf("warning: %s\n", w.c_str());
-    } catch (const Error& e) {
-      std::fprintf(stderr, "report: %s\n", e.what());
-    }
-  }
-  std::fflush(stdout);
-  if (board.interrupted) {
-    std::printf("interrupted: unfinished cells keep their checkpoints; re-run the same command to resume\n");
-    return kInterrupted;
-  }
-  if (!board.failed.empty()) {
-    std::fprintf(stderr, "%zu cell(s) failed: ", board.failed.size());
-    for (const auto& f : board.failed) std::fprintf(stderr, "%s  ", f.c_str());
-    std::fprintf(stderr, "\n");
-    return kError;
-  }
-  return kOk;
+  return finish_sweep(loaded, root, opt, board.interrupted, board.failed);
 }
 
 }  // namespace pelab

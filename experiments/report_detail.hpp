@@ -185,6 +185,11 @@ std::string plot_color(std::size_t i);
 int plot_point_type(std::size_t i);
 std::string plot_preamble(const std::string& png, const std::string& title);
 std::string task_text(const Sweep& s);  // "copy + reverse"
+// The program's path (a name is looked up in PATH), or "" when not found.
+std::string find_program(const std::string& name);
+// Runs `gnuplot -e "outfile='NAME.png.tmp'" NAME.gp` in `dir` and renames the PNG into place (never a
+// half-written PNG); "" on success, else what went wrong. Also used by `pelab probe`.
+std::string render_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& name);
 // Writes every script's .dat and .gp into SWEEP/plots and renders them; returns the PNG per script ("" when
 // not rendered), in order.
 std::vector<std::string> render_scripts(const Sweep& s, const std::vector<Script>& scripts, const ReportOptions& opt,

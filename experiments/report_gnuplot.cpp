@@ -26,6 +26,8 @@ const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#946
                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 const int kPoints[] = {7, 5, 9, 11, 13, 15};
 
+}  // namespace
+
 std::string find_program(const std::string& name) {
   if (name.empty()) return "";
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
@@ -41,7 +43,8 @@ std::string find_program(const std::string& name) {
 
 // Runs `gnuplot -e "outfile='NAME.png.tmp'" NAME.gp` inside the plots dir, then renames the PNG into place
 // (never a half-written PNG). Returns "" on success, else what went wrong.
-std::string render(const std::string& gnuplot, const fs::path& dir, const std::string& name) {
+std::string render_gnuplot(const std::string& gnuplot, const std::string& dir_path, const std::string& name) {
+  const fs::path dir(dir_path);
   const std::string tmp_png = name + ".png.tmp", log = name + ".gnuplot.log";
   const std::string outfile = "outfile='" + tmp_png + "'", script = name + ".gp";
   const std::string dir_s = dir.string(), log_path = (dir / log).string();
@@ -83,8 +86,6 @@ std::string render(const std::string& gnuplot, const fs::path& dir, const std::s
   fsync_path(dir.string());
   return "";
 }
-
-}  // namespace
 
 std::string plot_color(std::size_t i) { return kColors[i % (sizeof kColors / sizeof *kColors)]; }
 int plot_point_type(std::size_t i) { return kPoints[i % (sizeof kPoints / sizeof *kPoints)]; }
@@ -147,7 +148,7 @@ std::vector<std::string> render_scripts(const Sweep& s, const std::vector<Script
     return pngs;
   }
   for (std::size_t i = 0; i < scripts.size(); ++i) {
-    const std::string err = render(gnuplot, dir, scripts[i].name);
+    const std::string err = render_gnuplot(gnuplot, dir.string(), scripts[i].name);
     if (!err.empty()) {
       out.warnings.push_back(err);
       continue;

@@ -12,6 +12,7 @@
 
 #include "experiments/eval_result.hpp"
 #include "experiments/mpi_sweep.hpp"
+#include "experiments/probe.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "training/distributed.hpp"
@@ -59,6 +60,38 @@ std::string cell_summary(const std::string& dir) {
 }  // namespace
 
 std::string sweep_cell_summary(const std::string& dir) { return cell_summary(dir); }
+
+int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
+                 const std::vector<std::string>& failed) {
+  if (opt.probe || loaded.config.probe.run) {
+    std::vector<std::string> dirs;
+    for (const auto& c : loaded.runs) dirs.push_back(c.dir_name);
+    probe_sweep_cells(root, dirs);  // prints per cell; a failed probe does not fail the sweep
+  }
+  if (opt.report) {
+    try {
+      const ReportResult rep = write_report(root);
+      std::printf("\n%s\n", rep.table_markdown.c_str());
+      for (const auto& f : rep.files_written) std::printf("wrote %s\n", f.c_str());
+      for (const auto& w : rep.warnings) std::printf("warning: %s\n", w.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "report: %s\n", e.what());
+    }
+  }
+  std::fflush(stdout);
+  if (interrupted) {
+    std::printf("interrupted: unfinished cells keep their checkpoints; re-run the same command to resume\n");
+    return kInterrupted;
+  }
+  if (!failed.empty()) {
+    std::fprintf(stderr, "%zu cell(s) failed: ", failed.size());
+    for (const auto& f : failed) std::fprintf(stderr, "%s  ", f.c_str());
+    std::fprintf(stderr, "\n");
+    return kError;
+  }
+  return kOk;
+}
+
 
 int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   if (dist::active()) return run_sweep_mpi(loaded, opt);  // under mpirun: cells across the ranks
@@ -147,27 +180,7 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - failed.size(), cells.size());
 
-  if (opt.report) {
-    try {
-      const ReportResult rep = write_report(root);
-      std::printf("\n%s\n", rep.table_markdown.c_str());
-      for (const auto& f : rep.files_written) std::printf("wrote %s\n", f.c_str());
-      for (const auto& w : rep.warnings) std::printf("warning: %s\n", w.c_str());
-    } catch (const Error& e) {
-      std::fprintf(stderr, "report: %s\n", e.what());
-    }
-  }
-  if (interrupted) {
-    std::printf("interrupted: unfinished cells keep their checkpoints; re-run the same command to resume\n");
-    return kInterrupted;
-  }
-  if (!failed.empty()) {
-    std::fprintf(stderr, "%zu cell(s) failed: ", failed.size());
-    for (const auto& f : failed) std::fprintf(stderr, "%s  ", f.c_str());
-    std::fprintf(stderr, "\n");
-    return kError;
-  }
-  return kOk;
+  return finish_sweep(loaded, root, opt, interrupted, failed);
 }
 
 }  // namespace pelab

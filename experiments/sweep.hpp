@@ -15,6 +15,7 @@ struct SweepOptions {
   std::string out_dir;          // the sweep directory (default: output.dir of the config)
   int jobs = 1;
   bool report = true;           // run `pelab report` at the end
+  bool probe = false;           // run `pelab probe run` on every finished cell before the report
   std::string self_exe;         // the pelab binary to spawn for each cell
 };
 
@@ -26,5 +27,10 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt);
 
 // One line summarising a finished cell directory (its headline metric), "" when it has no result.
 std::string sweep_cell_summary(const std::string& dir);
+
+// The end of a sweep, local or across ranks: probes (opt.probe or [probe] run), the report, and the
+// exit code: interrupted, some cells failed (listed), or 0.
+int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
+                 const std::vector<std::string>& failed);
 
 }  // namespace pelab

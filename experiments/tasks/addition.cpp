@@ -38,6 +38,23 @@ class Addition : public SequenceTask {
     for (auto d : s) e.y.push_back(kDigit0 + d);
     return e;
   }
+  std::vector<std::int32_t> solve(const std::vector<std::int32_t>& x) const override {
+    const auto plus = std::find(x.begin(), x.end(), kPlus);
+    const std::size_t n = std::size_t(plus - x.begin());
+    if (plus == x.end() || std::find(plus + 1, x.end(), kPlus) != x.end() || n == 0 || x.size() != 2 * n + 1)
+      throw Error("expected a + b: two numbers of the same number of digits (at least one) around one '+', e.g. 456 + 789");
+    // Same arithmetic as generate, digits least significant first.
+    std::vector<std::int32_t> a(x.begin(), plus), b(plus + 1, x.end()), s(n + 1);
+    if (!lsb_first_) std::reverse(a.begin(), a.end()), std::reverse(b.begin(), b.end());
+    std::int32_t carry = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int32_t v = (a[i] - kDigit0) + (b[i] - kDigit0) + carry;
+      s[i] = kDigit0 + v % 10, carry = v / 10;
+    }
+    s[n] = kDigit0 + carry;
+    if (!lsb_first_) std::reverse(s.begin(), s.end());
+    return s;
+  }
   std::size_t x_length(std::size_t n) const override { return 2 * n + 1; }
   std::size_t y_length(std::size_t n) const override { return n + 1; }
   // The carry digit (first, or last with reverse_digits) is 0 or 1; every other digit can be any of 10.

@@ -1,5 +1,8 @@
 // assoc_recall: n key-value pairs, then query keys; y = the values stored under them. Retrieval by
 // content followed by a fixed offset (the value sits right after its key).
+#include <algorithm>
+#include <map>
+
 #include "experiments/tasks/sequence.hpp"
 
 namespace pelab {
@@ -42,6 +45,27 @@ class AssocRecall : public SequenceTask {
       e.y.push_back(value_id(value[i]));
     }
     return e;
+  }
+  std::vector<std::int32_t> solve(const std::vector<std::int32_t>& x) const override {
+    const auto is_key = [&](std::int32_t id) { return id > kQuery && std::size_t(id - kQuery - 1) < keys_; };
+    const auto q = std::find(x.begin(), x.end(), kQuery);
+    const std::size_t pairs = std::size_t(q - x.begin());
+    const char* form = "expected k1 v1 ... kn vn ? q1 .. qm: n >= 1 pairs of a key (letter) and a value (digit), distinct keys, "
+                       "then '?' and m >= 1 query keys that are among the n";
+    if (q == x.end() || pairs == 0 || pairs % 2 != 0 || q + 1 == x.end()) throw Error(form);
+    std::map<std::int32_t, std::int32_t> stored;
+    for (std::size_t i = 0; i < pairs; i += 2) {
+      if (!is_key(x[i]) || is_key(x[i + 1]) || x[i + 1] == kQuery || !stored.emplace(x[i], x[i + 1]).second)
+        throw Error(std::string(form) + "; pair " + std::to_string(i / 2 + 1) + " is '" + token_name(x[i]) + " " +
+                    token_name(x[i + 1]) + "'");
+    }
+    std::vector<std::int32_t> y;
+    for (auto it = q + 1; it != x.end(); ++it) {
+      auto s = stored.find(*it);
+      if (s == stored.end()) throw Error(std::string(form) + "; query '" + token_name(*it) + "' is not a stored key");
+      y.push_back(s->second);
+    }
+    return y;
   }
   std::size_t x_length(std::size_t n) const override { return 2 * n + 1 + queries_; }
   std::size_t y_length(std::size_t) const override { return queries_; }

@@ -126,6 +126,33 @@ class CharLm : public Task {
     return s;
   }
 
+  std::string token_text(std::int32_t id) const override {
+    return id > 0 && std::size_t(id) < bytes_.size() ? escape(bytes_[std::size_t(id)]) : "<" + std::to_string(id) + ">";
+  }
+
+  Batch parse_input(const std::string& text) const override {
+    if (text.empty()) throw Error(std::string(kWhat) + ": the prompt is empty; give at least one character");
+    const std::size_t L = text.size();
+    Batch out;
+    out.tokens = IndexArray(Shape{1, L});
+    out.targets = IndexArray(Shape{1, L});
+    out.mask = Array(Shape{1, L});
+    out.positions = default_positions(1, L);
+    for (std::size_t t = 0; t < L; ++t) {
+      const std::int32_t id = id_of_[static_cast<unsigned char>(text[t])];
+      if (id < 0)
+        throw Error(std::string(kWhat) + ": byte " + std::to_string(static_cast<unsigned char>(text[t])) +
+                    (static_cast<unsigned char>(text[t]) < 0x80 ? " ('" + escape(static_cast<unsigned char>(text[t])) + "')" : "") +
+                    " at offset " + std::to_string(t) +
+                    " of the prompt) never occurs in '" + path_ + "', so the model has no token for it");
+      out.tokens(0, t) = id;
+      if (t) out.targets(0, t - 1) = id, out.mask(0, t - 1) = 1;
+    }
+    out.targets(0, L - 1) = -1;
+    out.mask(0, L - 1) = 0;
+    return out;
+  }
+
  private:
   Batch windows(const std::vector<std::size_t>& starts, std::size_t L) const {
     const std::size_t B = starts.size();

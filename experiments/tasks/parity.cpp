@@ -22,6 +22,11 @@ class Parity : public SequenceTask {
     e.y.push_back(seq::kFirstSymbol + ones % 2);
     return e;
   }
+  std::vector<std::int32_t> solve(const std::vector<std::int32_t>& x) const override {
+    std::int32_t ones = 0;
+    for (auto v : x) ones += v - seq::kFirstSymbol;  // the vocabulary has only the two bits
+    return {seq::kFirstSymbol + ones % 2};
+  }
   std::size_t x_length(std::size_t n) const override { return n; }
   std::size_t y_length(std::size_t) const override { return 1; }
   std::vector<std::size_t> answer_support(std::size_t) const override { return {2}; }  // for every n >= 1

@@ -1,6 +1,8 @@
 #include "experiments/tasks/sequence.hpp"
 
 #include <algorithm>
+#include <map>
+#include <sstream>
 
 #include "layers/positional/encoding.hpp"  // default_positions
 
@@ -147,6 +149,45 @@ std::string SequenceTask::render(const Batch& batch, std::size_t b) const {
     if (i == e) s += ']';
   }
   return s;
+}
+
+Batch SequenceTask::parse_input(const std::string& text) const {
+  // Names of the task's symbols (specials and the prompt word are added by the format, never typed).
+  std::map<std::string, std::int32_t> ids;
+  std::string allowed;
+  for (std::int32_t id = seq::kFirstSymbol; std::size_t(id) < base_vocab_size(); ++id) {
+    ids[token_name(id)] = id;
+    allowed += (allowed.empty() ? "" : " ") + token_name(id);
+  }
+  const std::string what = "task '" + name_ + "': input \"" + text + "\"";
+  std::vector<std::int32_t> x;
+  std::istringstream words(text);
+  std::string w;
+  while (words >> w) {
+    if (auto it = ids.find(w); it != ids.end()) {
+      x.push_back(it->second);
+      continue;
+    }
+    std::vector<std::int32_t> chars;  // "314" for 3 1 4 when every name is one character
+    for (char c : w) {
+      auto it = ids.find(std::string(1, c));
+      if (it == ids.end()) {
+        chars.clear();
+        break;
+      }
+      chars.push_back(it->second);
+    }
+    if (chars.empty())
+      throw Error(what + ": unknown token '" + w + "'; allowed: " + allowed +
+                  " (separated by spaces; x only, the format adds <BOS>, <SEP>, <EOS>)");
+    x.insert(x.end(), chars.begin(), chars.end());
+  }
+  if (x.empty()) throw Error(what + ": empty; type x, e.g. the part before <SEP> of `pelab show-task " + name_ + "`");
+  try {
+    return seq::assemble({seq::Example{x, solve(x)}}, format_, prompt_id());
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
 }
 
 seq::Example SymbolTask::generate(Rng& rng, std::size_t n) const {

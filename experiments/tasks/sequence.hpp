@@ -57,6 +57,9 @@ class SequenceTask : public Task {
   const SequenceFormat& format() const { return format_; }
   std::int32_t prompt_id() const { return std::int32_t(base_vocab_size()); }
   const std::string& prompt_word() const { return prompt_word_; }
+  std::string token_text(std::int32_t id) const override { return display(id); }
+  // x in the task's notation -> the one-row batch [BOS] [P] x [SEP] y [EOS], y from solve().
+  Batch parse_input(const std::string& text) const override;
 
  protected:
   virtual std::size_t base_vocab_size() const = 0;  // specials and symbols, without the prompt token
@@ -68,6 +71,8 @@ class SequenceTask : public Task {
   virtual std::vector<std::size_t> answer_support(std::size_t n) const = 0;
   // Display name of a task symbol (id >= kFirstSymbol and < base_vocab_size()).
   virtual std::string token_name(std::int32_t id) const = 0;
+  // y for a typed x (parse_input); throws Error when x is not a valid input, saying what is expected.
+  virtual std::vector<std::int32_t> solve(const std::vector<std::int32_t>& x) const = 0;
   // Rejects problem sizes the task cannot generate (called with max_len before sampling).
   virtual void check_size(std::size_t n) const {}
   const std::string& name() const { return name_; }
@@ -90,6 +95,7 @@ class SymbolTask : public SequenceTask {
  protected:
   std::size_t base_vocab_size() const override { return seq::kFirstSymbol + symbols_; }
   seq::Example generate(Rng& rng, std::size_t n) const override;
+  std::vector<std::int32_t> solve(const std::vector<std::int32_t>& x) const override { return f_(x); }
   std::size_t x_length(std::size_t n) const override { return n; }
   std::size_t y_length(std::size_t n) const override { return n; }
   // Every y_j can be any symbol: copy and reverse move one uniform symbol there; sort can too (all equal).

@@ -59,6 +59,15 @@ class Task {
   }
   // Human-readable rendering of row b of a batch (for `pelab show-task` and logs).
   virtual std::string render(const Batch& batch, std::size_t b) const = 0;
+  // How one token is written in render's notation ("<SEP>", "3", "a"; a byte for a language model).
+  virtual std::string token_text(std::int32_t id) const { return "<" + std::to_string(id) + ">"; }
+  // Input typed in the task's notation, as a one-row batch (`pelab predict --input`). Sequence tasks:
+  // x ("3 1 4"; single-character names may run together: "314+27"), the task computing y; language
+  // models: the text as tokens, each target the next character (the last one unknown: -1, mask 0).
+  // Bad input throws Error naming the token and what is allowed.
+  virtual Batch parse_input(const std::string& text) const {
+    throw Error("this task does not read typed input");
+  }
 };
 
 struct TaskSpec {
