@@ -51,9 +51,12 @@ if [ $page_only = 0 ]; then
   start=$(date +%s.%N)
   (cd "$root" && "$pelab" sweep "$config" --jobs "$jobs" --out "$out" ${sets[@]+"${sets[@]}"})
   end=$(date +%s.%N)
-  # CPU time of the finished children (the sweep and its cells): user + sys from `times`' second line.
-  cpu=$(times | tail -1 | awk '{ s = 0; for (i = 1; i <= 2; ++i) { split($i, p, "m"); s += p[1] * 60 + p[2] } print s }')
-  printf '%s %.1f %.1f %s %s\n' "$(date -u +%FT%TZ)" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$cpu" "$jobs" "${sets[*]:-}" \
+  # CPU time of the finished children (the sweep and its cells): user + sys from `times`' second line,
+  # taken in this shell (in a $(...) subshell `times` would see no children).
+  times_file=$(mktemp); times > "$times_file"
+  cpu=$(tail -1 "$times_file" | awk '{ s = 0; for (i = 1; i <= 2; ++i) { split($i, p, "m"); s += p[1] * 60 + p[2] } print s }')
+  rm -f "$times_file"
+  printf '%s %.1f %s %s %s\n' "$(date -u +%FT%TZ)" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$cpu" "$jobs" "${sets[*]:-}" \
     >> "$out/reproduce_times.txt"
 fi
 [ -f "$out/summary.csv" ] || { echo "error: $out has no summary.csv (run the recipe first, without --page-only)" >&2; exit 2; }

@@ -97,14 +97,14 @@ def read_times(run_dir):
     path = os.path.join(run_dir, "reproduce_times.txt")
     if not os.path.isfile(path):
         return None
-    wall = cpu = 0.0
+    wall, cpu = 0.0, 0.0  # cpu None once an invocation did not record it ('-')
     lines = [ln.split() for ln in open(path) if ln.strip()]
     for i, p in enumerate(lines, start=1):
         try:
             wall += float(p[1])
-            cpu += float(p[2])
+            cpu = None if cpu is None or p[2] == "-" else cpu + float(p[2])
         except (IndexError, ValueError):
-            raise PageError(f"{path}:{i}: expected 'DATE WALL_S CPU_S JOBS [OVERRIDES]'")
+            raise PageError(f"{path}:{i}: expected 'DATE WALL_S CPU_S|- JOBS [OVERRIDES]'")
     return {"wall": wall, "cpu": cpu, "runs": len(lines), "jobs": lines[-1][3] if len(lines[-1]) > 3 else "?",
             "last": lines[-1][0]}
 
@@ -423,8 +423,8 @@ def write_page(name, run_dir, config, quick, out, copy=None):
     variant = (f"**quick variant** (`--quick`: {quick_overrides(config) or 'no overrides'}): fewer seeds and/or steps "
                "than the recipe's full setting") if quick else "full setting"
     if times:
-        timing = (f"{times['wall'] / 60:.1f} min wall, {times['cpu'] / 60:.1f} min CPU (user + sys of the training "
-                  f"processes), `--jobs {times['jobs']}`, over {times['runs']} invocation(s) of reproduce.sh, last "
+        cpu = "CPU time not recorded" if times["cpu"] is None else f"{times['cpu'] / 60:.1f} min CPU (user + sys of the training processes)"
+        timing = (f"{times['wall'] / 60:.1f} min wall, {cpu}, `--jobs {times['jobs']}`, over {times['runs']} invocation(s) of reproduce.sh, last "
                   f"{times['last']}; on a 2-core machine shared with other jobs, so the wall time is an upper bound")
     else:
         timing = "not recorded (no reproduce_times.txt: the sweep was not run by scripts/reproduce.sh)"
@@ -451,17 +451,23 @@ Time: {timing}.
 
 {tables}
 
-All numbers come from `{os.path.basename(os.path.normpath(run_dir))}/summary.csv` (and its eval.json / steps_to_target.csv); the
+{{plot}}All numbers come from `{os.path.basename(os.path.normpath(run_dir))}/summary.csv` (and its eval.json / steps_to_target.csv); the
 full report with plots is `report.html` in the run directory. The verdict's thresholds are in
 `scripts/reproduce_page.py` (page_{name}).
 """
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, out)
+    # The report's main plot: linked from the run directory's page, copied beside the page's copy.
+    plot = next((p for p in ("loss_by_position.png", "length_generalization.png")
+                 if os.path.isfile(os.path.join(run_dir, "plots", p))), None)
+    pages = [(out, f"![{plot}](plots/{plot})\n\n" if plot else "")]
     if copy:
-        shutil.copyfile(out, copy + ".tmp")
-        os.replace(copy + ".tmp", copy)
+        png = os.path.splitext(os.path.basename(copy))[0] + "." + plot if plot else None
+        pages.append((copy, f"![{plot}]({png})\n\n" if plot else ""))
+        if plot:
+            shutil.copyfile(os.path.join(run_dir, "plots", plot), os.path.join(os.path.dirname(copy) or ".", png))
+    for path, link in pages:
+        with open(path + ".tmp", "w") as f:
+            f.write(text.replace("{plot}", link))
+        os.replace(path + ".tmp", path)
     return verdict
 
 
