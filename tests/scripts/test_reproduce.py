@@ -91,14 +91,14 @@ def fake_press(d, alibi_rise, sin_rise):
     write_summary(d, ["encoding.name"], rows)
 
 
-def fake_kazemnejad(d, order):
-    """order: encodings best first; a task's exact match beyond 2L follows it on every task."""
+def fake_kazemnejad(d, order, chance=0.0):
+    """order: encodings best first; a task's exact match beyond 2L follows it on every task (0.5, 0.4, ...)."""
     rows = []
     for task in ("copy", "reverse", "addition", "sort", "parity"):
         for i, enc in enumerate(order):
             rows.append(((task, enc), 8, True, "exact_match", 1.0, 0.0, 3, 0.0))
             for L in (12, 16):
-                rows.append(((task, enc), L, False, "exact_match", 0.5 - 0.1 * i, 0.0, 3, 0.0))
+                rows.append(((task, enc), L, False, "exact_match", 0.5 - 0.1 * i, 0.0, 3, chance))
     write_summary(d, ["task.name", "encoding.name"], rows)
 
 
@@ -146,6 +146,9 @@ def main():
         fake_kazemnejad(fresh("k1"), ["none", "t5", "alibi", "rope", "sinusoidal"])
         v = page("kazemnejad", os.path.join(tmp, "k1"))
         check("ranking reproduces at" in v and "none 1.00 > t5 0.50" in v and "+1.00" in v, f"kazemnejad: reproduces ({v})")
+        fake_kazemnejad(fresh("k3"), ["none", "t5", "alibi", "rope", "sinusoidal"], chance=0.48)
+        v = page("kazemnejad", os.path.join(tmp, "k3"))
+        check("ranking partly reproduces" in v and "0 of 5 tasks" in v, f"kazemnejad: at chance, only partly ({v})")
         fake_kazemnejad(fresh("k2"), ["sinusoidal", "rope", "alibi", "t5", "none"])
         v = page("kazemnejad", os.path.join(tmp, "k2"))
         check("does not reproduce" in v and "-1.00" in v, f"kazemnejad: does not reproduce ({v})")
