@@ -179,7 +179,11 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   try {
     m.validate();  // whatever the model checks beyond the above
   } catch (const Error& e) {
-    fail(location(cfg, "model"), "[model] " + strip_prefix(e.what(), "model: "));
+    const std::string msg = strip_prefix(e.what(), "model: ");
+    if (msg.compare(0, 10, "attention.") == 0)
+      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling"}, "attention"),
+           "[attention] " + msg);
+    fail(location(cfg, "model"), "[model] " + msg);
   }
 
   cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
