@@ -49,10 +49,29 @@ void check_scaling(const Params& p, const ModelDims& dims) {
     throw Error("encoding 'rope': scaling needs original_len (the trained context), and the model has no training length");
 }
 
-std::size_t max_id_plus_one(const IndexArray& positions) {
-  std::int32_t mx = -1;
-  for (auto v : positions) mx = std::max(mx, v);
+// Row b's largest id + 1: dynamic NTK's current length n (Hugging Face: max(position_ids) + 1), per row so
+// that a row's result does not depend on the other rows of its batch.
+std::size_t row_length(const IndexArray& positions, std::size_t b) {
+  const std::size_t T = positions.shape()[1];
+  const std::int32_t* p = positions.data() + b * T;
+  const std::int32_t mx = T ? *std::max_element(p, p + T) : -1;
   return static_cast<std::size_t>(std::max<std::int32_t>(mx + 1, 0));
+}
+
+// Tables with dynamic NTK's frequencies, built per row (rows with the same length share one build).
+RotaryTables dynamic_tables(const IndexArray& positions, std::size_t rot, double base, const RopeScaling& sc) {
+  const std::size_t B = positions.shape()[0], T = positions.shape()[1], P = rot / 2;
+  RotaryTables tb;
+  tb.cos.resize({B, T, P});
+  tb.sin.resize({B, T, P});
+  for (std::size_t b = 0; b < B; ++b) {
+    IndexArray row(Shape{1, T});
+    std::copy(positions.data() + b * T, positions.data() + (b + 1) * T, row.data());
+    const RotaryTables r = rotary_tables(row, scaled_rope_inv_freq(rot, base, sc, row_length(positions, b)));
+    std::copy(r.cos.begin(), r.cos.end(), tb.cos.data() + b * T * P);
+    std::copy(r.sin.begin(), r.sin.end(), tb.sin.data() + b * T * P);
+  }
+  return tb;
 }
 
 class Rope : public PositionalEncoding {
@@ -66,7 +85,8 @@ class Rope : public PositionalEncoding {
       tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, rot_, base_));
     } else {
       auto tb = std::make_shared<RotaryTables>(
-          rotary_tables(positions, scaled_rope_inv_freq(rot_, base_, sc_, max_id_plus_one(positions))));
+          sc_.method == "dynamic_ntk" ? dynamic_tables(positions, rot_, base_, sc_)
+                                      : rotary_tables(positions, scaled_rope_inv_freq(rot_, base_, sc_, 0)));
       if (const double m = rope_table_scale(sc_); m != 1.0)
         scale_rotary_tables(*tb, positions, [m](std::int32_t, std::size_t) { return m; });
       tables_ = std::move(tb);
@@ -102,8 +122,8 @@ PELAB_REGISTER_ENCODING(rope, EncodingSpec{
         {"fraction", ValueType::number, 1.0, 0.0, 1.0, {}, "fraction of each head's dims rotated"},
         {"scaling", ValueType::string, std::string("none"), {}, {}, {"none", "pi", "ntk", "dynamic_ntk", "yarn"},
          "length extension (mainly for `pelab eval --set`): pi = positions p/factor (Chen et al. 2023); "
-         "ntk = base*factor^(d/(d-2)); dynamic_ntk = ntk with factor*n/L-(factor-1) for n > L (n: largest id + 1 "
-         "of the forward); yarn = per-frequency ramp between pi and none, logits *(yarn_mscale ln(factor)+1)^2 "
+         "ntk = base*factor^(d/(d-2)); dynamic_ntk = ntk with factor*n/L-(factor-1) for n > L (n: the row's largest "
+         "id + 1; not shift-invariant); yarn = per-frequency ramp between pi and none, logits *(yarn_mscale ln(factor)+1)^2 "
          "(Peng et al. 2023)"},
         {"factor", ValueType::number, 2.0, 1.0, 1e6, {}, "scale s of pi, ntk, yarn (the target length / L); "
          "dynamic_ntk's multiplier"},

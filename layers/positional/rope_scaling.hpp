@@ -3,9 +3,11 @@
 //   pi           position interpolation (Chen et al. 2023): positions p / s, i.e. theta_i / s.
 //   ntk          "NTK-aware" scaling (bloc97, 2023): base -> base * s^(d / (d - 2)), d the rotated dims;
 //                the highest frequency is unchanged, the lowest is divided by s.
-//   dynamic_ntk  ntk with a factor from the current length n (the largest position id + 1 of the
-//                forward pass), as in Hugging Face transformers: s_n = factor * n / L - (factor - 1) when
-//                n > L, else no scaling.
+//   dynamic_ntk  ntk with a factor from the current length n (a row's largest position id + 1, as Hugging
+//                Face's max(position_ids) + 1, but per row): s_n = factor * n / L - (factor - 1) when n > L,
+//                else no scaling. One forward over T tokens scales every position by s_T (a cached decoder
+//                would grow s token by token). The frequencies then depend on the ids themselves: shifting
+//                every id changes the logits (not relative, unlike the other methods).
 //   yarn         YaRN (Peng et al. 2023), "NTK-by-parts": per frequency, r_i = L / lambda_i with the
 //                wavelength lambda_i = 2 pi / theta_i, ramp g(r) = clamp((r - alpha) / (beta - alpha), 0, 1),
 //                theta_i' = (1 - g) theta_i / s + g theta_i (long wavelengths interpolated, short ones kept);
