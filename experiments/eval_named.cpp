@@ -54,6 +54,14 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
   }
 }
 
+RunSpec load_eval_config(const std::string& run_dir, const std::vector<std::string>& sets) {
+  const std::string path = run_dir + "/config.toml";
+  std::string text = read_file(path);
+  if (!sets.empty())
+    if (const auto at = text.find("\n[cell]"); at != std::string::npos) text.erase(at + 1);
+  return parse_config(text, path, sets).runs.at(0);
+}
+
 void check_eval_name(const std::string& name) {
   bool ok = !name.empty() && name[0] != '.';
   for (char c : name)

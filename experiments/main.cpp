@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
       if (!eval_name.empty()) check_eval_name(eval_name);
       check_eval_settings(overrides, load_config(run_dir + "/config.toml").runs.at(0).config);
       sets.insert(sets.end(), overrides.begin(), overrides.end());
-      const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
+      const RunSpec spec = load_eval_config(run_dir, sets);
       blas::set_num_threads(spec.config.train.threads);
       Transformer model(spec.model);
       const CheckpointChoice choice = choose_checkpoint(run_dir, false);

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "experiments/config.hpp"
+#include "experiments/eval_named.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/report.hpp"
 #include "training/fs.hpp"
@@ -111,4 +112,20 @@ TEST_CASE("[attention] and rope scaling settings: errors with file:line", "[eval
   const LoadedConfig ok = parse_config(std::string(kRope) + "[attention]\nscaling = \"log_length\"\n", "a.toml");
   CHECK(ok.runs.at(0).model.attention.scaling == "log_length");
   CHECK(has(to_toml(ok.runs.at(0).config), "[attention]"));
+}
+
+TEST_CASE("a sweep cell re-evaluated with a swept key changed: its [cell] record does not block the evaluation",
+          "[eval_named]") {
+  const std::string dir = temp_dir("cell");
+  write_file_atomic(dir + "/config.toml", std::string(kRope) +
+                                              "[cell]\nindex = 0\nlabel = \"attention.scaling=none\"\n"
+                                              "[cell.assignment]\n\"attention.scaling\" = \"none\"\n");
+  const std::vector<std::string> sets = {"attention.scaling=log_length"};
+  // the plain loader refuses the difference with the cell's record...
+  CHECK_THROWS_WITH(load_config(dir + "/config.toml", sets), Catch::Contains("cell.assignment"));
+  // ...the evaluation loader applies it
+  const RunSpec spec = load_eval_config(dir, sets);
+  CHECK(spec.model.attention.scaling == "log_length");
+  CHECK(load_eval_config(dir, {}).config.cell.index == std::optional<std::size_t>(0));  // kept when nothing changes
+  fs::remove_all(dir);
 }
