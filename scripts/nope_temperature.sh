@@ -2,7 +2,8 @@
 # issue 10's nope_temperature experiment: the sweep of experiments/configs/nope_temperature.toml (NoPE
 # and RoPE x [attention] scaling none / log_length / learned); the same with log-length scaling unclamped
 # (log n / log L also below L, so training itself changes: the form of Chiang & Cholak 2022); the runs
-# trained without scaling re-evaluated with log-length scaling at evaluation only; then the report.
+# trained without scaling re-evaluated with log-length scaling and with a fixed temperature 0.8 at
+# evaluation only; then the report.
 #   scripts/nope_temperature.sh [SWEEP_DIR]  (default runs/nope_temperature; PELAB=path/to/pelab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +18,7 @@ CFG=experiments/configs/nope_temperature.toml
 for enc in none rope; do
   "$PELAB" eval "$OUT/encoding.name=${enc}__attention.scaling=none" --set attention.scaling=log_length \
     --name log_length_at_eval >/dev/null
+  "$PELAB" eval "$OUT/encoding.name=${enc}__attention.scaling=none" --set attention.scaling=fixed \
+    --set attention.temperature=0.8 --name temperature_0.8_at_eval >/dev/null
 done
 "$PELAB" report "$OUT"
