@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <sstream>
 
 #include "experiments/tasks/task.hpp"
 #include "training/fs.hpp"
@@ -56,10 +57,18 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
 
 RunSpec load_eval_config(const std::string& run_dir, const std::vector<std::string>& sets) {
   const std::string path = run_dir + "/config.toml";
-  std::string text = read_file(path);
-  if (!sets.empty())
-    if (const auto at = text.find("\n[cell]"); at != std::string::npos) text.erase(at + 1);
-  return parse_config(text, path, sets).runs.at(0);
+  const std::string text = read_file(path);
+  // Drop the lines '"KEY" = ...' of [cell.assignment] (the last table config_write writes) for each KEY set.
+  const auto at = text.find("\n[cell.assignment]\n");
+  if (at == std::string::npos || sets.empty()) return parse_config(text, path, sets).runs.at(0);
+  std::string out = text.substr(0, at + 1);
+  std::istringstream in(text.substr(at + 1));
+  for (std::string line; std::getline(in, line);) {
+    bool drop = false;
+    for (const auto& kv : sets) drop = drop || starts_with(line, "\"" + key_of(kv) + "\" =");
+    if (!drop) out += line + "\n";
+  }
+  return parse_config(out, path, sets).runs.at(0);
 }
 
 void check_eval_name(const std::string& name) {

@@ -18,9 +18,9 @@ namespace pelab {
 // change). `trained` is the run's own config.
 void check_eval_settings(const std::vector<std::string>& sets, const ExperimentConfig& trained);
 
-// RUN_DIR/config.toml with `sets` applied. A sweep cell's [cell] table is left out when `sets` is not
-// empty: its assignment records the trained settings, which an evaluation may change (a swept
-// attention.scaling), and the config check would refuse the difference.
+// RUN_DIR/config.toml with `sets` applied. A sweep cell's [cell.assignment] records the trained values
+// of the swept keys, which an evaluation may change (a swept attention.scaling): the keys set are left
+// out of it (else the config check would refuse the difference).
 RunSpec load_eval_config(const std::string& run_dir, const std::vector<std::string>& sets);
 
 // A name usable in a file name: [A-Za-z0-9_.-]+, not starting with '.'; Error otherwise.

@@ -109,6 +109,12 @@ TEST_CASE("[attention] and rope scaling settings: errors with file:line", "[eval
                     Catch::Contains("a.toml:19") && Catch::Contains("temperature"));
   CHECK_THROWS_WITH(parse_config(std::string(kRope) + "[encoding.rope]\nscaling = \"yarn\"\nyarn_beta = 0.5\n", "a.toml"),
                     Catch::Contains("a.toml:") && Catch::Contains("yarn_beta"));
+  // yarn on a non-RoPE encoding names the key; fine inside a sweep over encoding.name
+  CHECK_THROWS_WITH(parse_config(std::string(kRope) + "[encoding.rope]\nscaling = \"yarn\"\n", "a.toml",
+                                 {"encoding.name=alibi"}),
+                    Catch::Contains("a.toml:18") && Catch::Contains("scaling") && Catch::Contains("alibi"));
+  CHECK_NOTHROW(parse_config(std::string(kRope) + "[encoding.rope]\nscaling = \"yarn\"\n[sweep]\n\"encoding.name\" = [\"alibi\", \"rope\"]\n",
+                             "a.toml"));
   const LoadedConfig ok = parse_config(std::string(kRope) + "[attention]\nscaling = \"log_length\"\n", "a.toml");
   CHECK(ok.runs.at(0).model.attention.scaling == "log_length");
   CHECK(has(to_toml(ok.runs.at(0).config), "[attention]"));
@@ -126,6 +132,7 @@ TEST_CASE("a sweep cell re-evaluated with a swept key changed: its [cell] record
   // ...the evaluation loader applies it
   const RunSpec spec = load_eval_config(dir, sets);
   CHECK(spec.model.attention.scaling == "log_length");
-  CHECK(load_eval_config(dir, {}).config.cell.index == std::optional<std::size_t>(0));  // kept when nothing changes
+  CHECK(spec.config.cell.index == std::optional<std::size_t>(0));  // the rest of [cell] stays
+  CHECK(load_eval_config(dir, {}).config.cell.assignment.size() == 1);  // untouched when nothing changes
   fs::remove_all(dir);
 }
