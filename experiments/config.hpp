@@ -1,9 +1,11 @@
-// Experiment configuration: TOML files with sections model, encoding, task, train, eval, sweep, output
-// and cell.
+// Experiment configuration: TOML files with sections model, encoding, attention, task, train, eval,
+// sweep, output and cell.
 //
 //   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init,
 //               init_std, emb_init_std
 //   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
+//   [attention] scaling, temperature, log_length_clamp, log_length_base (layers/attention_scaling.hpp;
+//               stored in ModelSettings::attention)
 //   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt;
 //               per-task parameters in subtables: [task.addition] ...
 //   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed,

@@ -12,6 +12,12 @@
 #include "training/metrics_table.hpp"
 #include "training/optimizer_registry.hpp"
 
+// GCC 12 -O3 reports the default ExperimentConfig{} built in make_field as "maybe uninitialized" once
+// ModelSettings holds a nested std::string ([attention] scaling): a false positive of its inliner.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace pelab::config_detail {
 namespace {
 
@@ -94,6 +100,26 @@ constexpr std::nullopt_t none = std::nullopt;
       key, lo, hi, help, [](const ExperimentConfig& c) { return to_value(c.expr); },             \
       [](ExperimentConfig& c, const Value& v) { from_value(v, c.expr); })
 
+// [attention]: temperature and log-length scaling for every encoding (layers/attention_scaling.hpp).
+Section attention_section() {
+  return {"attention",
+          {choices(PELAB_FIELD("scaling", model.attention.scaling, none, none,
+                               "logit scaling on top of 1/sqrt(hs): none; fixed = 1/temperature; log_length = "
+                               "max(1, log n / log L)/temperature, n = keys the query sees (1-based row); learned "
+                               "= exp(w) per layer and head, w0 = -ln(temperature). Parameter-free ones can be "
+                               "set at evaluation only (pelab eval --set)"),
+                   attention_scaling_names()),
+           PELAB_FIELD("temperature", model.attention.temperature, 1e-3, 1e3,
+                       "logits / temperature (fixed, log_length; learned: the initial value); must stay 1 "
+                       "with scaling = none"),
+           PELAB_FIELD("log_length_clamp", model.attention.log_length_clamp, none, none,
+                       "log_length: max(1, log n / log L) (Qwen's logn attention) if true, the plain ratio "
+                       "(also < 1 for n < L) if false"),
+           PELAB_FIELD("log_length_base", model.attention.log_length_base, 0.0, 1e9,
+                       "log_length: L in tokens; 0 = the training sequence length")},
+          {}};
+}
+
 std::vector<Section> build_schema() {
   std::vector<Section> s;
   s.push_back({"model",
@@ -120,6 +146,7 @@ std::vector<Section> build_schema() {
   s.push_back({"encoding",
                {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)")},
                {"[encoding.<name>] subtables"}});
+  s.push_back(attention_section());
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),
                 PELAB_FIELD("min_len", min_len, 1.0, 1e6, "smallest training problem size"),

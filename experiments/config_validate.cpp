@@ -176,10 +176,23 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
     paths.insert(paths.end(), {"model.tie_embeddings", "encoding.name", "model.n_heads", "model.d_model", "model.causal"});
     fail(blame(cfg, msg, paths, "encoding"), "[encoding." + cfg.encoding + "] " + msg);
   }
+  // RoPE length extension set in [encoding.rope] while another encoding runs, and not because a sweep over
+  // encoding.name shares the subtable: it would silently do nothing.
+  if (cfg.encoding != "rope" && cfg.encoding_params.count("rope") && cfg.encoding_params.at("rope").count("scaling") &&
+      cfg.encoding_params.at("rope").at("scaling") != Value(std::string("none")) &&
+      std::none_of(cfg.cell.assignment.begin(), cfg.cell.assignment.end(),
+                   [](const auto& a) { return a.first == "encoding.name"; }))
+    fail(given(cfg, "encoding.rope.scaling") ? cfg.locations.at("encoding.rope.scaling") : location(cfg, "encoding.name"),
+         "[encoding.rope] key 'scaling' = " + format_value(cfg.encoding_params.at("rope").at("scaling")) +
+             " applies to RoPE only, but [encoding] name = \"" + cfg.encoding + "\"; remove it, or use encoding rope");
   try {
     m.validate();  // whatever the model checks beyond the above
   } catch (const Error& e) {
-    fail(location(cfg, "model"), "[model] " + strip_prefix(e.what(), "model: "));
+    const std::string msg = strip_prefix(e.what(), "model: ");
+    if (msg.compare(0, 10, "attention.") == 0)
+      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling"}, "attention"),
+           "[attention] " + msg);
+    fail(location(cfg, "model"), "[model] " + msg);
   }
 
   cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given

@@ -161,6 +161,10 @@ ojson to_json(const EvalResult& r) {
   ojson rs = ojson::array();
   for (const auto& x : r.results) rs.push_back(to_json(x));
   j["results"] = rs;
+  if (!r.eval_name.empty()) {
+    j["eval_name"] = r.eval_name;
+    j["eval_settings"] = r.eval_settings;
+  }
   return j;
 }
 
@@ -195,6 +199,15 @@ EvalResult eval_result_from_json(const ojson& j, const std::string& file) {
     LengthResult lr = rd.length_result(results[i], where);
     if (!seen.insert(lr.length).second) bad(file, where, "length " + std::to_string(lr.length) + " appears twice");
     r.results.push_back(std::move(lr));
+  }
+  if (j.contains("eval_name")) {  // named re-evaluations only
+    r.eval_name = rd.string(j, "eval_name", top);
+    const ojson& st = rd.need(j, "eval_settings", top);
+    if (!st.is_array()) bad(file, "eval_settings", "expected an array of strings");
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      if (!st[i].is_string()) bad(file, "eval_settings[" + std::to_string(i) + "]", "expected a string, got " + st[i].dump());
+      r.eval_settings.push_back(st[i].get<std::string>());
+    }
   }
   return r;
 }

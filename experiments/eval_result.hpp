@@ -49,6 +49,10 @@ struct EvalResult {
   double final_train_loss = 0, train_seconds = 0, eval_seconds = 0;
   std::size_t parameters = 0;
   std::vector<LengthResult> results;
+  // A named re-evaluation (`pelab eval RUN --name NAME --set ...`, file RUN/eval-NAME.json): its name and
+  // settings; both empty in the training's eval.json.
+  std::string eval_name;
+  std::vector<std::string> eval_settings;
 };
 
 nlohmann::ordered_json to_json(const LengthResult& r);

@@ -15,6 +15,8 @@
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
 #include "experiments/config.hpp"
+#include "experiments/config_schema.hpp"
+#include "experiments/eval_named.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/predict.hpp"
 #include "experiments/probe.hpp"
@@ -66,6 +68,10 @@ void print_registry(const char* title, const Registry& r) {
 int cmd_list() {
   print_registry("positional encodings ([encoding] name = ...; parameters in [encoding.NAME]):",
                  EncodingRegistry::instance());
+  std::printf("\nattention scaling, with every encoding ([attention]; at evaluation: pelab eval --set attention.KEY=V):\n");
+  std::vector<ParamSpec> attention;
+  for (const auto& f : config_detail::find_section("attention")->fields) attention.push_back(f.spec);
+  print_params(attention);
   print_registry("\ntasks ([task] name = ...; parameters in [task.NAME]):", TaskRegistry::instance());
   print_registry("\noptimizers ([train] optimizer = ...; parameters in [train.NAME]):", OptimizerRegistry::instance());
   std::printf("\nmetrics ([train] early_stop_metric, pelab report --metric):\n");
@@ -133,6 +139,10 @@ int main(int argc, char** argv) {
   eval->add_option("--lengths", lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
   eval->add_option("--samples", samples, "held-out examples per length (default: eval.samples)");
   eval->add_option("--json", json_out, "also write the results to this JSON file");
+  std::string eval_name;
+  eval->add_option("--set", overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
+                   "encoding.rope.scaling=yarn) or attention.* (repeatable)");
+  eval->add_option("--name", eval_name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
 
   // report
   std::string sweep_dir, metric = "auto";
@@ -238,20 +248,29 @@ int main(int argc, char** argv) {
         sets.push_back("eval.lengths=[" + items + "]");
       }
       if (samples) sets.push_back("eval.samples=" + std::to_string(samples));
-      const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
+      if (!eval_name.empty()) check_eval_name(eval_name);
+      check_eval_settings(overrides, load_config(run_dir + "/config.toml").runs.at(0).config);
+      sets.insert(sets.end(), overrides.begin(), overrides.end());
+      const RunSpec spec = load_eval_config(run_dir, sets);
       blas::set_num_threads(spec.config.train.threads);
       Transformer model(spec.model);
       const CheckpointChoice choice = choose_checkpoint(run_dir, false);
       for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
       if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
       load_checkpoint(*choice.path, model, nullptr);
+      const auto t0 = std::chrono::steady_clock::now();
       const auto results = evaluate_lengths(model, spec);
+      const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
                   format_results(results, spec.task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const auto& r : results) j.push_back(to_json(r));
         write_file_atomic(json_out, j.dump(2) + "\n");
+      }
+      if (!eval_name.empty()) {
+        const std::string path = write_named_eval(run_dir, eval_name, overrides, spec, results, eval_seconds);
+        std::printf("wrote %s\n", path.c_str());
       }
       return kOk;
     }

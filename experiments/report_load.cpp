@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "core/tensor.hpp"
+#include "experiments/eval_named.hpp"
 #include "experiments/report_detail.hpp"
 #include "training/fs.hpp"
 #include "training/metrics_table.hpp"
@@ -208,6 +209,31 @@ Run load_run(const fs::path& run_dir, const std::string& dir_name, const std::st
   return r;
 }
 
+// A run and its named re-evaluations (RUN/eval-NAME.json, `pelab eval --name`), each one more row: the
+// same run with the swept key "eval" = NAME, the training's own evaluation "trained".
+void load_run_with_evals(const fs::path& run_dir, const std::string& dir_name, const std::string& rel_dir,
+                         std::vector<Run>& out) {
+  Run base = load_run(run_dir, dir_name, rel_dir);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(run_dir))
+    if (e.is_regular_file())
+      if (std::string n = named_eval_of(e.path().filename().string()); !n.empty()) names.push_back(n);
+  std::sort(names.begin(), names.end(), natural_less);
+  if (!names.empty()) base.assignment.emplace_back("eval", Value(std::string("trained")));
+  out.push_back(base);
+  for (const auto& n : names) {
+    Run r = base;
+    const EvalResult e = read_eval_result(named_eval_path(run_dir.string(), n));
+    r.results = e.results;
+    r.eval_seconds = e.eval_seconds;
+    r.eval_name = n;
+    r.eval_settings = e.eval_settings;
+    r.assignment.back().second = Value(n);
+    r.label = base.label + " [eval " + n + "]";
+    out.push_back(r);
+  }
+}
+
 // Status of a run directory without eval.json; the last metrics line may be half-written, so be lenient.
 std::string unfinished_status(const fs::path& run_dir) {
   const fs::path path = run_dir / "metrics.jsonl";
@@ -281,7 +307,7 @@ Sweep load_sweep(const std::string& sweep_dir) {
   if (fs::exists(root / "eval.json")) {  // a single run reported on its own
     fs::path norm = fs::absolute(root).lexically_normal();
     if (norm.filename().empty()) norm = norm.parent_path();  // "run/" names "run"
-    s.runs.push_back(load_run(root, norm.filename().string(), ""));
+    load_run_with_evals(root, norm.filename().string(), "", s.runs);
   } else {
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(root)) {
@@ -292,7 +318,7 @@ Sweep load_sweep(const std::string& sweep_dir) {
     std::sort(names.begin(), names.end(), natural_less);
     for (const std::string& name : names) {
       if (fs::exists(root / name / "eval.json")) {
-        s.runs.push_back(load_run(root / name, name, name));
+        load_run_with_evals(root / name, name, name, s.runs);
       } else {
         Unfinished u{name, unfinished_status(root / name), name, config_text(root / name), {}};
         u.files = present_files(root / name, name);

@@ -1,10 +1,15 @@
 #include "layers/transformer.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/ops/attention.hpp"
 #include "core/ops/dropout.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/heads.hpp"
 #include "core/ops/matmul.hpp"
+#include "core/ops/query_scale.hpp"
+#include "core/ops/unary.hpp"
 
 namespace pelab {
 
@@ -39,11 +44,30 @@ void ModelConfig::validate() const {
     fail("d_model " + std::to_string(d_model) + " is not divisible by n_heads " + std::to_string(n_heads));
   if (dropout < 0 || dropout >= 1) fail("dropout must be in [0, 1)");
   resolve_encoding_params(encoding, encoding_params, dims());  // throws on bad encoding settings
+  const auto& names = attention_scaling_names();
+  if (std::find(names.begin(), names.end(), attention.scaling) == names.end())
+    fail("attention.scaling '" + attention.scaling + "' is not one of: none, fixed, log_length, learned");
+  if (!(attention.temperature > 0)) fail("attention.temperature must be positive");
+  if (attention.scaling == "none" && attention.temperature != 1)
+    fail("attention.temperature = " + format_value(Value(attention.temperature)) +
+         " has no effect with attention.scaling = \"none\"; use scaling = \"fixed\" (or log_length, learned)");
+  if (attention.scaling == "log_length" && log_length_base() < 2)
+    fail("attention.scaling = \"log_length\" needs a base length L >= 2 (log_length_base, or the training length); got " +
+         std::to_string(log_length_base()));
 }
 
-SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c) : n_heads(h), causal(c) {
+std::size_t ModelConfig::log_length_base() const {
+  return attention.log_length_base ? attention.log_length_base : train_seq_len;
+}
+
+SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const AttentionScalingSettings& sc, std::size_t L)
+    : n_heads(h), causal(c), scaling(sc), log_base(L) {
   qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
   proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
+  if (sc.scaling == "learned") {
+    const double w0 = -std::log(sc.temperature);
+    log_scale = add_parameter("log_scale", {h}, ParamKind::bias, [w0](Array& v, Rng&) { v.fill(real(w0)); });
+  }
 }
 
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
@@ -57,13 +81,22 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   o.bias = pe.attention_bias(q, k, ctx);  // (B or 1, H or 1, T, T) or undefined
   o.rel = pe.relative_kv(ctx);
   o.head_scale = pe.logit_scale(ctx);
+  // Temperature / log-length scaling: after the encoding (CoPE's gates read the unscaled q).
+  if (log_scale.defined()) {
+    q = scale_queries(q, pelab::exp(log_scale), nullptr);
+  } else if (scaling.scaling == "fixed" || scaling.scaling == "log_length") {
+    const std::size_t T = q.size(2);
+    if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base);
+    q = scale_queries(q, Tensor(), rows_);
+  }
   o.probs_out = probs_out;
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
 
 Block::Block(const ModelConfig& cfg) : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
-  attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal));
+  attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
+                                                            cfg.log_length_base()));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
+#include "layers/attention_scaling.hpp"
 #include "layers/basic.hpp"
 #include "layers/positional/encoding.hpp"
 
@@ -26,6 +27,7 @@ struct ModelSettings {
   InitScheme init = InitScheme::gpt2;  // gpt2 | scaled | pytorch (layers/module.hpp)
   double init_std = 0.02;             // gpt2, scaled: Linear weights ~ normal(0, init_std); unused by pytorch
   double emb_init_std = 0.02;         // gpt2, scaled: token embeddings and learned position tables; unused by pytorch
+  AttentionScalingSettings attention; // [attention]: temperature / log-length scaling (layers/attention_scaling.hpp)
   InitOptions init_options() const;   // for init_parameters
 };
 
@@ -38,6 +40,7 @@ struct ModelConfig : ModelSettings {
   std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
   ModelDims dims() const;
+  std::size_t log_length_base() const;  // attention.log_length_base, or train_seq_len when 0
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).
   void validate() const;
 };
@@ -50,12 +53,20 @@ struct ForwardOptions {
 
 class SelfAttention : public Module {
  public:
-  SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal);
+  // L: the log-length base (attention_scaling.hpp), resolved.
+  SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal, const AttentionScalingSettings& scaling = {},
+                std::size_t L = 0);
   // x (B, T, C) -> (B, T, C)
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
   Linear *qkv, *proj;
+  Tensor log_scale;  // (H) learned temperature: logits * exp(log_scale[h]); undefined unless "learned"
   std::size_t n_heads;
   bool causal;
+  AttentionScalingSettings scaling;
+  std::size_t log_base;
+
+ private:
+  mutable std::shared_ptr<const std::vector<real>> rows_;  // query_row_scales for the last T
 };
 
 class Block : public Module {

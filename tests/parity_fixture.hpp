@@ -72,6 +72,13 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
   c.dropout = 0;
   c.encoding = st.metadata.at("encoding");
   c.encoding_params = fixture_encoding_params(st);
+  if (cfg.contains("attention")) {  // [attention] scaling (issue 10)
+    const auto& a = cfg.at("attention");
+    c.attention.scaling = a.value("scaling", std::string("none"));
+    c.attention.temperature = a.value("temperature", 1.0);
+    c.attention.log_length_clamp = a.value("log_length_clamp", true);
+    c.attention.log_length_base = a.value("log_length_base", std::size_t(0));
+  }
   return c;
 }
 

