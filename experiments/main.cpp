@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,7 @@
 #include "experiments/config.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/report.hpp"
+#include "experiments/resources.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
 #include "layers/positional/encoding.hpp"
@@ -70,6 +72,29 @@ int cmd_list() {
   return kOk;
 }
 
+// A non-negative integer option given as text (CLI11's range checks print the type's whole range).
+std::optional<std::size_t> parse_count(const std::string& flag, const std::string& text, const std::string& allowed) {
+  if (text.empty()) return std::nullopt;
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    if (text[0] != '-' && text[0] != '+') v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+  }
+  if (pos == 0 || pos != text.size()) throw Error(flag + " " + text + ": expected " + allowed);
+  return static_cast<std::size_t>(v);
+}
+
+// The flag or key that chose an output directory, for messages.
+std::string dir_source(const ExperimentConfig& cfg, const std::string& out_flag) {
+  if (!out_flag.empty()) return "--out";
+  auto it = cfg.locations.find("output.dir");
+  if (it != cfg.locations.end()) return "output.dir at " + it->second;
+  return "output.dir, by default " + cfg.output_dir + " from the config file's name";
+}
+
+const std::vector<std::string> kCommands = {"train", "sweep", "eval", "report", "list", "show-task"};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +102,17 @@ int main(int argc, char** argv) {
   CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
+  // CLI11 reports an unknown first word as "A subcommand is required": name it.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::find(kCommands.begin(), kCommands.end(), std::string(argv[1])) == kCommands.end()) {
+    std::string list;
+    for (const auto& c : kCommands) list += (list.empty() ? "" : ", ") + c;
+    std::fprintf(stderr, "error: unknown command '%s'; commands: %s (pelab --help for more)\n", argv[1], list.c_str());
+    return kBadInput;
+  }
+  const std::string memory_help =
+      "memory limit in MiB for the estimate checked before any work (default: MemAvailable of /proc/meminfo; 0: no check)";
+  std::string memory_mb;
 
   // train
   std::string config_path, out_dir;
@@ -92,8 +128,9 @@ int main(int argc, char** argv) {
                   "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
   train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
-  int cell = -1;
-  train->add_option("--cell", cell, "train only cell K (0-based) of the config's [sweep] grid")->check(CLI::NonNegativeNumber);
+  train->add_option("--memory-limit", memory_mb, memory_help);
+  std::string cell_text;
+  train->add_option("--cell", cell_text, "train only cell K (0-based) of the config's [sweep] grid");
 
   // sweep
   int jobs = 1;
@@ -104,6 +141,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", out_dir, "sweep directory (default: output.dir of the config)");
   sweep->add_option("--jobs,-j", jobs, "cells run in parallel (one process each)")->check(CLI::Range(1, 256));
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
+  sweep->add_option("--memory-limit", memory_mb, memory_help + "; passed on to every cell");
 
   // eval
   std::string run_dir, lengths_csv, json_out;
@@ -113,6 +151,7 @@ int main(int argc, char** argv) {
   eval->add_option("--lengths", lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
   eval->add_option("--samples", samples, "held-out examples per length (default: eval.samples)");
   eval->add_option("--json", json_out, "also write the results to this JSON file");
+  eval->add_option("--memory-limit", memory_mb, memory_help);
 
   // report
   std::string sweep_dir, metric = "auto";
@@ -147,7 +186,10 @@ int main(int argc, char** argv) {
   }
 
   try {
+    set_phase("starting");
     if (*list) return cmd_list();
+    const MemoryLimit limit =
+        memory_limit(parse_count("--memory-limit", memory_mb, "a size in MiB (an integer >= 0; 0: no check)"));
 
     if (*show) {
       // Built through the config loader: the same checks and messages as a config's [task.NAME].
@@ -211,26 +253,48 @@ int main(int argc, char** argv) {
         sets.push_back("eval.lengths=[" + items + "]");
       }
       if (samples) sets.push_back("eval.samples=" + std::to_string(samples));
+      set_phase("loading the config");
       const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
+      set_phase("estimating memory");
+      const EvalBatches batches = check_memory(spec, limit, false);
+      for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
       blas::set_num_threads(spec.config.train.threads);
+      set_phase("building the model");
       Transformer model(spec.model);
       const CheckpointChoice choice = choose_checkpoint(run_dir, false);
       for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
       if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
       load_checkpoint(*choice.path, model, nullptr);
-      const auto results = evaluate_lengths(model, spec);
+      install_stop_handlers();
+      EvalOptions eo;
+      eo.batches = &batches;
+      eo.progress = true;
+      eo.stoppable = true;
+      std::vector<LengthResult> results;
+      try {
+        results = evaluate_lengths(model, spec, eo);
+      } catch (const Interrupted& e) {
+        std::fprintf(stderr, "%s; nothing written\n", e.what());
+        return kInterrupted;
+      }
       std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
                   format_results(results, spec.task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const auto& r : results) j.push_back(to_json(r));
-        write_file_atomic(json_out, j.dump(2) + "\n");
+        try {
+          write_file_atomic(json_out, j.dump(2) + "\n");
+        } catch (const Error& e) {
+          throw Error(std::string(e.what()) + " (--json)");
+        }
       }
       return kOk;
     }
 
     if (threads) overrides.push_back("train.threads=" + std::to_string(threads));
+    set_phase("loading the config");
     const LoadedConfig loaded = load_config(config_path, overrides);
+    for (const auto& w : loaded.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
 
     if (*sweep) {
       SweepOptions so;
@@ -238,6 +302,9 @@ int main(int argc, char** argv) {
       so.jobs = jobs;
       so.report = !no_report;
       so.self_exe = self_exe();
+      so.dir_source = dir_source(loaded.config, out_dir);
+      so.memory = limit;
+      so.memory_flag = memory_mb;
       return run_sweep(loaded, so);
     }
 
@@ -245,19 +312,25 @@ int main(int argc, char** argv) {
     const ExperimentConfig& cfg = loaded.config;
     RunOptions ro;
     ro.run_dir = out_dir.empty() ? cfg.output_dir : out_dir;
+    ro.dir_source = dir_source(cfg, out_dir);
+    ro.memory = limit;
     std::size_t k = 0;
     if (!cfg.sweep.empty()) {
       const auto& cells = loaded.runs;
-      if (cell < 0 || static_cast<std::size_t>(cell) >= cells.size()) {
-        std::string msg = config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
-                          " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:";
-        for (std::size_t i = 0; i < cells.size(); ++i) msg += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
-        throw Error(msg);
-      }
-      k = static_cast<std::size_t>(cell);
+      std::string list;
+      for (std::size_t i = 0; i < cells.size(); ++i) list += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
+      const std::string range = "0.." + std::to_string(cells.size() - 1);
+      const auto cell = parse_count("--cell", cell_text, "a cell index " + range + " of the [sweep] grid:" + list);
+      if (!cell)
+        throw Error(config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
+                    " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:" + list);
+      if (*cell >= cells.size())
+        throw Error("--cell " + cell_text + " is out of range: " + config_path + " defines a [sweep] grid of " +
+                    std::to_string(cells.size()) + " cells (" + range + "):" + list);
+      k = *cell;
       if (out_dir.empty()) ro.run_dir = cfg.output_dir + "/" + cells[k].dir_name;
-    } else if (cell >= 0) {
-      throw Error("--cell: " + config_path + " has no [sweep] grid");
+    } else if (!cell_text.empty()) {
+      throw Error("--cell " + cell_text + ": " + config_path + " has no [sweep] grid");
     }
     ro.resume = resume || resume_or_start;
     ro.require_checkpoint = resume;
@@ -267,6 +340,13 @@ int main(int argc, char** argv) {
     return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
+    return kBadInput;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory while %s; the estimate checked before the run did not foresee it "
+                 "(--memory-limit sets the limit it is checked against)\n", current_phase().c_str());
+    return kBadInput;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::fprintf(stderr, "error: while %s: %s\n", current_phase().c_str(), e.what());
     return kBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

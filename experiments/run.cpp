@@ -4,11 +4,15 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
+#include "core/allocator.hpp"
 #include "core/blas.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/evaluate.hpp"
@@ -22,14 +26,28 @@ namespace fs = std::filesystem;
 
 namespace pelab {
 
-RunLock::RunLock(const std::string& run_dir) {
+RunLock::RunLock(const std::string& run_dir, double wait_s) {
   const std::string path = run_dir + "/.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (fd_ < 0) throw Error("cannot create lock file " + path);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd_);
-    fd_ = -1;
-    throw Error("another pelab process is already running in " + run_dir);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot create the lock file " + path + ": " + std::strerror(errno));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      std::string holder;
+      try {
+        holder = read_file(path);
+      } catch (const Error&) {
+      }
+      ::close(fd_);
+      fd_ = -1;
+      throw Error("another pelab process" + (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                  " is already running in " + run_dir);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // the pid is informational: a run proceeds without it
   }
 }
 RunLock::~RunLock() {
@@ -103,8 +121,14 @@ MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
 
 int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const ExperimentConfig& cfg = spec.config;
+  // Before anything is written: what training and every eval length need, against the memory limit.
+  set_phase("estimating memory");
+  const EvalBatches batches = check_memory(spec, opt.memory, true);
+  if (opt.console)
+    for (const auto& note : describe(batches, spec, opt.memory)) std::printf("note: %s\n", note.c_str());
   blas::set_num_threads(cfg.train.threads);
-  fs::create_directories(opt.run_dir);
+  set_phase("preparing the run directory");
+  make_directory(opt.run_dir, "run directory", opt.dir_source);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
   // Never mix two configs in one run directory (a finished result is never overwritten).
@@ -120,44 +144,70 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   if (!opt.resume && latest_checkpoint(opt.run_dir))
     throw Error("run directory " + opt.run_dir + " already holds checkpoints of an unfinished run; "
                 "resume it with --resume or choose another --out");
-  write_file_atomic(opt.run_dir + "/config.toml", toml);
 
+  set_phase("building the model");
   Transformer model(spec.model);
   {
     Rng irng = init_rng(cfg.train.seed);
     init_parameters(model, irng, cfg.model.init_options());
   }
+  try {
+    write_file_atomic(opt.run_dir + "/config.toml", toml);  // after the model is built: a failure leaves none
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the run directory comes from " + opt.dir_source + ")");
+  }
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
 
   const std::size_t bs = cfg.train.batch_size, lo = cfg.min_len, hi = cfg.train_len;
   const Task& t = *spec.task;
-  TrainerOptions to;
-  to.run_dir = opt.run_dir;
-  to.resume = opt.resume;
-  to.require_checkpoint = opt.require_checkpoint;
-  to.console = opt.console;
-  to.resume_command = opt.resume_command;
-  Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
-  trainer.checkpoint_extra["config_toml"] = toml;
-  // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
-  trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
-    const LengthResult r =
-        evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len, cfg.train_len);
-    mw.write(eval_record(step, r, time));
-    if (opt.console) std::printf("  eval @ %zu: %s\n", step, metrics_line(r).c_str());
-    if (cfg.train.early_stop_metric.empty()) return std::nullopt;
-    return r.metric(cfg.train.early_stop_metric);
-  };
-  const TrainResult tr = trainer.run();
+  TrainResult tr;
+  {  // the trainer (optimizer state, gradients) is gone before the final evaluation
+    TrainerOptions to;
+    to.run_dir = opt.run_dir;
+    to.resume = opt.resume;
+    to.require_checkpoint = opt.require_checkpoint;
+    to.console = opt.console;
+    to.resume_command = opt.resume_command;
+    Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
+    trainer.checkpoint_extra["config_toml"] = toml;
+    // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
+    EvalOptions periodic;
+    periodic.batches = &batches;
+    trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
+      const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
+                                             cfg.train_len, periodic);
+      set_phase("training");
+      mw.write(eval_record(step, r, time));
+      if (opt.console) std::printf("  eval @ %zu: %s\n", step, metrics_line(r).c_str());
+      if (cfg.train.early_stop_metric.empty()) return std::nullopt;
+      return r.metric(cfg.train.early_stop_metric);
+    };
+    set_phase("training");
+    tr = trainer.run();
+  }
   if (tr.status == TrainResult::Status::interrupted) return kInterrupted;
   if (tr.status == TrainResult::Status::diverged) {
     std::fprintf(stderr, "error: %s\n", tr.message.c_str());
     return kDiverged;
   }
 
+  memory::release_cache();  // training's cached blocks go back before the (possibly long) evaluation
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult er;
-  er.results = evaluate_lengths(model, spec);
+  EvalOptions final_eval;
+  final_eval.batches = &batches;
+  final_eval.progress = opt.console;
+  final_eval.stoppable = true;
+  try {
+    er.results = evaluate_lengths(model, spec, final_eval);
+  } catch (const Interrupted& e) {
+    const auto ck = latest_checkpoint(opt.run_dir);
+    std::fprintf(stderr, "%s; the checkpoint %s (step %zu) is kept, no eval.json was written; finish with: %s\n",
+                 e.what(), ck ? ck->c_str() : "?", tr.steps,
+                 opt.resume_command.empty() ? "pelab train ... --resume" : opt.resume_command.c_str());
+    return kInterrupted;
+  }
+  set_phase("writing the results");
   er.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     MetricsWriter mw;
