@@ -130,7 +130,7 @@ TEST_CASE("item 1: an eval length that cannot fit is refused before training, na
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 5: a model that cannot fit is refused before anything is written; bad_alloc is a clear error",
+TEST_CASE("item 5: a model that cannot fit is refused before anything is written and bad_alloc is a clear error",
           "[cli][memory]") {
   const std::string dir = temp_dir("bigmodel"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_config(dir, test::tiny_config(20));
@@ -188,7 +188,7 @@ TEST_CASE("item 1: evaluation at a long length runs in smaller batches that fit,
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 1: SIGTERM during evaluation exits 130 keeping the checkpoint; a re-run completes it",
+TEST_CASE("item 1: SIGTERM during evaluation exits 130 keeping the checkpoint and a re-run completes it",
           "[cli][signals][eval]") {
   const std::string dir = temp_dir("evalstop"), run = dir + "/run", log = dir + "/log.txt";
   std::string text = test::tiny_config(20);
@@ -258,7 +258,7 @@ TEST_CASE("item 4: output directory mistakes name the flag or key, exit 2 and wr
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 6: killing a sweep's parent stops its cells within a second; a re-run resumes them",
+TEST_CASE("item 6: killing a sweep's parent stops its cells within a second and a re-run resumes them",
           "[cli][sweep][signals]") {
   const std::string dir = temp_dir("orphans"), out = dir + "/out", log = dir + "/log.txt";
   const std::string cfg = write_config(
@@ -327,7 +327,7 @@ TEST_CASE("item 7: unknown commands and bad --cell values say what is wrong", "[
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 9: a --set that a sweep cell overrides is an error naming both values; no-effect --set warns",
+TEST_CASE("item 9: a --set that a sweep cell overrides is an error naming both values and a no-effect --set warns",
           "[cli][config]") {
   const std::string dir = temp_dir("setcell"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg =
