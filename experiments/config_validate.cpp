@@ -173,7 +173,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "encoding '" + cfg.encoding + "': ");
     auto paths = param_paths(cfg, "encoding." + cfg.encoding + ".");
-    paths.insert(paths.end(), {"encoding.name", "model.n_heads", "model.d_model"});
+    paths.insert(paths.end(), {"model.tie_embeddings", "encoding.name", "model.n_heads", "model.d_model", "model.causal"});
     fail(blame(cfg, msg, paths, "encoding"), "[encoding." + cfg.encoding + "] " + msg);
   }
   try {

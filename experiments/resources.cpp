@@ -229,8 +229,11 @@ EvalBatches check_memory(const RunSpec& spec, const MemoryLimit& limit, bool tra
   const ExperimentConfig& cfg = spec.config;
   const std::string tail = "; the limit is " + format_bytes(double(limit.bytes)) + " (" + limit.source +
                            "; --memory-limit MB sets it, 0 turns the check off)";
+  // A run evaluates with its trainer alive: its gradients and optimizer state stay allocated.
+  std::size_t eval_limit = limit.bytes;
   if (train) {
     const MemoryEstimate e = rm.training();
+    eval_limit = e.gradients + e.optimizer < limit.bytes ? limit.bytes - e.gradients - e.optimizer : 1;
     if (e.total() > limit.bytes) {
       // Name what dominates: the weights and their training state, or the activations of one batch.
       const bool model_bound = e.weights + e.gradients + e.optimizer >= e.activations;
@@ -251,7 +254,7 @@ EvalBatches check_memory(const RunSpec& spec, const MemoryLimit& limit, bool tra
   if (train && cfg.train.eval_every && std::find(lengths.begin(), lengths.end(), cfg.train_len) == lengths.end())
     lengths.push_back(cfg.train_len);  // the periodic evaluation during training
   for (std::size_t n : lengths) {
-    const std::size_t b = rm.eval_batch_that_fits(n, cfg.eval.batch_size, limit.bytes);
+    const std::size_t b = rm.eval_batch_that_fits(n, cfg.eval.batch_size, eval_limit);
     if (b == 0) {
       const MemoryEstimate e = rm.evaluation(n, 1);
       throw Error(location_any(cfg, {"eval.lengths", "task.train_len", "eval"}) + ": evaluating length " + num(n) +

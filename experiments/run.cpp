@@ -160,31 +160,30 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
 
   const std::size_t bs = cfg.train.batch_size, lo = cfg.min_len, hi = cfg.train_len;
   const Task& t = *spec.task;
-  TrainResult tr;
-  {  // the trainer (optimizer state, gradients) is gone before the final evaluation
-    TrainerOptions to;
-    to.run_dir = opt.run_dir;
-    to.resume = opt.resume;
-    to.require_checkpoint = opt.require_checkpoint;
-    to.console = opt.console;
-    to.resume_command = opt.resume_command;
-    Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
-    trainer.checkpoint_extra["config_toml"] = toml;
-    // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
-    EvalOptions periodic;
-    periodic.batches = &batches;
-    trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
-      const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
-                                             cfg.train_len, periodic);
-      set_phase("training");
-      mw.write(eval_record(step, r, time));
-      if (opt.console) std::printf("  eval @ %zu: %s\n", step, metrics_line(r).c_str());
-      if (cfg.train.early_stop_metric.empty()) return std::nullopt;
-      return r.metric(cfg.train.early_stop_metric);
-    };
+  TrainerOptions to;
+  to.run_dir = opt.run_dir;
+  to.resume = opt.resume;
+  to.require_checkpoint = opt.require_checkpoint;
+  to.console = opt.console;
+  to.resume_command = opt.resume_command;
+  // Alive through the final evaluation (its table goes to train.log too): check_memory counts its
+  // gradients and optimizer state against the evaluation's limit.
+  Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
+  trainer.checkpoint_extra["config_toml"] = toml;
+  // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
+  EvalOptions periodic;
+  periodic.batches = &batches;
+  trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
+    const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
+                                           cfg.train_len, periodic);
     set_phase("training");
-    tr = trainer.run();
-  }
+    mw.write(eval_record(step, r, time));
+    trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
+    if (cfg.train.early_stop_metric.empty()) return std::nullopt;
+    return r.metric(cfg.train.early_stop_metric);
+  };
+  set_phase("training");
+  const TrainResult tr = trainer.run();
   if (tr.status == TrainResult::Status::interrupted) return kInterrupted;
   if (tr.status == TrainResult::Status::diverged) {
     std::fprintf(stderr, "error: %s\n", tr.message.c_str());
@@ -229,9 +228,11 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   er.train_seconds = tr.seconds;
   er.parameters = model.num_parameters();
   write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
-  if (opt.console) std::printf("\n%s\n%s", ("evaluation (" + cfg.task + ", trained on sizes up to " +
-                                             std::to_string(cfg.train_len) + ")").c_str(),
-                               format_results(er.results, t.is_language_model()).c_str());
+  // The final evaluation to the console and train.log alike.
+  if (opt.console) std::printf("\n");
+  trainer.log("evaluation (" + cfg.task + ", trained on sizes up to " + std::to_string(cfg.train_len) + ")");
+  std::istringstream table(format_results(er.results, t.is_language_model()));
+  for (std::string line; std::getline(table, line);) trainer.log(line);
   return kOk;
 }
 

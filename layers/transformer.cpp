@@ -27,6 +27,7 @@ ModelDims ModelConfig::dims() const {
   d.train_seq_len = train_seq_len;
   d.max_position = max_position ? max_position : train_seq_len;
   d.causal = causal;
+  d.tie_embeddings = tie_embeddings;
   return d;
 }
 
@@ -81,9 +82,16 @@ Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionCo
 Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
   const ModelDims dims = cfg_.dims();
-  tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, cfg_.d_model));
+  // The encoding is built first (it decides the token width) but registered second: parameter order
+  // (checkpoints, the init stream) stays tok_emb, pos, blocks.
   const Params ep = resolve_encoding_params(cfg_.encoding, cfg_.encoding_params, dims);
-  pos_ = &add_module("pos", make_encoding(cfg_.encoding, ep, dims));
+  std::unique_ptr<PositionalEncoding> pos = make_encoding(cfg_.encoding, ep, dims);
+  const std::size_t width = pos->token_width(cfg_.d_model);
+  if (cfg_.tie_embeddings && width != cfg_.d_model)  // encodings refuse this at load; a last guard
+    throw Error("model: tie_embeddings needs d_model-wide token embeddings; encoding '" + cfg_.encoding +
+                "' makes them " + std::to_string(width) + " wide");
+  tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, width));
+  pos_ = &add_module("pos", std::move(pos));
   for (std::size_t i = 0; i < cfg_.n_layers; ++i)
     blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_)));
   ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));

@@ -1,5 +1,6 @@
 // The decoder-only transformer: token embedding -> input-side positional encoding -> N pre-LN blocks
-// -> final LayerNorm -> LM head. Parameter names match the PyTorch reference (tests/pytorch).
+// -> final LayerNorm -> LM head. The token embedding is d_model wide unless the encoding asks for
+// fewer columns (PositionalEncoding::token_width: concat fills the rest with a position vector). Parameter names match the PyTorch reference (tests/pytorch).
 #pragma once
 
 #include <map>

@@ -3,6 +3,8 @@
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 #   scripts/setup.sh [BUILD_DIR]      (default: build)
 #   scripts/setup.sh --fuzz           only the packages scripts/fuzz.sh needs (clang, libFuzzer); no build
+# PELAB_WITH_CHROMIUM=1 also installs chromium, for the test that opens report.html in a headless browser
+# (ctest reports that test as skipped where chromium is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
@@ -15,6 +17,7 @@ if [ "$build_dir" = "--fuzz" ]; then
   build_dir=""
   packages=(clang libclang-rt-14-dev)  # libclang-rt: libFuzzer and the sanitizer runtimes
 fi
+[ "${PELAB_WITH_CHROMIUM:-0}" = 1 ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

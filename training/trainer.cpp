@@ -95,6 +95,8 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, BatchSource source,
     : impl_(std::make_unique<Impl>(model, cfg, std::move(source), std::move(opt))) {}
 Trainer::~Trainer() = default;
 
+void Trainer::log(const std::string& line) { impl_->say(line); }
+
 TrainResult Trainer::run() {
   Impl& s = *impl_;
   const TrainConfig& cfg = s.cfg;

@@ -57,6 +57,8 @@ class Trainer {
   nlohmann::json checkpoint_extra;   // stored in every checkpoint's state.json (e.g. resolved config)
 
   TrainResult run();
+  // A line for the console (when enabled) and train.log (once run() has opened it), e.g. evaluations.
+  void log(const std::string& line);
 
  private:
   struct Impl;

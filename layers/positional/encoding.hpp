@@ -14,8 +14,9 @@
 //   begin_forward   once per forward pass, before anything else: build what depends on the positions
 //                   only (rotation tables, distance or bucket tables) here, once, and share it across
 //                   layers; keep it while the same positions come back.
-//   encode_input    on the token embeddings x (B, T, C) (add, multiply, concatenate-and-project a
-//                   position vector: sinusoidal, learned).
+//   encode_input    on the token embeddings x (B, T, C) (add, multiply, concatenate a position vector:
+//                   sinusoidal, learned, concat; or run a recurrence over them: recurrent). An encoding
+//                   that concatenates asks for narrower token embeddings with token_width().
 //   then in every attention layer, with an AttentionContext:
 //   encode_qk       on q and k (B, H, T, hs) per head after projection (rotations: RoPE, xPos).
 //   attention_bias  an additive logit bias, (B or 1, H or 1, Tq, Tk): ALiBi, T5, Kerple, FIRE. Use a
@@ -59,6 +60,7 @@ struct ModelDims {
   std::size_t max_position = 0;   // training position ids are < this (train_seq_len for contiguous ids,
                                   // [train] max_position for offset/randomized): tables size from it
   bool causal = true;             // false: bidirectional attention (e.g. T5's two-sided buckets)
+  bool tie_embeddings = false;    // the LM head reuses the token table: it must then be d_model wide
 };
 
 // What an encoding sees inside one attention layer.
@@ -72,8 +74,11 @@ class PositionalEncoding : public Module {
  public:
   // Once per forward pass before the first layer.
   virtual void begin_forward(const IndexArray& positions) {}
-  // x (B, T, C) token embeddings -> (B, T, C).
+  // x (B, T, C') token embeddings -> (B, T, C), C' = token_width(C).
   virtual Tensor encode_input(const Tensor& x, const IndexArray& positions) { return x; }
+  // The token embedding width this encoding wants for a model of width d_model: d_model, unless it
+  // makes up the rest itself (concat: d_model - d_pos, the position vector filling the other d_pos).
+  virtual std::size_t token_width(std::size_t d_model) const { return d_model; }
   // q, k (B, H, T, hs), replaced in place by their encoded versions.
   virtual void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) {}
   // Additive attention-logit bias (B or 1, H or 1, Tq, Tk), or an undefined Tensor for none.

@@ -191,7 +191,8 @@ TEST_CASE("config: unknown keys name the nearest valid key with the line") {
   CHECK_THAT(error_of("[encoding]\nname = \"rope\"\n[encoding.rope]\nbse = 10\n"),
              StartsWith("quick.toml:4: [encoding.rope] unknown key 'bse' (did you mean 'base'?)"));
   CHECK_THAT(error_of("[encoding]\nbase = 10\n"),
-             StartsWith("quick.toml:2: [encoding] unknown key 'base'") && Contains("[encoding.rope]"));
+             StartsWith("quick.toml:2: [encoding] unknown key 'base'") &&
+                 Contains("its own subtable, e.g. [encoding.") && Contains("] base = ..."));  // the first encoding with a base
   CHECK_THAT(error_of("lr = 1\n"), StartsWith("quick.toml:1: key 'lr' is outside any section (did you mean [train] lr?)"));
 }
 
@@ -508,4 +509,24 @@ TEST_CASE("config: the parameters of t5, kerple and fire are checked at load wit
              StartsWith("quick.toml:4: [encoding.fire] key 'init_L' has value 0.5; expected a number in [1, "));
   CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\nper_head = \"no\"\n"),
              StartsWith("quick.toml:4: [encoding.fire] key 'per_head' has value \"no\"; expected a boolean"));
+}
+
+TEST_CASE("config: the parameters of shaw, xpos and cope are checked at load with the line", "[positions][encodings]") {
+  CHECK_THAT(error_of("[encoding]\nname = \"shaw\"\n[encoding.shaw]\nclip = 0\n"),
+             StartsWith("quick.toml:4: [encoding.shaw] key 'clip' has value 0; expected an integer in [1, 100000]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"shaw\"\n[encoding.shaw]\nclip = 5000\nvalues = false\n"),
+             Contains("(no error)"));  // a clip beyond every length is fine
+  CHECK_THAT(error_of("[encoding]\nname = \"xpos\"\n[encoding.xpos]\ngamma = 0\n"),
+             StartsWith("quick.toml:4: [encoding.xpos] key 'gamma' has value 0; expected a number in [0.001, 1000]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"xpos\"\n[encoding.xpos]\nscale_base = 0.5\n"),
+             StartsWith("quick.toml:4: [encoding.xpos] key 'scale_base' has value 0.5; expected a number in [1, "));
+  CHECK_THAT(error_of("[model]\nn_heads = 64\n[encoding]\nname = \"xpos\"\n"),
+             StartsWith("quick.toml:2: [encoding.xpos] head_dim 1 (d_model / n_heads) must be even"));
+  CHECK_THAT(error_of("[encoding]\nname = \"cope\"\n[encoding.cope]\nnpos = 1\n"),
+             StartsWith("quick.toml:4: [encoding.cope] npos 1 gives every pair the same position"));
+  CHECK_THAT(error_of("[encoding]\nname = \"cope\"\n[encoding.cope]\nnpos = -1\n"),
+             StartsWith("quick.toml:4: [encoding.cope] key 'npos' has value -1; expected an integer in [0, 1000000]"));
+  // bidirectional attention: the line of model.causal
+  CHECK_THAT(error_of("[model]\ncausal = false\n[encoding]\nname = \"cope\"\n[encoding.cope]\nnpos = 8\n"),
+             StartsWith("quick.toml:2: [encoding.cope] needs causal attention (model.causal = true)"));
 }

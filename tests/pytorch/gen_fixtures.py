@@ -41,7 +41,27 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "kerple_power": ("kerple", {"variant": "power", "shared_layers": True}),
     "fire": ("fire", {}),                                             # ids < L: one normalizer
     "fire_small_L": ("fire", {"init_L": 8.0, "hidden": 8, "per_head": False, "shared_layers": True}),
+    # ---- h10: the history encodings ----
+    "integer": ("integer", {"scale": 0.5}),
+    "normalized": ("normalized", {}),                                 # row 2's ids 2..13: the same values as 0..11
+    "binary": ("binary", {}),                                         # 4 bits: ids up to 15
+    "multiplicative": ("multiplicative", {}),
+    "multiplicative_learned": ("multiplicative", {"kind": "learned", "max_len": 16}),
+    "concat": ("concat", {}),                                         # 8 position dims, 24-wide token table
+    "concat_learned": ("concat", {"kind": "learned", "d_pos": 4, "max_len": 16}),
+    "recurrent": ("recurrent", {}),                                   # GRU, replacing the embeddings
+    "recurrent_lstm": ("recurrent", {"cell": "lstm", "residual": True}),
+    # ---- end h10 ----
+    # ---- Shaw, xPos, CoPE
+    "shaw": ("shaw", {}),                                             # clip 16 > every distance here
+    "shaw_clip": ("shaw", {"clip": 3}),                               # distances past 3 share the edge buckets
+    "shaw_keys": ("shaw", {"clip": 5, "values": False}),              # relative keys only
+    "xpos": ("xpos", {}),                                             # scale_base 512: a mild decay
+    "xpos_strong": ("xpos", {"scale_base": 8.0, "gamma": 0.6}),       # a strong one
+    "cope": ("cope", {}),                                             # npos = seq_len + 1 = 13
+    "cope_small": ("cope", {"npos": 4, "shared_layers": True}),       # counts clamp at 3
 }
+BOUNDED_IDS = {"binary", "multiplicative_learned", "concat_learned"}  # h10: ids < 16 only (check_model)
 # Model settings of single fixtures, on top of CFG (recorded in their "config" metadata).
 FIXTURE_CFG = {"t5_bidir": {"causal": False}}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
@@ -244,6 +264,50 @@ def check_encodings():
     assert b.shape == (1, 4, 5, 5) and abs(b[0, 2, 4, 1].item() - want) < 1e-5, (b[0, 2, 4, 1].item(), want)
 
 
+# ---- Shaw, xPos, CoPE
+def check_encodings_part2():
+    """Shaw, xPos and CoPE against independent numbers."""
+    g = torch.Generator().manual_seed(4)
+    B, H, T, hs = 2, 4, 6, 8
+    q, k = torch.randn(B, H, T, hs, generator=g, dtype=torch.float64), torch.randn(B, H, T, hs, generator=g, dtype=torch.float64)
+    pos = torch.tensor([[0, 1, 2, 3, 4, 5], [3, 5, 6, 9, 10, 20]])
+    # Shaw: the bucket of (i, j) is clip(p_j - p_i, -k, k) + k, one table row per bucket.
+    shaw = ref.make_encoding("shaw", {"clip": 2}, DIMS)
+    index, a_k, a_v = shaw.relative_kv(ref.Ctx(pos, 1, False))
+    assert index.shape == (2, T, T) and index[1, 5, 0].item() == 0 and index[1, 0, 1].item() == 4
+    assert index[1, 2, 1].item() == 1 and index[0, 3, 3].item() == 2 and a_k is shaw.tables[1]["key"]
+    logit = ref.relative_key_logits(q, index, a_k.double())
+    assert abs(logit[1, 3, 4, 2].item() - float(q[1, 3, 4] @ a_k[index[1, 4, 2]].double())) < 1e-12
+    assert ref.make_encoding("shaw", {"values": False}, DIMS).relative_kv(ref.Ctx(pos, 0, False))[2] is None
+    # xPos: q_m . k_n = sum_i zeta_i^((m - n)/B) (rotated dot of pair i), zeta_i = (2i/hs + g) / (1 + g).
+    xpos = ref.make_encoding("xpos", {"scale_base": 4.0, "gamma": 0.5}, DIMS)
+    qx, kx = xpos.encode_qk(q, k, ref.Ctx(pos, 0, False))
+    b, h, m, n = 1, 2, 4, 1
+    want = 0.0
+    for i in range(hs // 2):
+        zeta = (2 * i / hs + 0.5) / 1.5
+        a = (pos[b, n] - pos[b, m]).item() * 10000.0 ** (-2 * i / hs)  # R(p_m)^T R(p_n) = R(p_n - p_m)
+        q1, q2, k1, k2 = q[b, h, m, 2 * i].item(), q[b, h, m, 2 * i + 1].item(), k[b, h, n, 2 * i].item(), k[b, h, n, 2 * i + 1].item()
+        want += zeta ** ((pos[b, m] - pos[b, n]).item() / 4.0) * ((q1 * k1 + q2 * k2) * math.cos(a) + (q2 * k1 - q1 * k2) * math.sin(a))
+    assert abs(float(qx[b, h, m] @ kx[b, h, n]) - want) < 1e-9, (float(qx[b, h, m] @ kx[b, h, n]), want)
+    # ... and the norm of a scaled pair: |pair i of q_m| = zeta_i^(s/B) |pair i of q|, s = p - (p_0 + ceil(T/2)).
+    s_m = (pos[b, m] - pos[b, 0]).item() - (T + 1) // 2
+    zeta0 = 0.5 / 1.5
+    assert abs(float(qx[b, h, m, :2].norm()) - zeta0 ** (s_m / 4.0) * float(q[b, h, m, :2].norm())) < 1e-9
+    # CoPE: gates forced to 1 count i - j + 1 keys, forced to 1/2 half that; with e[m] chosen so that
+    # q . e[m] = m, the bias is that count / sqrt(hs) (clamped at npos - 1), interpolation included.
+    cope = ref.make_encoding("cope", {"npos": 5}, dict(DIMS, train_len=T)).double()
+    u = torch.ones(B, H, T, hs, dtype=torch.float64)
+    with torch.no_grad():
+        cope.tables[0].weight.copy_(torch.arange(5.0)[:, None] * torch.ones(hs) / hs)       # u . e[m] = m
+    for gate, kk in ((1.0, 20 * u), (0.5, torch.cat([u[..., :4], -u[..., 4:]], dim=-1))):
+        bias = cope.attention_bias(u, kk, ref.Ctx(pos, 0, False))
+        for i in range(T):
+            for j in range(i + 1):
+                assert abs(bias[1, 3, i, j].item() - min(gate * (i - j + 1), 4) / math.sqrt(hs)) < 1e-9, (gate, i, j)
+# ---- end of Shaw, xPos, CoPE
+
+
 def check_model():
     """Every fixture's model is causal (unless built bidirectional); relative encodings
     (`Encoding.relative`) give the same logits when every position is shifted by a constant, absolute ones
@@ -262,7 +326,7 @@ def check_model():
             changed[:, 7:] = (changed[:, 7:] + 1) % CFG["vocab"]
             causal = torch.equal(model(changed, pos)[:, :7], base[:, :7])
             assert causal == cfg.get("causal", True), f"{fixture}: causal {causal}"
-            shifts = [4] if enc == "learned" else [4, 1000]                  # learned: a 16-row table
+            shifts = [4] if enc == "learned" or fixture in BOUNDED_IDS else [4, 1000]  # learned: a 16-row table
             same = [torch.allclose(model(tokens, pos + k), base, atol=1e-4) for k in shifts]
             if ref.ENCODINGS[enc].relative:
                 assert all(same), f"{fixture}: declared relative, but a shift changes the logits"
@@ -295,6 +359,7 @@ def main():
     missing = sorted(set(ref.ENCODINGS) - {enc for enc, _ in FIXTURES.values()})
     assert not missing, f"registered encodings without a fixture in FIXTURES: {missing}"
     check_encodings()
+    check_encodings_part2()
     check_model()
     os.makedirs(OUT_DIR, exist_ok=True)
     for fixture in FIXTURES:

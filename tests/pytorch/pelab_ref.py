@@ -134,6 +134,9 @@ class Encoding(nn.Module):
     def encode_input(self, x, positions):  # token embeddings -> (B, T, C)
         return x
 
+    def token_width(self, d_model):  # the token embedding width it wants (concat: narrower)
+        return d_model
+
     def encode_qk(self, q, k, ctx):  # -> (q, k)
         return q, k
 
@@ -141,6 +144,11 @@ class Encoding(nn.Module):
         return None
 
     def logit_scale(self, ctx):  # per-head scales (H,) replacing 1/sqrt(hs), or None
+        return None
+
+    def relative_kv(self, ctx):
+        """Relative keys/values inside attention (Shaw): (index (rows, T, T) int64 in [0, R), a^K (R, hs),
+        a^V (R, hs) or None), or None."""
         return None
 
     def fixture_init(self, name, p):
@@ -406,6 +414,218 @@ class Fire(Encoding):
         return False
 
 
+# ---- h10: the history encodings (integer, normalized, binary, multiplicative, concat, recurrent) ----
+def scalar_pattern(v, C, pattern):
+    """v (B, T) float64 -> (B, T, C): +v on even and -v on odd components ("alternating"), or v on
+    every component ("constant"), as layers/positional/position_vectors.hpp."""
+    u = torch.ones(C, dtype=torch.float64)
+    if pattern == "alternating":
+        u[1::2] = -1.0
+    else:
+        assert pattern == "constant", pattern
+    return v[..., None] * u
+
+
+@register
+class Integer(Encoding):
+    """x + scale * p * u (integer.cpp); the vector is rounded to float32 as pelab's constant."""
+    name = "integer"
+    params = {"scale": 1.0, "pattern": "alternating"}
+
+    def encode_input(self, x, positions):
+        v = self.p["scale"] * positions.to(torch.float64)
+        return x + scalar_pattern(v, x.shape[-1], self.p["pattern"]).to(torch.float32).to(x.dtype)
+
+
+@register
+class Normalized(Encoding):
+    """x + (p - min_row) / (max_row - min_row) * u, 0 when the row's ids are all equal (normalized.cpp)."""
+    name = "normalized"
+    params = {"pattern": "alternating"}
+    relative = True
+
+    def encode_input(self, x, positions):
+        p = positions.to(torch.float64)
+        lo, hi = p.min(dim=1, keepdim=True).values, p.max(dim=1, keepdim=True).values
+        span = hi - lo
+        v = torch.where(span > 0, (p - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(p))
+        return x + scalar_pattern(v, x.shape[-1], self.p["pattern"]).to(torch.float32).to(x.dtype)
+
+
+@register
+class Binary(Encoding):
+    """Bit k of the id (least significant first) as -1/+1 in component k < bits, 0 elsewhere (binary.cpp);
+    bits = 0: just enough for the training ids."""
+    name = "binary"
+    params = {"bits": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.bits = params["bits"] or max(1, math.ceil(math.log2(dims["train_len"])))
+
+    def encode_input(self, x, positions):
+        assert int(positions.max()) < 2 ** self.bits, "binary: id beyond 2^bits"
+        k = torch.arange(self.bits)
+        bit = (positions[..., None] >> k) & 1                                  # (B, T, bits)
+        pe = torch.zeros(*positions.shape, x.shape[-1], dtype=x.dtype)
+        pe[..., :self.bits] = (2 * bit - 1).to(x.dtype)
+        return x + pe
+
+
+@register
+class Multiplicative(Encoding):
+    """x * p: the sinusoidal table (fixed), or a learned table of gains pos.gain (max_len, d)."""
+    name = "multiplicative"
+    params = {"kind": "sinusoidal", "base": 10000.0, "max_len": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        if params["kind"] == "learned":
+            self.gain = nn.Parameter(torch.ones(params["max_len"] or dims["train_len"], dims["d_model"]))
+
+    def encode_input(self, x, positions):
+        if self.p["kind"] == "learned":
+            return x * F.embedding(positions, self.gain)
+        return x * sinusoidal_table(positions, x.shape[-1], self.p["base"]).to(x.dtype)
+
+
+@register
+class Concat(Encoding):
+    """[token embedding (d - d_pos) | position vector (d_pos)]: sinusoidal at width d_pos, or a learned
+    table pos.weight (max_len, d_pos). The model asks token_width() for its token table's width."""
+    name = "concat"
+    params = {"kind": "sinusoidal", "d_pos": 0, "base": 10000.0, "max_len": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.d_pos = params["d_pos"] or max(2, dims["d_model"] // 8 * 2)
+        assert self.d_pos < dims["d_model"], "concat: d_pos >= d_model"
+        if params["kind"] == "learned":
+            self.weight = nn.Parameter(torch.empty(params["max_len"] or dims["train_len"], self.d_pos))
+            nn.init.normal_(self.weight)
+
+    def token_width(self, d_model):
+        return d_model - self.d_pos
+
+    def encode_input(self, x, positions):
+        if self.p["kind"] == "learned":
+            pe = F.embedding(positions, self.weight)
+        else:
+            pe = sinusoidal_table(positions, self.d_pos, self.p["base"]).to(x.dtype)
+        return torch.cat([x, pe], dim=-1)
+
+
+@register
+class Recurrent(Encoding):
+    """torch.nn.GRU / nn.LSTM (one layer, batch_first, hidden d_model, zero initial state) over the token
+    embeddings, replacing them (or added to them: residual). pelab's names: pos.rnn.weight_ih_l0, ..."""
+    name = "recurrent"
+    params = {"cell": "gru", "residual": False}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        d = dims["d_model"]
+        self.rnn = (nn.LSTM if params["cell"] == "lstm" else nn.GRU)(d, d, batch_first=True)
+
+    def encode_input(self, x, positions):
+        h = self.rnn(x)[0]                                                   # (B, T, d)
+        return x + h if self.p["residual"] else h
+# ---- end h10 ----
+
+
+# ---- Shaw, xPos, CoPE (issue 9, part 2)
+@register
+class Shaw(Encoding):
+    """Shaw et al. 2018: relative keys a^K and values a^V (2 clip + 1, hs) per layer, shared by the heads
+    (pos.tables.<l>.key, .value), indexed by clip(p_j - p_i, -clip, clip) + clip; values optional."""
+    name = "shaw"
+    params = {"clip": 16, "values": True}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        R, hs = 2 * params["clip"] + 1, dims["head_dim"]
+        def table():
+            t = nn.ParameterDict({"key": nn.Parameter(torch.randn(R, hs))})
+            if params["values"]:
+                t["value"] = nn.Parameter(torch.randn(R, hs))
+            return t
+        self.tables = nn.ModuleList(table() for _ in range(dims["n_layers"]))
+
+    def relative_kv(self, ctx):
+        c = self.p["clip"]
+        index = self.cached("index", ctx.positions, None, lambda: (
+            -pair_difference(ctx.positions, ctx.shared)).clamp(-c, c) + c)            # (rows, T, T): p_j - p_i
+        t = self.tables[ctx.layer]
+        return index, t["key"], t["value"] if self.p["values"] else None
+
+
+def xpos_scale_positions(positions):
+    """torchscale's centred scale positions t - ceil(T/2) for t = 0..T-1, on ids: p - (p_0 + ceil(T/2))."""
+    T = positions.shape[1]
+    return positions - (positions[:, :1] + (T + 1) // 2)
+
+
+@register
+class XPos(Encoding):
+    """Sun et al. 2022 as microsoft/torchscale's XPOS (component/xpos_relative_position.py): interleaved
+    rotation by p * base^(-2i/hs) of the whole head, both cos and sin multiplied by zeta_i^(s/scale_base)
+    for q and by its inverse for k (downscale), zeta_i = (2i/hs + gamma) / (1 + gamma), s centred."""
+    name = "xpos"
+    params = {"base": 10000.0, "scale_base": 512.0, "gamma": 0.4}
+    relative = True
+
+    def encode_qk(self, q, k, ctx):
+        hs = q.shape[-1]
+        pos = ctx.positions.to(torch.float64)
+        i = torch.arange(0, hs, 2, dtype=torch.float64)                             # 2i
+        zeta = (i + self.p["gamma"] * hs) / ((1 + self.p["gamma"]) * hs)            # torchscale's `scale` buffer
+        scale = zeta ** (xpos_scale_positions(ctx.positions).to(torch.float64)[..., None] / self.p["scale_base"])
+        ang = pos[..., None] * self.p["base"] ** (-i / hs)                           # (B, T, hs/2)
+        sin, cos = torch.sin(ang), torch.cos(ang)
+
+        def apply(x, m):  # torchscale's apply_rotary_pos_emb: x cos + rotate_every_two(x) sin, both times m
+            dup = lambda t: (t * m).repeat_interleave(2, dim=-1)[:, None].to(x.dtype)  # (B, 1, T, hs)
+            rot = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+            return x * dup(cos) + rot * dup(sin)
+        return apply(q, scale), apply(k, 1 / scale)
+
+
+@register
+class CoPE(Encoding):
+    """Golovneva et al. 2024 as facebookresearch/RAM's ContextPosSelfAttn (projects/cope/src/cope/
+    context_position.py): gates sigmoid(q.k / sqrt(hs)) masked to the causal keys, positions = reversed
+    cumsum clamped to npos - 1, logits q.e interpolated between floor and ceil, divided by sqrt(hs) with
+    the attention logits. e (npos, hs) per layer (pos.tables.<l>.weight; theirs is (1, hs, npos)), zero
+    at init as theirs."""
+    name = "cope"
+    params = {"npos": 0, "shared_layers": False}
+    relative = True  # ignores the ids
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        assert dims["causal"], "cope: causal attention only"
+        self.npos = params["npos"] or dims["train_len"] + 1
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        self.tables = nn.ModuleList(nn.Embedding(self.npos, dims["head_dim"]) for _ in range(n))
+        for t in self.tables:
+            nn.init.zeros_(t.weight)
+
+    def attention_bias(self, q, k, ctx):
+        hs, T = q.shape[-1], q.shape[-2]
+        e = self.tables[0 if self.p["shared_layers"] else ctx.layer].weight         # (npos, hs)
+        gates = torch.sigmoid((q @ k.transpose(-1, -2)) / math.sqrt(hs))
+        gates = gates * torch.ones(T, T, dtype=q.dtype).tril()                      # future keys count 0
+        positions = gates.flip(-1).cumsum(dim=-1).flip(-1).clamp(max=self.npos - 1)
+        pos_logits_fixed = q @ e.t()                                                # (B, H, T, npos)
+        ceil, floor = positions.ceil().long(), positions.floor().long()
+        w = positions - floor
+        pos_logits = pos_logits_fixed.gather(-1, ceil) * w + pos_logits_fixed.gather(-1, floor) * (1 - w)
+        return pos_logits / math.sqrt(hs)
+# ---- end of Shaw, xPos, CoPE
+
+
 def make_encoding(name, params, dims):
     return ENCODINGS[name](resolve_params(name, params), dims)
 
@@ -425,18 +645,38 @@ class Attention(nn.Module):
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
         q, k = pe.encode_qk(q, k, ctx)
         scale = pe.logit_scale(ctx)
+        logits = q @ k.transpose(-2, -1)                                  # (B, H, T, T)
+        rel = pe.relative_kv(ctx)
+        if rel is not None:
+            logits = logits + relative_key_logits(q, rel[0], rel[1])
         if scale is None:
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)              # (B, H, T, T)
+            att = logits / math.sqrt(hs)
         else:
-            att = (q @ k.transpose(-2, -1)) * scale.to(q.dtype)[:, None, None]
+            att = logits * scale.to(q.dtype)[:, None, None]
         bias = pe.attention_bias(q, k, ctx)                              # (B or 1, H or 1, T, T)
         if bias is not None:
             att = att + bias
         if causal is not None:
             att = att.masked_fill(causal, float("-inf"))
         att = att.softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, d)                   # merge heads
+        y = att @ v                                                      # (B, H, T, hs)
+        if rel is not None and rel[2] is not None:
+            y = y + relative_values(att, rel[0], rel[2])
+        y = y.transpose(1, 2).reshape(B, T, d)                           # merge heads
         return self.proj(y)
+
+
+def relative_key_logits(q, index, a_k):
+    """Shaw's key term, materialised as the paper writes it: q_i . a^K_ij with a^K_ij = a_k[index_ij].
+    q (B, H, T, hs), index (rows, T, T) -> (B, H, T, T)."""
+    ak = a_k[index].expand(q.shape[0], -1, -1, -1)                       # (B, T, T, hs)
+    return torch.einsum("bhid,bijd->bhij", q, ak)
+
+
+def relative_values(att, index, a_v):
+    """Shaw's value term: sum_j P_ij a^V_ij. att (B, H, T, T) -> (B, H, T, hs)."""
+    av = a_v[index].expand(att.shape[0], -1, -1, -1)                     # (B, T, T, hs)
+    return torch.einsum("bhij,bijd->bhid", att, av)
 
 
 class MLP(nn.Module):
@@ -473,8 +713,9 @@ class Model(nn.Module):
         self.is_causal = cfg.get("causal", True)
         dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
                     n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=self.is_causal)
-        self.tok_emb = nn.Embedding(cfg["vocab"], cfg["d_model"])
-        self.pos = make_encoding(encoding, encoding_params or {}, dims)
+        pos = make_encoding(encoding, encoding_params or {}, dims)  # first: it decides the token width
+        self.tok_emb = nn.Embedding(cfg["vocab"], pos.token_width(cfg["d_model"]))
+        self.pos = pos                                                # registered after tok_emb, as pelab
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
@@ -501,13 +742,17 @@ def default_positions(batch, T):
 # ---------------------------------------------------------------- initialization
 def param_kind(name):
     """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias.
-    Embeddings: the token table, a learned position table and T5's bias tables (pos.tables.<l>.weight)."""
+    Embeddings: the token table, a learned position table, T5's bias tables and CoPE's position embeddings
+    (pos.tables.<l>.weight), Shaw's relative keys and values (pos.tables.<l>.key, .value)."""
     parts = name.split(".")
     if parts[-2] in ("ln1", "ln2", "ln_f"):
         return "norm_gain" if parts[-1] == "weight" else "norm_bias"
-    if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.weight", name):
+    if name == "pos.gain":  # multiplicative's learned gains: 1 at init, not decayed
+        return "norm_gain"
+    if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.(weight|key|value)", name):
         return "embedding"
-    return "weight" if parts[-1] == "weight" else "bias"
+    # nn.GRU / nn.LSTM's weight_ih_l0, weight_hh_l0 (the recurrent encoding) are weights too
+    return "weight" if parts[-1] == "weight" or parts[-1].startswith("weight_") else "bias"
 
 
 def init_pelab(model, std=0.02, emb_std=0.02):
