@@ -40,16 +40,18 @@ std::size_t optimizer_buffers(const TrainConfig& t) {
   return st.floats.size();
 }
 
-// Bytes the encoding's attention-side hooks hold, over all layers, for one row of T tokens sharing
+// Bytes the encoding's attention-side hooks hold, over all layers, for `rows` rows of T tokens sharing
 // ids: system bytes the caching allocator hands out from an emptied cache (its high-water mark).
-std::size_t encoding_bytes_at(PositionalEncoding& enc, const ModelDims& d, std::size_t T, bool grad) {
+std::size_t encoding_bytes_at(PositionalEncoding& enc, const ModelDims& d, std::size_t T, std::size_t rows, bool grad) {
   memory::release_cache();
   const std::size_t before = memory::stats().system_bytes;
   {
     std::optional<NoGrad> ng;
     if (!grad) ng.emplace();
-    const IndexArray pos = default_positions(1, T);
-    const Tensor q = Tensor::zeros({1, d.n_heads, T, d.head_dim}), k = Tensor::zeros({1, d.n_heads, T, d.head_dim});
+    const IndexArray pos = default_positions(rows, T);
+    // q and k as the attention passes them (CoPE's gates are built from q k^T per row).
+    const Tensor q = Tensor::zeros({rows, d.n_heads, T, d.head_dim}, grad),
+                 k = Tensor::zeros({rows, d.n_heads, T, d.head_dim}, grad);
     std::vector<Tensor> kept;
     std::vector<RelativeKV> rel;
     enc.begin_forward(pos);
@@ -70,16 +72,30 @@ std::size_t encoding_bytes_at(PositionalEncoding& enc, const ModelDims& d, std::
   return after > before ? after - before : 0;
 }
 
-// The T^2 coefficient of the encoding's bytes, from lengths t, 2t, 4t: d(T) = a T^2 + b T + c gives
-// (d(4t) - d(2t)) - 2 (d(2t) - d(t)) = 6 a t^2.
-double pair_coefficient(PositionalEncoding& enc, const ModelDims& d, bool grad) {
+// The T^2 coefficients of the encoding's bytes, from lengths t, 2t, 4t: d(T) = a T^2 + b T + c gives
+// (d(4t) - d(2t)) - 2 (d(2t) - d(t)) = 6 a t^2. One row and two rows with the same ids separate what
+// is built once per id set (tables of distances) from what each row needs (CoPE's gates).
+PairBytes pair_coefficients(PositionalEncoding& enc, const ModelDims& d, bool grad) {
   const std::size_t t = 64;
-  const double d1 = double(encoding_bytes_at(enc, d, t, grad)), d2 = double(encoding_bytes_at(enc, d, 2 * t, grad)),
-               d3 = double(encoding_bytes_at(enc, d, 4 * t, grad));
-  return std::max(0.0, ((d3 - d2) - 2 * (d2 - d1)) / (6.0 * double(t) * double(t)));
+  auto coef = [&](std::size_t rows) {
+    const double d1 = double(encoding_bytes_at(enc, d, t, rows, grad)),
+                 d2 = double(encoding_bytes_at(enc, d, 2 * t, rows, grad)),
+                 d3 = double(encoding_bytes_at(enc, d, 4 * t, rows, grad));
+    return std::max(0.0, ((d3 - d2) - 2 * (d2 - d1)) / (6.0 * double(t) * double(t)));
+  };
+  const double one = coef(1), two = coef(2);
+  PairBytes p;
+  p.per_row = std::max(0.0, two - one);
+  p.shared = std::max(0.0, one - p.per_row);
+  return p;
 }
 
 std::string num(std::size_t x) { return std::to_string(x); }
+
+std::string limit_text(const MemoryLimit& limit) {
+  return "; the limit is " + format_bytes(double(limit.bytes)) + " (" + limit.source +
+         "; --memory-limit MB sets it, 0 turns the check off)";
+}
 
 }  // namespace
 
@@ -106,37 +122,70 @@ std::string MemoryEstimate::breakdown() const {
   return s + ")";
 }
 
-std::size_t count_parameters(const ModelConfig& m, std::size_t encoding_parameters) {
-  const std::size_t C = m.d_model, F = m.d_ff ? m.d_ff : 4 * C, V = m.vocab;
+std::size_t count_parameters(const ModelConfig& m, const EncodingCost& enc) {
+  const std::size_t C = m.d_model, F = m.d_ff ? m.d_ff : 4 * C, V = m.vocab, W = enc.token_width ? enc.token_width : C;
   // ln1, qkv (weight, bias), proj, ln2, mlp fc and proj
   const std::size_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (C * F + F) + (F * C + C);
-  return V * C + encoding_parameters + m.n_layers * block + 2 * C + (m.tie_embeddings ? 0 : C * V);
+  return V * W + enc.parameters + m.n_layers * block + 2 * C + (m.tie_embeddings ? 0 : C * V);
 }
 
-ResourceModel::ResourceModel(const RunSpec& spec) : spec_(spec) {
-  const ModelConfig& m = spec.model;
+EncodingCost measure_encoding(const ModelConfig& m) {
   const ModelDims d = m.dims();
-  std::size_t enc_params = 0;
-  {
-    memory::release_cache();
-    const std::size_t before = memory::stats().system_bytes;
-    auto enc = make_encoding(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d);
-    enc_params = enc->num_parameters();
-    const std::size_t held = memory::stats().system_bytes - before;
-    encoding_buffers_ = held > enc_params * sizeof(real) ? held - enc_params * sizeof(real) : 0;
-    Rng rng(0);
-    init_parameters(*enc, rng);  // the values do not matter, but no op should see uninitialized ones
-    pair_train_ = pair_coefficient(*enc, d, true);
-    pair_eval_ = pair_coefficient(*enc, d, false);
-  }
-  n_params_ = count_parameters(m, enc_params);
+  EncodingCost c;
+  memory::release_cache();
+  const std::size_t before = memory::stats().system_bytes;
+  auto enc = make_encoding(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d);
+  c.parameters = enc->num_parameters();
+  c.token_width = enc->token_width(m.d_model);
+  const std::size_t held = memory::stats().system_bytes - before;
+  c.buffers = held > c.parameters * sizeof(real) ? held - c.parameters * sizeof(real) : 0;
+  Rng rng(0);
+  init_parameters(*enc, rng);  // the values do not matter, but no op should see uninitialized ones
+  c.pair_train = pair_coefficients(*enc, d, true);
+  c.pair_eval = pair_coefficients(*enc, d, false);
+  return c;
+}
+
+namespace {
+// Activations of one forward without a tape: one layer at a time, plus the encoding's pair tables.
+double forward_activations(const ModelConfig& m, const EncodingCost& enc, double B, double T, bool shared) {
+  const double C = double(m.d_model), F = double(m.d_ff ? m.d_ff : 4 * m.d_model), V = double(m.vocab);
+  const double H = double(m.n_heads);
+  return B * T * (14 * C + 2 * F + 2 * V) * kReal + B * H * T * T * kReal + enc.pair_eval.bytes(B, shared) * T * T;
+}
+double attention_maps_bytes(const ModelConfig& m, double B, double T) {
+  return double(m.n_layers) * B * double(m.n_heads) * T * T * kReal;
+}
+double data_bytes(double B, double T) { return B * T * (12 + kReal); }
+}  // namespace
+
+std::size_t forward_bytes(const ModelConfig& m, const EncodingCost& enc, std::size_t batch, std::size_t tokens,
+                          bool attention_maps, bool shared_positions) {
+  const double B = double(batch), T = double(tokens);
+  const double w = double(count_parameters(m, enc)) * kReal + double(enc.buffers);
+  return to_bytes(w + forward_activations(m, enc, B, T, shared_positions) +
+                  (attention_maps ? attention_maps_bytes(m, B, T) : 0) + data_bytes(B, T));
+}
+
+std::size_t forward_bytes(const ModelConfig& m, std::size_t batch, std::size_t tokens, bool attention_maps,
+                          bool shared_positions) {
+  return forward_bytes(m, measure_encoding(m), batch, tokens, attention_maps, shared_positions);
+}
+
+void check_memory(const std::string& what, std::size_t bytes, const std::string& setting, const MemoryLimit& limit) {
+  if (limit.bytes == 0 || bytes <= limit.bytes) return;
+  throw Error(setting + ": " + what + " needs about " + format_bytes(double(bytes)) + limit_text(limit));
+}
+
+ResourceModel::ResourceModel(const RunSpec& spec) : spec_(spec), enc_(measure_encoding(spec.model)) {
+  n_params_ = count_parameters(spec.model, enc_);
   optimizer_buffers_ = optimizer_buffers(spec.config.train);
 }
 
 MemoryEstimate ResourceModel::weights_only() const {
   MemoryEstimate e;
   e.parameters = n_params_;
-  e.weights = to_bytes(double(n_params_) * kReal) + encoding_buffers_;
+  e.weights = to_bytes(double(n_params_) * kReal) + enc_.buffers;
   return e;
 }
 
@@ -145,37 +194,30 @@ MemoryEstimate ResourceModel::training() const {
   const double B = double(spec_.config.train.batch_size), T = double(spec_.task->sequence_length(spec_.config.train_len));
   const double C = double(m.d_model), F = double(m.d_ff ? m.d_ff : 4 * m.d_model), V = double(m.vocab);
   const double H = double(m.n_heads), L = double(m.n_layers);
-  const double rows = spec_.config.train.positions == PositionMode::contiguous ? 1 : B;
+  const bool shared = spec_.config.train.positions == PositionMode::contiguous;
   MemoryEstimate e = weights_only();
   e.gradients = to_bytes(double(n_params_) * kReal);
   e.optimizer = to_bytes(double(optimizer_buffers_) * double(n_params_) * kReal);
   const double layer = B * T * (16 * C + 2 * F) * kReal + B * H * T * T * kReal;
-  e.activations = to_bytes(L * layer + rows * pair_train_ * T * T + B * T * (4 * C + 3 * V) * kReal +
+  e.activations = to_bytes(L * layer + enc_.pair_train.bytes(B, shared) * T * T + B * T * (4 * C + 3 * V) * kReal +
                            B * T * (16 * C + 2 * F) * kReal + T * T * kReal);
   e.data = to_bytes(B * T * (12 + kReal));
   return e;
 }
 
-double ResourceModel::activations_eval(std::size_t Tn, std::size_t Bn, bool shared) const {
-  const ModelConfig& m = spec_.model;
-  const double B = double(Bn), T = double(Tn);
-  const double C = double(m.d_model), F = double(m.d_ff ? m.d_ff : 4 * m.d_model), V = double(m.vocab);
-  const double H = double(m.n_heads);
-  return B * T * (14 * C + 2 * F + 2 * V) * kReal + B * H * T * T * kReal + (shared ? 1 : B) * pair_eval_ * T * T;
-}
-
 MemoryEstimate ResourceModel::evaluation(std::size_t n, std::size_t batch) const {
   const std::size_t T = spec_.task->sequence_length(n);
   MemoryEstimate e = weights_only();
-  e.activations = to_bytes(activations_eval(T, batch, eval_positions(spec_.config).mode == PositionMode::contiguous));
-  e.data = to_bytes(double(batch) * double(T) * (12 + kReal));
+  const bool shared = eval_positions(spec_.config).mode == PositionMode::contiguous;
+  e.activations = to_bytes(forward_activations(spec_.model, enc_, double(batch), double(T), shared));
+  e.data = to_bytes(data_bytes(double(batch), double(T)));
   return e;
 }
 
 MemoryEstimate ResourceModel::probe(std::size_t n, std::size_t batch) const {
   MemoryEstimate e = evaluation(n, batch);
   const double T = double(spec_.task->sequence_length(n));
-  e.activations += to_bytes(double(spec_.model.n_layers) * double(batch) * double(spec_.model.n_heads) * T * T * kReal);
+  e.activations += to_bytes(attention_maps_bytes(spec_.model, double(batch), T));
   return e;
 }
 
@@ -227,8 +269,7 @@ EvalBatches check_memory(const RunSpec& spec, const MemoryLimit& limit, bool tra
   if (limit.bytes == 0) return out;
   const ResourceModel rm(spec);
   const ExperimentConfig& cfg = spec.config;
-  const std::string tail = "; the limit is " + format_bytes(double(limit.bytes)) + " (" + limit.source +
-                           "; --memory-limit MB sets it, 0 turns the check off)";
+  const std::string tail = limit_text(limit);
   // A run evaluates with its trainer alive: its gradients and optimizer state stay allocated.
   std::size_t eval_limit = limit.bytes;
   if (train) {

@@ -15,10 +15,11 @@
 //   data        B T (12 + s): token, target and position ids, the mask
 // B H T^2 s is one layer's attention probabilities (B, H, T, T): training keeps them for backward in
 // every layer, so at long T they dominate. E(T) is what the positional encoding holds over all layers
-// in pairs of positions (biases, distance tables, FIRE's MLP over them, their gradients when
-// training): measured once by running the encoding's hooks alone for every layer at three short
-// lengths under the caching allocator and fitting a T^2 term, times B when the rows' ids differ. Integer index tables
-// (IndexArray) bypass the allocator and are not counted. Tested against the caching allocator's peak
+// in pairs of positions (biases, distance tables, FIRE's MLP over them, CoPE's gates, their gradients
+// when training): measured once by running the encoding's hooks alone for every layer at three short
+// lengths, one row and two, under the caching allocator and fitting T^2 terms: one per set of ids
+// (times B when the rows' ids differ) and one per row. Integer index tables (IndexArray) bypass the
+// allocator and are not counted. Tested against the caching allocator's peak
 // (tests/experiments/test_resources.cpp): within a factor of 2 either way.
 #pragma once
 
@@ -42,6 +43,32 @@ struct MemoryEstimate {
 // "512 B", "12.0 KiB", "3.4 MiB", "1.50 GiB", "2.0 TiB".
 std::string format_bytes(double bytes);
 
+// Bytes per (query, key) pair over all layers: built once per set of position ids (`shared`: all
+// rows, when every row has the same ids) and for every row (`per_row`).
+struct PairBytes {
+  double shared = 0, per_row = 0;
+  double bytes(double rows, bool same_ids) const { return (same_ids ? 1 : rows) * shared + rows * per_row; }
+};
+
+// What a positional encoding adds, measured once by building it and running its hooks alone.
+struct EncodingCost {
+  std::size_t parameters = 0;            // its own parameters
+  std::size_t buffers = 0;               // bytes it holds besides them (tables)
+  std::size_t token_width = 0;           // columns of the token embedding (concat narrows it)
+  PairBytes pair_train, pair_eval;       // with and without gradients
+};
+EncodingCost measure_encoding(const ModelConfig& m);
+
+// Bytes of one forward pass without a tape (evaluation, probes) of a model `m` over `batch` rows of
+// `tokens` tokens: weights, activations one layer at a time, the ids; with `attention_maps`, every
+// layer's (batch, heads, tokens, tokens) probabilities kept as well. `shared_positions`: all rows
+// have the same ids (contiguous), so the encoding's pair tables are built once, not per row.
+// The first form measures the encoding (a few ms); pass an EncodingCost to evaluate many sizes.
+std::size_t forward_bytes(const ModelConfig& m, std::size_t batch, std::size_t tokens, bool attention_maps = false,
+                          bool shared_positions = true);
+std::size_t forward_bytes(const ModelConfig& m, const EncodingCost& enc, std::size_t batch, std::size_t tokens,
+                          bool attention_maps = false, bool shared_positions = true);
+
 // The cost model of one run: parameter counts and the encoding's measured per-pair bytes, computed once.
 class ResourceModel {
  public:
@@ -58,15 +85,14 @@ class ResourceModel {
 
  private:
   MemoryEstimate weights_only() const;
-  double activations_eval(std::size_t T, std::size_t B, bool shared_positions) const;
   const RunSpec& spec_;
-  std::size_t n_params_ = 0, encoding_buffers_ = 0, optimizer_buffers_ = 0;
-  double pair_train_ = 0, pair_eval_ = 0;  // the encoding's bytes per (query, key) pair, all layers, per row
+  EncodingCost enc_;
+  std::size_t n_params_ = 0, optimizer_buffers_ = 0;
 };
 
 // The parameter count of a model with this config, without building it (checked against Transformer
-// in the tests); the encoding's own parameters are given.
-std::size_t count_parameters(const ModelConfig& m, std::size_t encoding_parameters);
+// in the tests); the encoding's own parameters and token width come from `enc`.
+std::size_t count_parameters(const ModelConfig& m, const EncodingCost& enc);
 
 // The memory a run may use: --memory-limit when given (0 = no limit), else /proc/meminfo MemAvailable.
 struct MemoryLimit {
@@ -75,6 +101,12 @@ struct MemoryLimit {
 };
 MemoryLimit memory_limit(std::optional<std::size_t> flag_mb);
 std::optional<std::size_t> available_memory();  // MemAvailable, bytes; nullopt when unreadable
+
+// Throws Error when `bytes` exceed the limit (nothing when limit.bytes is 0):
+//   "<setting>: <what> needs about 3.2 GiB; the limit is 1.5 GiB (MemAvailable in /proc/meminfo;
+//    --memory-limit MB sets it, 0 turns the check off)"
+// `setting` names what to change, ideally with its place ("--lengths", "eval.lengths at x.toml:12").
+void check_memory(const std::string& what, std::size_t bytes, const std::string& setting, const MemoryLimit& limit);
 
 // What a run needs, checked against `limit` before anything is written: training (when `train`) and
 // every eval length, reducing eval.batch_size per length to what fits (the returned plan says which).
