@@ -93,8 +93,6 @@ std::string dir_source(const ExperimentConfig& cfg, const std::string& out_flag)
   return "output.dir, by default " + cfg.output_dir + " from the config file's name";
 }
 
-const std::vector<std::string> kCommands = {"train", "sweep", "eval", "report", "list", "show-task"};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,14 +100,6 @@ int main(int argc, char** argv) {
   CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
-  // CLI11 reports an unknown first word as "A subcommand is required": name it.
-  if (argc > 1 && argv[1][0] != '-' &&
-      std::find(kCommands.begin(), kCommands.end(), std::string(argv[1])) == kCommands.end()) {
-    std::string list;
-    for (const auto& c : kCommands) list += (list.empty() ? "" : ", ") + c;
-    std::fprintf(stderr, "error: unknown command '%s'; commands: %s (pelab --help for more)\n", argv[1], list.c_str());
-    return kBadInput;
-  }
   const std::string memory_help =
       "memory limit in MiB for the estimate checked before any work (default: MemAvailable of /proc/meminfo; 0: no check)";
   std::string memory_mb;
@@ -178,6 +168,19 @@ int main(int argc, char** argv) {
   show->add_option("--len", show_len, "problem size (default 8)");
   show->add_option("--seed", show_seed, "seed");
 
+  // CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string list;
+    bool known = false;
+    for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; })) {
+      list += (list.empty() ? "" : ", ") + c->get_name();
+      known = known || c->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "error: unknown command '%s'; commands: %s (pelab --help for more)\n", argv[1], list.c_str());
+      return kBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
