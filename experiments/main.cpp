@@ -259,7 +259,14 @@ int main(int argc, char** argv) {
       set_phase("loading the config");
       const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
       set_phase("estimating memory");
-      const EvalBatches batches = check_memory(spec, limit, false);
+      EvalBatches batches;
+      try {
+        batches = check_memory(spec, limit, false);
+      } catch (const Error& e) {  // --lengths reaches the config as a --set: name the flag the user typed
+        const std::string m = e.what(), set = "--set eval.lengths=";
+        if (lengths_csv.empty() || m.rfind(set, 0) != 0) throw;
+        throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
+      }
       for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
       blas::set_num_threads(spec.config.train.threads);
       set_phase("building the model");

@@ -193,6 +193,9 @@ TEST_CASE("item 1: evaluation at a long length runs in smaller batches that fit,
   REQUIRE(a.size() == 2);
   REQUIRE(b.size() == 2);
   CHECK(a == b);  // the same held-out examples, the same numbers
+  // pelab eval checks the same way, naming --lengths.
+  CHECK(run_cli("eval " + dir + "/a --lengths 4,10000000", log) == 2);
+  CHECK(has(read_file(log), "error: --lengths 4,10000000: evaluating length 10000000"));
   fs::remove_all(dir);
 }
 
