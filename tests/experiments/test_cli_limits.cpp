@@ -150,7 +150,19 @@ TEST_CASE("item 5: a model that cannot fit is refused before anything is written
   CHECK(has(out, "one training batch"));
   CHECK_FALSE(fs::exists(run));
   // With the check off and the address space capped, the allocation fails: a clear error, exit 2.
-  CHECK(run_cli("train " + cfg + " --out " + run + big + " --memory-limit 0", log, 60) != 0);  // sanity: no ulimit
+  // (Never without the cap: a 16 GiB weight may be granted and written. Not under AddressSanitizer,
+  // whose shadow memory cannot be mapped under a 3 GB cap.)
+#if defined(__SANITIZE_ADDRESS__)
+  const bool asan = true;
+#elif defined(__has_feature)
+  const bool asan = __has_feature(address_sanitizer);
+#else
+  const bool asan = false;
+#endif
+  if (asan) {
+    fs::remove_all(dir);
+    return;
+  }
   const std::string capped = "ulimit -v 3000000; " + std::string(PELAB_BINARY) + " train " + cfg + " --out " + run +
                              big + " --memory-limit 0 > " + log + " 2>&1";
   const int rc = std::system(("bash -c '" + capped + "'").c_str());
