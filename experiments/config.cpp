@@ -309,6 +309,33 @@ class Reader {
   ExperimentConfig cfg_;
 };
 
+// "--set encoding.rope.base=5" when no run uses encoding rope: accepted (a sweep may use it in
+// some cells), but it changes nothing, so say so.
+std::vector<std::string> unused_overrides(const LoadedConfig& lc) {
+  std::vector<std::string> out;
+  for (const auto& [path, where] : lc.config.locations) {
+    if (where.compare(0, 6, "--set ") != 0) continue;
+    const auto d1 = path.find('.'), d2 = path.find('.', d1 == std::string::npos ? d1 : d1 + 1);
+    if (d1 == std::string::npos || d2 == std::string::npos) continue;  // section.owner.key only
+    const PluginGroup* g = find_group(path.substr(0, d1));
+    if (!g) continue;
+    const std::string owner = path.substr(d1 + 1, d2 - d1 - 1);
+    std::vector<std::string> used;
+    for (const RunSpec& r : lc.runs) {
+      const std::string c = chosen(*g, r.config);
+      if (std::find(used.begin(), used.end(), c) == used.end()) used.push_back(c);
+    }
+    if (std::find(used.begin(), used.end(), owner) != used.end()) continue;
+    std::string uses;
+    for (const auto& u : used) uses += (uses.empty() ? "" : ", ") + format_value(Value(u));
+    const std::string sel = g->section + "." + g->selector;
+    out.push_back(where + " has no effect: " + (lc.runs.size() == 1 ? "the run uses " : "the runs use ") + g->noun +
+                  " " + uses + " (" + sel + (given(lc.config, sel) ? " at " + location(lc.config, sel) : " by default") +
+                  "), not \"" + owner + "\"");
+  }
+  return out;
+}
+
 }  // namespace
 
 LoadedConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
@@ -317,6 +344,7 @@ LoadedConfig parse_config(const std::string& text, const std::string& name, cons
   TaskCache cache;
   // A grid is checked cell by cell (the base alone need not be runnable, e.g. when n_heads is swept).
   out.runs = expand_sweep_cached(out.config, cache);
+  out.warnings = unused_overrides(out);
   return out;
 }
 

@@ -107,10 +107,16 @@ struct RunSpec {
 struct LoadedConfig {
   ExperimentConfig config;
   std::vector<RunSpec> runs;
+  // Settings accepted but without effect, e.g. "--set encoding.rope.base=5 has no effect: the run uses
+  // encoding \"alibi\"": for the console (the run goes ahead).
+  std::vector<std::string> warnings;
 };
 
 // Loads, validates and resolves a config file; `overrides` are "section.key=value" strings (values
 // parsed as TOML, bare words as strings). Throws ConfigError whose message starts with "file:line:".
+// An override of a key the [sweep] grid sets is an error naming both values (the grid would replace
+// it in every cell without a word); to change the grid, override it: --set 'sweep.encoding.name=["alibi"]'.
+// An override of a plugin parameter no run uses (encoding.rope.base on an ALiBi run) is a warning.
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Parses from a string (tests); `name` stands in for the file name in messages.
 LoadedConfig parse_config(const std::string& text, const std::string& name,

@@ -27,6 +27,20 @@ std::vector<RunSpec> expand_sweep_cached(const ExperimentConfig& cfg, TaskCache&
     fail(location(cfg, "cell"), "[cell] describes one cell of a grid, so the config cannot have a [sweep] grid too");
   if (cfg.sweep_order.size() != cfg.sweep.size())
     fail(where, "[sweep] sweep_order and sweep list different keys");
+  // A swept key also given by --set: the cell's value would silently win over the command line.
+  for (const auto& k : cfg.sweep_order) {
+    auto it = cfg.locations.find(k);
+    if (it == cfg.locations.end() || it->second.compare(0, 6, "--set ") != 0) continue;
+    const auto sv = cfg.sweep.find(k);
+    if (sv == cfg.sweep.end()) continue;
+    std::string listed;
+    for (const Value& v : sv->second) listed += (listed.empty() ? "" : ", ") + format_value(v);
+    const Value given = get_setting(cfg, find_setting(k, it->second, ""));
+    fail(it->second, "the [sweep] grid (" + location(cfg, "sweep." + k) + ") sets " + k + " in every cell, to one of " +
+                         listed + ", so " + format_value(given) + " would be replaced without effect; to run " +
+                         format_value(given) + " in the grid, narrow it instead: --set 'sweep." + k + "=[" +
+                         format_value(given) + "]' (or drop this --set)");
+  }
   std::vector<Setting> settings;
   std::vector<const std::vector<Value>*> values;
   std::size_t total = 1;

@@ -1,10 +1,16 @@
 #include "experiments/evaluate.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "core/tape.hpp"
+#include "training/signals.hpp"
 #include "training/metrics.hpp"
 #include "training/metrics_table.hpp"
 
@@ -52,11 +58,67 @@ void add_nll(const Array& logits, const Batch& b, std::vector<double>& pos_sum, 
     }
 }
 
+// Rows [from, to) of a batch.
+Batch rows_of(const Batch& b, std::size_t from, std::size_t to) {
+  if (from == 0 && to == b.batch()) return b;
+  const std::size_t T = b.length(), n = to - from;
+  Batch s;
+  auto slice = [&](const auto& a, auto& out) {
+    out.resize({n, T});
+    std::memcpy(out.data(), a.data() + from * T, n * T * sizeof(*a.data()));
+  };
+  slice(b.tokens, s.tokens);
+  slice(b.targets, s.targets);
+  slice(b.positions, s.positions);
+  slice(b.mask, s.mask);
+  if (!b.answer_begin.empty()) {
+    s.answer_begin.assign(b.answer_begin.begin() + from, b.answer_begin.begin() + to);
+    s.answer_end.assign(b.answer_end.begin() + from, b.answer_end.begin() + to);
+  }
+  return s;
+}
+
+// Console progress of one length: a line when it starts, then the forward passes done (rewritten in
+// place on a terminal, a line every 10 s otherwise, so logs show it too).
+class Progress {
+ public:
+  Progress(bool on, std::size_t n, std::size_t T, std::size_t samples, std::size_t bs, std::size_t rows)
+      : on_(on), n_(n) {
+    if (!on_) return;
+    auto up = [](std::size_t a, std::size_t b) { return (a + b - 1) / b; };
+    total_ = samples / bs * up(bs, rows) + up(samples % bs, rows);  // each drawn batch of bs runs in slices
+    tty_ = ::isatty(STDOUT_FILENO);
+    std::printf("evaluating length %zu (%zu tokens): %zu examples, %zu forward passes of up to %zu\n", n, T, samples,
+                total_, rows);
+    std::fflush(stdout);
+    start_ = last_ = Clock::now();
+  }
+  void step(std::size_t done) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (!tty_ && since < 10 && done < total_) return;
+    if (tty_ && since < 0.2 && done < total_) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    if (tty_) std::printf("\r\033[K  length %zu: %zu/%zu  %.0fs", n_, done, total_, secs);
+    else std::printf("  length %zu: %zu/%zu  %.0fs\n", n_, done, total_, secs);
+    if (tty_ && done == total_) std::printf("\r\033[K");
+    std::fflush(stdout);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool on_, tty_ = false;
+  std::size_t n_, total_ = 0;
+  Clock::time_point start_, last_;
+};
+
 }  // namespace
 
 LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
                              const PositionConfig& positions, std::size_t n, std::size_t min_len,
-                             std::size_t train_len) {
+                             std::size_t train_len, const EvalOptions& opt) {
   LengthResult r;
   r.length = n;
   r.in_distribution = n <= train_len && n >= min_len;
@@ -73,6 +135,10 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   std::vector<std::size_t> pos_n;
   double total = 0;  // over the targets with mask > 0, which stats.counted counts too
   const std::size_t bs = std::max<std::size_t>(1, ecfg.batch_size);
+  const std::size_t rows = std::max<std::size_t>(1, opt.batches ? opt.batches->batch_for(n, bs) : bs);
+  Progress progress(opt.progress, n, T, ecfg.samples, bs, rows);
+  std::size_t passes = 0;
+  set_phase("evaluating length " + std::to_string(n));
   for (std::size_t done = 0, i = 0; done < ecfg.samples; done += bs, ++i) {
     const std::size_t b = std::min(bs, ecfg.samples - done);
     // The held-out set depends only on the eval seed, the length and the batch index.
@@ -80,10 +146,17 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
     Batch batch = task.eval_batch(seed, b, n);
     Rng position_rng(seed, 4);  // like the data: fixed by the eval seed, the length and the batch index
     assign_positions(batch, positions, position_rng);
-    const Tensor logits = model.forward(batch.tokens, batch.positions);
-    stats.add(token_stats(logits.value(), batch));
-    add_nll(logits.value(), batch, pos_sum, pos_n, total);
-    r.samples += b;
+    for (std::size_t from = 0; from < b; from += rows) {
+      if (opt.stoppable && stop_requested())
+        throw Interrupted("interrupted during evaluation at length " + std::to_string(n) + " (" +
+                          std::to_string(r.samples) + " of " + std::to_string(ecfg.samples) + " examples done)");
+      const Batch part = rows_of(batch, from, std::min(b, from + rows));
+      const Tensor logits = model.forward(part.tokens, part.positions);
+      stats.add(token_stats(logits.value(), part));
+      add_nll(logits.value(), part, pos_sum, pos_n, total);
+      r.samples += part.batch();
+      progress.step(++passes);
+    }
   }
   stats.loss_sum = total;  // the loss metric is loss_sum / counted
   r.metrics = compute_metrics(stats, task.is_language_model());
@@ -102,14 +175,17 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   return r;
 }
 
-std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& spec) {
+std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& spec, const EvalOptions& opt) {
   const ExperimentConfig& cfg = spec.config;
-  const bool was = model.training();
+  struct EvalMode {  // restored on every exit, an interruption included
+    Transformer& m;
+    bool was;
+    ~EvalMode() { m.set_training(was); }
+  } mode{model, model.training()};
   model.set_training(false);
   std::vector<LengthResult> out;
   for (std::size_t n : cfg.eval.lengths)
-    out.push_back(evaluate_length(model, *spec.task, cfg.eval, eval_positions(cfg), n, cfg.min_len, cfg.train_len));
-  model.set_training(was);
+    out.push_back(evaluate_length(model, *spec.task, cfg.eval, eval_positions(cfg), n, cfg.min_len, cfg.train_len, opt));
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "experiments/config.hpp"
 #include "experiments/eval_result.hpp"
+#include "experiments/resources.hpp"
 #include "experiments/tasks/task.hpp"
 #include "layers/transformer.hpp"
 
@@ -26,13 +27,22 @@ std::vector<std::size_t> eval_lengths(const ExperimentConfig& cfg, const Task& t
 // [train] max_position as the range.
 PositionConfig eval_positions(const ExperimentConfig& cfg);
 
+// How an evaluation runs, beyond what it computes.
+struct EvalOptions {
+  // Rows per forward pass at lengths where eval.batch_size does not fit (check_memory). The held-out
+  // examples stay those of eval.batch_size: each configured batch is drawn whole and run in slices.
+  const EvalBatches* batches = nullptr;
+  bool progress = false;  // on stdout: a line per length, then the batches (a line every 10 s off a terminal)
+  bool stoppable = false;  // between forward passes, a requested stop throws Interrupted
+};
+
 // Evaluates one length (NoGrad; the model is put in eval mode by the caller).
 LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
                              const PositionConfig& positions, std::size_t n, std::size_t min_len,
-                             std::size_t train_len);
+                             std::size_t train_len, const EvalOptions& opt = {});
 
 // Every length of the run's eval.lengths, in eval mode.
-std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& spec);
+std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& spec, const EvalOptions& opt = {});
 
 // A plain-text table of results (one row per length, one column per metric), for the console.
 std::string format_results(const std::vector<LengthResult>& rs, bool is_lm);

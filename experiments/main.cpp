@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "experiments/predict.hpp"
 #include "experiments/probe.hpp"
 #include "experiments/report.hpp"
+#include "experiments/resources.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
 #include "layers/positional/encoding.hpp"
@@ -92,6 +94,27 @@ int fail(int code, const char* what) {
   return dist::abort_job(code);
 }
 
+// A non-negative integer option given as text (CLI11's range checks print the type's whole range).
+std::optional<std::size_t> parse_count(const std::string& flag, const std::string& text, const std::string& allowed) {
+  if (text.empty()) return std::nullopt;
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    if (text[0] != '-' && text[0] != '+') v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+  }
+  if (pos == 0 || pos != text.size()) throw Error(flag + " " + text + ": expected " + allowed);
+  return static_cast<std::size_t>(v);
+}
+
+// The flag or key that chose an output directory, for messages.
+std::string dir_source(const ExperimentConfig& cfg, const std::string& out_flag) {
+  if (!out_flag.empty()) return "--out";
+  auto it = cfg.locations.find("output.dir");
+  if (it != cfg.locations.end()) return "output.dir at " + it->second;
+  return "output.dir, by default " + cfg.output_dir + " from the config file's name";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +124,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
   app.set_version_flag("--version", "pelab\nMPI: " + dist::summary());
+  const std::string memory_help =
+      "memory limit in MiB for the estimate checked before any work (default: MemAvailable of /proc/meminfo; 0: no check)";
+  std::string memory_mb;
 
   // train
   std::string config_path, out_dir;
@@ -116,8 +142,9 @@ int main(int argc, char** argv) {
                   "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
   train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
-  int cell = -1;
-  train->add_option("--cell", cell, "train only cell K (0-based) of the config's [sweep] grid")->check(CLI::NonNegativeNumber);
+  train->add_option("--memory-limit", memory_mb, memory_help);
+  std::string cell_text;
+  train->add_option("--cell", cell_text, "train only cell K (0-based) of the config's [sweep] grid");
 
   // sweep
   int jobs = 1;
@@ -130,6 +157,7 @@ int main(int argc, char** argv) {
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
   bool sweep_probe = false;
   sweep->add_flag("--probe", sweep_probe, "run `pelab probe run` on every finished cell (the report shows the probes)");
+  sweep->add_option("--memory-limit", memory_mb, memory_help + "; passed on to every cell");
 
   // eval
   std::string run_dir, lengths_csv, json_out;
@@ -143,6 +171,7 @@ int main(int argc, char** argv) {
   eval->add_option("--set", overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
                    "encoding.rope.scaling=yarn) or attention.* (repeatable)");
   eval->add_option("--name", eval_name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
+  eval->add_option("--memory-limit", memory_mb, memory_help);
 
   // report
   std::string sweep_dir, metric = "auto";
@@ -174,6 +203,19 @@ int main(int argc, char** argv) {
   ProbeCommand probe;
   add_probe_command(app, probe);
 
+  // CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string list;
+    bool known = false;
+    for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; })) {
+      list += (list.empty() ? "" : ", ") + c->get_name();
+      known = known || c->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "error: unknown command '%s'; commands: %s (pelab --help for more)\n", argv[1], list.c_str());
+      return kBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -182,9 +224,12 @@ int main(int argc, char** argv) {
   }
 
   try {
+    set_phase("starting");
     if (*list) return cmd_list();
     if (*predict) return run_predict(predict_args);
     if (*probe.app) return run_probe_command(probe);
+    const MemoryLimit limit =
+        memory_limit(parse_count("--memory-limit", memory_mb, "a size in MiB (an integer >= 0; 0: no check)"));
 
     if (*show) {
       // Built through the config loader: the same checks and messages as a config's [task.NAME].
@@ -251,22 +296,49 @@ int main(int argc, char** argv) {
       if (!eval_name.empty()) check_eval_name(eval_name);
       check_eval_settings(overrides, load_config(run_dir + "/config.toml").runs.at(0).config);
       sets.insert(sets.end(), overrides.begin(), overrides.end());
+      set_phase("loading the config");
       const RunSpec spec = load_eval_config(run_dir, sets);
+      set_phase("estimating memory");
+      EvalBatches batches;
+      try {
+        batches = check_memory(spec, limit, false);
+      } catch (const Error& e) {  // --lengths reaches the config as a --set: name the flag the user typed
+        const std::string m = e.what(), set = "--set eval.lengths=";
+        if (lengths_csv.empty() || m.rfind(set, 0) != 0) throw;
+        throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
+      }
+      for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
       blas::set_num_threads(spec.config.train.threads);
+      set_phase("building the model");
       Transformer model(spec.model);
       const CheckpointChoice choice = choose_checkpoint(run_dir, false);
       for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
       if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
       load_checkpoint(*choice.path, model, nullptr);
+      install_stop_handlers();
+      EvalOptions eo;
+      eo.batches = &batches;
+      eo.progress = true;
+      eo.stoppable = true;
       const auto t0 = std::chrono::steady_clock::now();
-      const auto results = evaluate_lengths(model, spec);
+      std::vector<LengthResult> results;
+      try {
+        results = evaluate_lengths(model, spec, eo);
+      } catch (const Interrupted& e) {
+        std::fprintf(stderr, "%s; nothing written\n", e.what());
+        return kInterrupted;
+      }
       const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
                   format_results(results, spec.task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const auto& r : results) j.push_back(to_json(r));
-        write_file_atomic(json_out, j.dump(2) + "\n");
+        try {
+          write_file_atomic(json_out, j.dump(2) + "\n");
+        } catch (const Error& e) {
+          throw Error(std::string(e.what()) + " (--json)");
+        }
       }
       if (!eval_name.empty()) {
         const std::string path = write_named_eval(run_dir, eval_name, overrides, spec, results, eval_seconds);
@@ -276,7 +348,9 @@ int main(int argc, char** argv) {
     }
 
     if (threads) overrides.push_back("train.threads=" + std::to_string(threads));
+    set_phase("loading the config");
     const LoadedConfig loaded = load_config(config_path, overrides);
+    for (const auto& w : loaded.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
 
     if (*sweep) {
       SweepOptions so;
@@ -285,6 +359,9 @@ int main(int argc, char** argv) {
       so.report = !no_report;
       so.probe = sweep_probe;
       so.self_exe = self_exe();
+      so.dir_source = dir_source(loaded.config, out_dir);
+      so.memory = limit;
+      so.memory_flag = memory_mb;
       return run_sweep(loaded, so);
     }
 
@@ -292,19 +369,25 @@ int main(int argc, char** argv) {
     const ExperimentConfig& cfg = loaded.config;
     RunOptions ro;
     ro.run_dir = out_dir.empty() ? cfg.output_dir : out_dir;
+    ro.dir_source = dir_source(cfg, out_dir);
+    ro.memory = limit;
     std::size_t k = 0;
     if (!cfg.sweep.empty()) {
       const auto& cells = loaded.runs;
-      if (cell < 0 || static_cast<std::size_t>(cell) >= cells.size()) {
-        std::string msg = config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
-                          " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:";
-        for (std::size_t i = 0; i < cells.size(); ++i) msg += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
-        throw Error(msg);
-      }
-      k = static_cast<std::size_t>(cell);
+      std::string list;
+      for (std::size_t i = 0; i < cells.size(); ++i) list += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
+      const std::string range = "0.." + std::to_string(cells.size() - 1);
+      const auto cell = parse_count("--cell", cell_text, "a cell index " + range + " of the [sweep] grid:" + list);
+      if (!cell)
+        throw Error(config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
+                    " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:" + list);
+      if (*cell >= cells.size())
+        throw Error("--cell " + cell_text + " is out of range: " + config_path + " defines a [sweep] grid of " +
+                    std::to_string(cells.size()) + " cells (" + range + "):" + list);
+      k = *cell;
       if (out_dir.empty()) ro.run_dir = cfg.output_dir + "/" + cells[k].dir_name;
-    } else if (cell >= 0) {
-      throw Error("--cell: " + config_path + " has no [sweep] grid");
+    } else if (!cell_text.empty()) {
+      throw Error("--cell " + cell_text + ": " + config_path + " has no [sweep] grid");
     }
     ro.resume = resume || resume_or_start;
     ro.require_checkpoint = resume;
@@ -316,6 +399,14 @@ int main(int argc, char** argv) {
     return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {
     return fail(kBadInput, e.what());
+  } catch (const std::bad_alloc&) {
+    const std::string msg = "out of memory while " + current_phase() +
+                            "; the estimate checked before the run did not foresee it (--memory-limit sets the "
+                            "limit it is checked against)";
+    return fail(kBadInput, msg.c_str());
+  } catch (const std::filesystem::filesystem_error& e) {
+    const std::string msg = "while " + current_phase() + ": " + e.what();
+    return fail(kBadInput, msg.c_str());
   } catch (const std::exception& e) {
     return fail(kError, e.what());
   }

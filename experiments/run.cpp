@@ -4,13 +4,17 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 
+#include "core/allocator.hpp"
 #include "core/blas.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/evaluate.hpp"
@@ -26,14 +30,28 @@ namespace fs = std::filesystem;
 
 namespace pelab {
 
-RunLock::RunLock(const std::string& run_dir) {
+RunLock::RunLock(const std::string& run_dir, double wait_s) {
   const std::string path = run_dir + "/.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (fd_ < 0) throw Error("cannot create lock file " + path);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd_);
-    fd_ = -1;
-    throw Error("another pelab process is already running in " + run_dir);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot create the lock file " + path + ": " + std::strerror(errno));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      std::string holder;
+      try {
+        holder = read_file(path);
+      } catch (const Error&) {
+      }
+      ::close(fd_);
+      fd_ = -1;
+      throw Error("another pelab process" + (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                  " is already running in " + run_dir);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // the pid is informational: a run proceeds without it
   }
 }
 RunLock::~RunLock() {
@@ -110,8 +128,14 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   std::unique_ptr<DataParallel> dp;  // every rank checks alike below; only the writer writes
   if (opt.data_parallel && dist::size() > 1) dp = std::make_unique<DataParallel>(cfg.train.batch_size);
   const bool writer = !dp || dp->writer();
+  // Before anything is written: what training and every eval length need, against the memory limit.
+  set_phase("estimating memory");
+  const EvalBatches batches = check_memory(spec, opt.memory, true);
+  if (opt.console && writer)
+    for (const auto& note : describe(batches, spec, opt.memory)) std::printf("note: %s\n", note.c_str());
   blas::set_num_threads(cfg.train.threads);
-  if (writer) fs::create_directories(opt.run_dir);
+  set_phase("preparing the run directory");
+  if (writer) make_directory(opt.run_dir, "run directory", opt.dir_source);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
   // Never mix two configs in one run directory (a finished result is never overwritten).
@@ -128,12 +152,17 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   if (!opt.resume && latest_checkpoint(opt.run_dir))
     throw Error("run directory " + opt.run_dir + " already holds checkpoints of an unfinished run; "
                 "resume it with --resume or choose another --out");
-  if (writer) write_file_atomic(opt.run_dir + "/config.toml", toml);
 
+  set_phase("building the model");
   Transformer model(spec.model);
   {
     Rng irng = init_rng(cfg.train.seed);
     init_parameters(model, irng, cfg.model.init_options());
+  }
+  try {
+    if (writer) write_file_atomic(opt.run_dir + "/config.toml", toml);  // after the model is built: a failure leaves none
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the run directory comes from " + opt.dir_source + ")");
   }
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
 
@@ -146,17 +175,23 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   to.console = opt.console;
   to.resume_command = opt.resume_command;
   to.data_parallel = dp.get();
+  // Alive through the final evaluation (its table goes to train.log too): check_memory counts its
+  // gradients and optimizer state against the evaluation's limit.
   Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
   trainer.checkpoint_extra["config_toml"] = toml;
   // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
+  EvalOptions periodic;
+  periodic.batches = &batches;
   trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
-    const LengthResult r =
-        evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len, cfg.train_len);
+    const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
+                                           cfg.train_len, periodic);
+    set_phase("training");
     mw.write(eval_record(step, r, time));
     trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;
     return r.metric(cfg.train.early_stop_metric);
   };
+  set_phase("training");
   const TrainResult tr = trainer.run();
   if (dp && dp->reduces())
     trainer.log(data_parallel_summary(*dp));
@@ -167,9 +202,23 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   }
   if (!writer) return kOk;  // rank 0 evaluates and writes eval.json
 
+  memory::release_cache();  // training's cached blocks go back before the (possibly long) evaluation
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult er;
-  er.results = evaluate_lengths(model, spec);
+  EvalOptions final_eval;
+  final_eval.batches = &batches;
+  final_eval.progress = opt.console;
+  final_eval.stoppable = true;
+  try {
+    er.results = evaluate_lengths(model, spec, final_eval);
+  } catch (const Interrupted& e) {
+    const auto ck = latest_checkpoint(opt.run_dir);
+    std::fprintf(stderr, "%s; the checkpoint %s (step %zu) is kept, no eval.json was written; finish with: %s\n",
+                 e.what(), ck ? ck->c_str() : "?", tr.steps,
+                 opt.resume_command.empty() ? "pelab train ... --resume" : opt.resume_command.c_str());
+    return kInterrupted;
+  }
+  set_phase("writing the results");
   er.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     MetricsWriter mw;

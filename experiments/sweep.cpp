@@ -1,7 +1,6 @@
 #include "experiments/sweep.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 
+#include "experiments/cell_process.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/mpi_sweep.hpp"
 #include "experiments/probe.hpp"
@@ -19,8 +20,6 @@
 #include "training/fs.hpp"
 #include "training/metrics_table.hpp"
 #include "training/signals.hpp"
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -63,12 +62,14 @@ std::string sweep_cell_summary(const std::string& dir) { return cell_summary(dir
 
 int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
                  const std::vector<std::string>& failed) {
-  if (opt.probe || loaded.config.probe.run) {
+  if ((opt.probe || loaded.config.probe.run) && !interrupted) {
     std::vector<std::string> dirs;
     for (const auto& c : loaded.runs) dirs.push_back(c.dir_name);
     probe_sweep_cells(root, dirs);  // prints per cell; a failed probe does not fail the sweep
   }
-  if (opt.report) {
+  if (opt.report && !interrupted) {
+    restore_default_stop_handlers();  // the report writes whole files only: a signal may end it at once
+    set_phase("writing the report");
     try {
       const ReportResult rep = write_report(root);
       std::printf("\n%s\n", rep.table_markdown.c_str());
@@ -98,8 +99,20 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const ExperimentConfig& cfg = loaded.config;
   const std::vector<RunSpec>& cells = loaded.runs;
   const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
-  fs::create_directories(root);
-  write_file_atomic(root + "/sweep.toml", to_toml(cfg));
+  // Before anything is written: every cell's training and evaluation must fit in memory.
+  for (const RunSpec& c : cells) {
+    try {
+      check_memory(c, opt.memory, true);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (sweep cell " + c.config.cell.label + ")");
+    }
+  }
+  make_directory(root, "sweep directory", opt.dir_source);
+  try {
+    write_file_atomic(root + "/sweep.toml", to_toml(cfg));
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the sweep directory comes from " + opt.dir_source + ")");
+  }
 
   std::vector<std::size_t> todo;
   std::size_t skipped = 0;
@@ -109,7 +122,7 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
       ++skipped;
       continue;
     }
-    fs::create_directories(dir);
+    make_directory(dir, "cell directory", "under the sweep directory from " + opt.dir_source);
     write_file_atomic(dir + "/cell.toml", to_toml(cells[i].config));
     todo.push_back(i);
   }
@@ -130,32 +143,34 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
     const std::string dir = root + "/" + c.dir_name;
     // The cell file says everything, its [cell] table included: the child reads nothing else.
     std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume-or-start"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string log = dir + "/stdout.log";
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, opt.self_exe.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw Error("sweep: cannot start " + opt.self_exe + " for cell " + c.config.cell.label);
+    if (!opt.memory_flag.empty()) args.insert(args.end(), {"--memory-limit", opt.memory_flag});
+    const pid_t pid = spawn_cell(args, dir + "/stdout.log");
     running[pid] = {idx, std::chrono::steady_clock::now()};
   };
+  auto running_pids = [&] {
+    std::vector<pid_t> v;
+    for (const auto& [pid, r] : running) v.push_back(pid);
+    return v;
+  };
 
+  bool forwarded = false;
   while (next < todo.size() || !running.empty()) {
     while (!interrupted && next < todo.size() && static_cast<int>(running.size()) < jobs) spawn(todo[next++]);
+    // Poll rather than block: the stop handler restarts waitpid (SA_RESTART), and a stop must be
+    // forwarded to the cells at once, exactly once (a second signal would kill them without a checkpoint).
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) {
-        interrupted = interrupted || stop_requested();
-        continue;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      if (stop_requested() && !forwarded) {
+        interrupted = forwarded = true;
+        signal_cells(running_pids(), stop_signal() ? stop_signal() : SIGTERM);
+        std::printf("stopping: %zu running cell(s) write a checkpoint and exit\n", running.size());
+        std::fflush(stdout);
       }
-      break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
     }
+    if (pid < 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;
     const RunSpec& c = cells[it->second.index];

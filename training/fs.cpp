@@ -67,6 +67,21 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   fsync_path(dir.empty() ? "." : dir.string(), true);
 }
 
+void make_directory(const std::string& dir, const std::string& what, const std::string& source) {
+  namespace fs = std::filesystem;
+  const std::string head = "cannot create the " + what + " " + dir + " (" + source + "): ";
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (fs::is_directory(st)) {
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      throw Error("cannot write into the " + what + " " + dir + " (" + source + "): " + std::strerror(errno));
+    return;
+  }
+  if (fs::exists(st)) throw Error(head + "it exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(head + ec.message());
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw sys_error("cannot read", path);

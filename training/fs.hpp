@@ -18,4 +18,11 @@ void fsync_path(const std::string& path, bool directory = false);
 
 std::string read_file(const std::string& path);
 
+// Creates directory `dir` and its parents (nothing when it is already a writable directory), or throws
+// Error saying what it tried, the path, the setting responsible and the system's reason:
+//   "cannot create the run directory /proc/x (--out): No such file or directory".
+// `what` names the directory's role ("run directory"), `source` the flag or key that chose it
+// ("--out", "output.dir at exp.toml:12"). Nothing is created when it fails on the first level.
+void make_directory(const std::string& dir, const std::string& what, const std::string& source);
+
 }  // namespace pelab

@@ -6,6 +6,7 @@ namespace pelab {
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_stop_signal(int sig) {
   if (g_stop) {  // second signal: give up on the clean stop
@@ -13,7 +14,13 @@ extern "C" void on_stop_signal(int sig) {
     std::raise(sig);
     return;
   }
+  g_signal = sig;
   g_stop = 1;
+}
+
+std::string& phase() {
+  static std::string p;
+  return p;
 }
 }  // namespace
 
@@ -21,8 +28,16 @@ void install_stop_handlers() {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
 }
+void restore_default_stop_handlers() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
 bool stop_requested() { return g_stop != 0; }
+int stop_signal() { return g_signal; }
 void request_stop() { g_stop = 1; }
-void clear_stop() { g_stop = 0; }
+void clear_stop() { g_stop = 0, g_signal = 0; }
+
+void set_phase(const std::string& p) { phase() = p; }
+const std::string& current_phase() { return phase(); }
 
 }  // namespace pelab
