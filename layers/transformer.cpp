@@ -37,14 +37,16 @@ SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c) : n_heads(h),
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions,
                               std::size_t layer, Array* probs_out) const {
   const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
-  Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
-  const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
-  pe.encode_qk(q, k, positions, layer);
   AttentionOptions o;
   o.causal = causal;
   o.bias = pe.attention_bias(positions, layer);
   o.head_scale = pe.logit_scale(positions, layer);
   o.probs_out = probs_out;
+  // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
+  if (pe.leaves_qk_alone()) return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
+  Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
+  const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
+  pe.encode_qk(q, k, positions, layer);
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
 

@@ -40,6 +40,10 @@ class PositionalEncoding : public Module {
   virtual Tensor attention_bias(const IndexArray& positions, std::size_t layer) { return Tensor(); }
   // 4. per-head logit scales (size H), or empty for the default 1/sqrt(hs).
   virtual std::vector<real> logit_scale(const IndexArray& positions, std::size_t layer) { return {}; }
+  // True when encode_qk does nothing (and nothing else here reads q or k): the model then runs the
+  // attention straight on the fused q/k/v projection without splitting heads (a speed-up only,
+  // core/ops/attention.hpp attention_packed). The default, false, is right for every encoding.
+  virtual bool leaves_qk_alone() const { return false; }
   // Why this encoding cannot represent position ids up to max_position, or nullopt if it can.
   // Evaluation reports such lengths as "n/a" with this reason instead of failing.
   virtual std::optional<std::string> unsupported(std::int64_t max_position) const { return std::nullopt; }
