@@ -156,15 +156,15 @@ std::string check_threads(long long n, const std::string& what) {
   return "";
 }
 
-void set_threads(int n) {
-  const std::string why = check_threads(n, "threads");
+void set_threads(long long n, const std::string& what) {
+  const std::string why = check_threads(n, what);
   if (!why.empty()) throw Error(why);
   if (t_in_region) throw Error("parallel::set_threads called from inside a parallel region");
   blas::set_num_threads(1);  // pelab splits GEMMs over its own pool
   auto& p = pool();
   if (n == threads()) return;
   p.reset();
-  if (n > 1) p = std::make_unique<Pool>(n);
+  if (n > 1) p = std::make_unique<Pool>(static_cast<int>(n));
 }
 
 int threads() {

@@ -31,8 +31,8 @@ int hardware_threads();
 std::string check_threads(long long n, const std::string& what);
 
 // Sets the step's thread count (starts or stops workers) and OpenBLAS to 1 thread. Throws
-// pelab::Error with check_threads' message when n is not usable. Not to be called inside a chunk.
-void set_threads(int n);
+// pelab::Error with check_threads' message (naming `what`) when n is not usable. Not inside a chunk.
+void set_threads(long long n, const std::string& what = "threads");
 int threads();  // the current count (1 until set_threads)
 
 // How many chunks for_range(n, grain, ...) uses: min(threads(), ceil(n / grain)), at least 1 when

@@ -12,6 +12,7 @@
 
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
+#include "core/parallel.hpp"
 #include "experiments/config.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/report.hpp"
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   train->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
   train->add_option("--out", out_dir, "run directory (default: output.dir of the config)");
   train->add_flag("--resume", resume, "continue from the latest checkpoint in the run directory");
-  train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
+  train->add_option("--threads", threads, "threads of a training step, 1 to the cores this process may use (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
   int cell = -1;
   train->add_option("--cell", cell, "train only cell K (0-based) of the config's [sweep] grid")->check(CLI::NonNegativeNumber);
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
       }
       if (samples) sets.push_back("eval.samples=" + std::to_string(samples));
       const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
-      blas::set_num_threads(spec.config.train.threads);
+      parallel::set_threads(spec.config.train.threads, "train.threads");
       Transformer model(spec.model);
       const auto ck = latest_checkpoint(run_dir);
       if (!ck) throw Error(run_dir + " has no checkpoint to evaluate (checkpoints/step_*/state.json)");

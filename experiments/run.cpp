@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/evaluate.hpp"
 #include "training/checkpoint.hpp"
@@ -64,6 +66,7 @@ std::string config_table(const RunSpec& spec, std::size_t n_params) {
   row("steps x batch", std::to_string(t.steps) + " x " + std::to_string(t.batch_size));
   row("seed / threads", std::to_string(t.seed) + " / " + std::to_string(t.threads));
   row("blas", blas::blas_summary());
+  row("simd", simd::summary());
   return os.str();
 }
 
@@ -97,7 +100,7 @@ MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
 
 int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const ExperimentConfig& cfg = spec.config;
-  blas::set_num_threads(cfg.train.threads);
+  parallel::set_threads(cfg.train.threads, "train.threads (or --threads)");  // before the run directory exists
   fs::create_directories(opt.run_dir);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
