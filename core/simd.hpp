@@ -6,11 +6,13 @@
 // the baseline) and pick one when the program loads (an ifunc). Builds for one CPU (-DPELAB_NATIVE=ON,
 // -DPELAB_MARCH=...) and other compilers or architectures get a plain function.
 //
-// Every clone computes the same bits: the build disables FMA contraction (-ffp-contract=off), and the
-// loops' reductions are written with a fixed number of accumulators, so a wider vector only evaluates
-// the same operations side by side. tests/core_f32/test_simd.cpp checks the kernels bit for bit against
-// scalar loops of the same order; run under valgrind (no AVX-512) it exercises the AVX2 clone, and a
-// -DPELAB_DISPATCH=OFF build the baseline.
+// The clones differ only in vector width and in fused multiply-adds: the hot loops are compiled with
+// FMA contraction (CMakeLists.txt), the rest of pelab without. So on a CPU with AVX2 or AVX-512 the
+// portable build and a -march=native build contract the same loops (not checked bit for bit), while the
+// baseline clone (a CPU without AVX2) rounds the hot loops' a * b + c once more. Reductions use a fixed
+// number of accumulators, so vector width never changes what is added in which order.
+// tests/core_f32/test_kernels.cpp checks the kernels against plain references; run under valgrind (no
+// AVX-512) it exercises the x86-64-v3 clone, and a -DPELAB_DISPATCH=OFF build the baseline.
 //
 // Mark whole loops, never per-element helpers: a clone is reached through an indirect call.
 #pragma once

@@ -4,6 +4,7 @@
 #include "core/ops/kernels.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "core/ops/fast_math.hpp"
 #include "core/simd.hpp"
@@ -170,13 +171,16 @@ void layer_norm_backward_rows(const real* x, const real* g, const real* gamma, c
     const real* __restrict xr = x ? x + r * C : nullptr;  // read for dgamma and dx only
     const real* __restrict gr = g + r * C;
     const real m = mean[r], rs = rstd[r];
-    if (dgamma)
-      for (std::size_t j = 0; j < C; ++j) dgamma[j] += gr[j] * (xr[j] - m) * rs;
-    if (dbeta)
-      for (std::size_t j = 0; j < C; ++j) dbeta[j] += gr[j];
-    if (!dx) continue;
+    if (!dx) {
+      if (dgamma)
+        for (std::size_t j = 0; j < C; ++j) dgamma[j] += gr[j] * (xr[j] - m) * rs;
+      if (dbeta)
+        for (std::size_t j = 0; j < C; ++j) dbeta[j] += gr[j];
+      continue;
+    }
     // With xhat = (x - mean) * rstd and dxhat = g * gamma:
-    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)). One pass for the row sums, one
+    // for dx and the parameter gradients.
     real sd[8] = {}, sdx[8] = {};
     std::size_t j = 0;
     for (; j + 8 <= C; j += 8)
@@ -198,6 +202,20 @@ void layer_norm_backward_rows(const real* x, const real* g, const real* gamma, c
     s1 *= invC;
     s2 *= invC;
     real* __restrict dr = dx + r * C;
+    if (dgamma && dbeta && !accumulate) {  // the usual case, one loop
+      real* __restrict dga = dgamma;
+      real* __restrict dbe = dbeta;
+      for (std::size_t k = 0; k < C; ++k) {
+        dga[k] += gr[k] * (xr[k] - m) * rs;
+        dbe[k] += gr[k];
+        dr[k] = rs * (gr[k] * gamma[k] - s1 - (xr[k] - m) * rs * s2);
+      }
+      continue;
+    }
+    if (dgamma)
+      for (std::size_t k = 0; k < C; ++k) dgamma[k] += gr[k] * (xr[k] - m) * rs;
+    if (dbeta)
+      for (std::size_t k = 0; k < C; ++k) dbeta[k] += gr[k];
     if (accumulate)
       for (std::size_t k = 0; k < C; ++k) dr[k] += rs * (gr[k] * gamma[k] - s1 - (xr[k] - m) * rs * s2);
     else
@@ -219,20 +237,30 @@ void layer_norm_param_cols(const real* x, const real* g, const real* mean, const
   }
 }
 
+// Rows are processed in whole groups of 16 lanes (the visible length rounded up, capped at Tk): the
+// lanes past the visible keys hold -inf, whose exp is exactly 0, so every loop runs full vectors
+// instead of a scalar remainder on each of the (short, causal) rows.
+inline std::size_t lanes16(std::size_t n, std::size_t Tk) {
+  const std::size_t m = (n + 15) / 16 * 16;
+  return m < Tk ? m : Tk;
+}
+
 PELAB_HOT
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
                             std::size_t off, bool causal) {
+  const real neg_inf = -std::numeric_limits<real>::infinity();
   for (std::size_t i = r0; i < r1; ++i) {
     real* __restrict s = S + i * Tk;
-    const std::size_t n = causal ? i + off + 1 : Tk;
+    const std::size_t n = causal ? i + off + 1 : Tk, m = lanes16(n, Tk);
     if (bias) {
       const real* __restrict br = bias + i * Tk;
-      for (std::size_t j = 0; j < n; ++j) s[j] += br[j];
+      for (std::size_t j = 0; j < m; ++j) s[j] += br[j];
     }
-    const real mx = row_max(s, n);
-    for (std::size_t j = 0; j < n; ++j) s[j] = detail::exp_nonpos(s[j] - mx);
-    const real inv = real(1) / row_sum(s, n);
-    for (std::size_t j = 0; j < n; ++j) s[j] *= inv;
+    for (std::size_t j = n; j < m; ++j) s[j] = neg_inf;  // masked lanes: exp gives exactly 0
+    const real mx = row_max(s, m);
+    for (std::size_t j = 0; j < m; ++j) s[j] = detail::exp_nonpos(s[j] - mx);
+    const real inv = real(1) / row_sum(s, m);
+    for (std::size_t j = 0; j < m; ++j) s[j] *= inv;
     for (std::size_t j = n; j < Tk; ++j) s[j] = real(0);  // masked: exactly zero
   }
 }
@@ -243,9 +271,10 @@ void attention_softmax_backward_rows(real* dS, const real* P, std::size_t r0, st
   for (std::size_t i = r0; i < r1; ++i) {
     real* __restrict s = dS + i * Tk;
     const real* __restrict p = P + i * Tk;
-    const std::size_t n = causal ? i + off + 1 : Tk;
-    const real dot = row_dot(s, p, n);
-    for (std::size_t j = 0; j < n; ++j) s[j] = p[j] * (s[j] - dot);
+    const std::size_t n = causal ? i + off + 1 : Tk, m = lanes16(n, Tk);
+    for (std::size_t j = n; j < m; ++j) s[j] = real(0);  // masked lanes (P is 0 there)
+    const real dot = row_dot(s, p, m);
+    for (std::size_t j = 0; j < m; ++j) s[j] = p[j] * (s[j] - dot);
     for (std::size_t j = n; j < Tk; ++j) s[j] = real(0);
   }
 }
