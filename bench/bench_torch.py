@@ -3,7 +3,7 @@
 
 The model is pelab's Transformer as tests/pytorch/pelab_ref.py defines it (the module the parity fixtures
 come from: pre-LN decoder, fused qkv, exact-erf GELU MLP of width 4d, untied LM head, LayerNorm eps 1e-5;
-any encoding it registers, `all` = none, learned, sinusoidal, rope as in bench_train). It is timed in the
+any encoding it registers, `all` = the eleven of bench_train). It is timed in the
 fastest form we found for PyTorch 1.13 on one CPU thread (`--variant`, default `best`):
 
   ref     pelab_ref.Model as written (attention spelled out with masked_fill + softmax), pelab_ref.masked_ce,
@@ -45,7 +45,8 @@ CONFIGS = {  # name -> (d_model, n_layers, n_heads, batch, seq, steps, warmup): 
     "b": (128, 4, 4, 32, 64, 40, 5),
     "c": (256, 4, 8, 16, 128, 12, 3),
 }
-ENCODINGS = ["none", "learned", "sinusoidal", "rope"]  # `all`, as bench_train's
+ENCODINGS = ["none", "learned", "sinusoidal", "rope", "alibi", "t5", "shaw", "fire", "kerple", "xpos",
+             "cope"]  # `all`, as bench_train's
 VARIANTS = ["ref", "eager", "script", "trace", "eager_avx512", "script_avx512"]
 BEST = {"a": "eager", "b": "script_avx512", "c": "script_avx512"}  # bench/README.md: the comparison (noisy)
 VOCAB = 20

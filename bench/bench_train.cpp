@@ -2,8 +2,13 @@
 // backward, AdamW step, zero_grad) of the decoder-only transformer, plus peak RSS, steady-state
 // memory growth and model FLOP/s utilisation against a single-thread sgemm peak.
 //
-//   bench_train [--config a|b|c|all] [--encoding NAME|all] [--steps N] [--warmup N] [--threads N]
-//               [--peak-gflops X] [--peak-only] [--json]
+//   bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions MODE] [--steps N] [--warmup N]
+//               [--threads N] [--peak-gflops X] [--peak-only] [--json]
+//
+// `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (issue 9's
+// speed bound compares each to rope in the same run: scripts/bench.sh prints the ratios). --positions
+// contiguous (default: 0..T-1 on every row, so bias and index tables are (1, ...)) or randomized (every
+// row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...) path); offset too.
 //
 // Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
 // with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
@@ -43,6 +48,7 @@
 #include "layers/positional/encoding.hpp"
 #include "layers/transformer.hpp"
 #include "training/optimizer_registry.hpp"
+#include "training/positions.hpp"
 
 using namespace pelab;
 
@@ -60,10 +66,13 @@ const std::vector<BenchConfig> kConfigs = {
     {"b", 128, 4, 4, 32, 64, 40, 5},
     {"c", 256, 4, 8, 16, 128, 12, 3},
 };
-const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope"};
+// The eleven attention-family encodings, then the history encodings of issue 10.
+const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope", "alibi", "t5",
+                                             "shaw", "fire", "kerple", "xpos", "cope",
+                                             "integer", "normalized", "binary", "multiplicative", "concat", "recurrent"};
 
 struct Options {
-  std::string config = "all", encoding = "all";
+  std::string config = "all", encoding = "all", positions = "contiguous";
   int steps = -1, warmup = -1, threads = 1;  // -1: the config's default
   double peak_gflops = 0;                    // 0: measure
   bool peak_only = false, json = false;
@@ -139,6 +148,8 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   mc.n_heads = bc.n_heads;
   mc.encoding = encoding;
   mc.train_seq_len = bc.seq;
+  const PositionConfig pc{parse_position_mode(opt.positions), 2 * bc.seq};
+  if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows
   Transformer model(mc);
   Rng init_rng(0);
   init_parameters(model, init_rng);
@@ -154,7 +165,11 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   IndexArray tokens(Shape{B, T}), targets(Shape{B, T});
   for (auto& v : tokens) v = static_cast<std::int32_t>(data_rng.below(kVocab));
   for (auto& v : targets) v = static_cast<std::int32_t>(data_rng.below(kVocab));
-  const IndexArray positions = default_positions(B, T);
+  Batch ids;  // the position ids, drawn once
+  ids.tokens = tokens;
+  Rng position_rng(2);
+  assign_positions(ids, pc, position_rng);
+  const IndexArray positions = ids.positions;
   Array mask(Shape{B, T});
   mask.fill(real(1));  // every token counts
 
@@ -201,21 +216,22 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
 
   if (opt.json) {
     std::printf(
-        "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
+        "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"positions\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
         "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
         "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
         "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
         "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
         "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
         "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
-        bc.name.c_str(), encoding.c_str(), opt.threads, B, T, d, L, bc.n_heads, kVocab,
+        bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, B, T, d, L, bc.n_heads, kVocab,
         model.num_parameters(), warmup, steps, step_s * 1e3, cpu_s * 1e3, tok_s, double(B * T) / cpu_s,
         flops, gflops, peak_gflops, util, rss_base, peak_rss, rss_warm, rss_end, rss_end - rss_warm,
         heap_end - heap_warm, sys_allocs, sys_mb_delta, mem_end.system_bytes / double(1 << 20), loss_first,
         loss_last, blas::core_name().c_str(), simd::summary().c_str());
   } else {
-    std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %d thread(s)\n",
-                bc.name.c_str(), d, L, bc.n_heads, B, T, encoding.c_str(), opt.threads);
+    std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %s positions, "
+                "%d thread(s)\n", bc.name.c_str(), d, L, bc.n_heads, B, T, encoding.c_str(), opt.positions.c_str(),
+                opt.threads);
     std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", tok_s,
                 step_s * 1e3, cpu_s * 1e3, steps, warmup);
     std::printf("  %.2f GFLOP/s (%.3g GFLOP/step)", gflops, flops / 1e9);
@@ -248,6 +264,7 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--config") o.config = value();
     else if (a == "--encoding") o.encoding = value();
+    else if (a == "--positions") o.positions = value();
     else if (a == "--steps") o.steps = parse_int(a, value(), 1);
     else if (a == "--warmup") o.warmup = parse_int(a, value(), 0);
     else if (a == "--threads") {
@@ -263,8 +280,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--peak-only") o.peak_only = true;
     else if (a == "--json") o.json = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--steps N] [--warmup N]\n"
-                  "                   [--threads N] [--peak-gflops X] [--peak-only] [--json]\n");
+      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions contiguous|offset|"
+                  "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
+                  "[--peak-only] [--json]\n");
       std::exit(0);
     } else
       throw Error("unknown argument '" + a + "'; see --help");
@@ -274,8 +292,8 @@ Options parse(int argc, char** argv) {
 
 // Runs one cell in a fresh copy of this executable; false if the child failed.
 bool run_child(const Options& o, const std::string& config, const std::string& encoding) {
-  std::vector<std::string> args = {"bench_train", "--config", config, "--encoding", encoding,
-                                   "--threads", std::to_string(o.threads), "--peak-gflops",
+  std::vector<std::string> args = {"bench_train", "--config", config, "--encoding", encoding, "--positions",
+                                   o.positions, "--threads", std::to_string(o.threads), "--peak-gflops",
                                    std::to_string(o.peak_gflops)};
   if (o.steps > 0) args.insert(args.end(), {"--steps", std::to_string(o.steps)});
   if (o.warmup >= 0) args.insert(args.end(), {"--warmup", std::to_string(o.warmup)});
@@ -303,6 +321,7 @@ int main(int argc, char** argv) {
   blas::select_coretype(argv);  // as pelab does: the benchmark measures the kernel users get
   try {
     Options o = parse(argc, argv);
+    parse_position_mode(o.positions);  // throws naming the allowed modes
     std::vector<std::string> configs, encodings;
     if (o.config == "all") {
       for (const auto& c : kConfigs) configs.push_back(c.name);

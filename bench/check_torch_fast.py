@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """bench/torch_fast.py's FastModel computes what tests/pytorch/pelab_ref.py's Model computes: loss and every
 gradient on one batch, in float64, for every encoding pelab_ref registers (and rope's other layouts and
-fractions), eager, torch.jit.script and torch.jit.trace, with a partly zero mask. Also shows that the check can fail: with
-rope's rotation sign broken it must report a mismatch. Run by ctest (exit 77 = skipped when torch is missing).
+fractions, shaw clipped and keys-only, a steep xpos, cope with its counts clamped), eager, torch.jit.script
+and torch.jit.trace, with a partly zero mask. Also shows that the check can fail: with rope's rotation sign
+broken it must report a mismatch. Run by ctest (exit 77 = skipped when torch is missing).
 """
 import os
 import sys
@@ -34,6 +35,8 @@ def main():
     mask[0, -4:] = 0  # padding: these targets must not count
     cases = [(e, None) for e in sorted(ref.ENCODINGS)]
     cases += [("rope", dict(fraction=0.5)), ("rope", dict(layout="half")), ("rope", dict(layout="half", fraction=0.5))]
+    cases += [("shaw", dict(clip=3)), ("shaw", dict(clip=3, values=False)), ("xpos", dict(scale_base=8.0)),
+              ("cope", dict(npos=4, shared_layers=True))]
     failed = 0
     for enc, params in cases:
         for mode in ("eager", "script", "trace"):

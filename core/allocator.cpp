@@ -50,10 +50,13 @@ void* allocate(std::size_t bytes) {
       return p;
     }
   }
-  void* p = std::aligned_alloc(kAlign, cls);
+  // aligned_alloc needs a size that is a multiple of the alignment (C11; ASan enforces it), and the
+  // classes between 256 and 512 bytes are multiples of 32 only.
+  const std::size_t sys_bytes = (cls + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, sys_bytes);
   if (!p) {
     release_cache();
-    p = std::aligned_alloc(kAlign, cls);
+    p = std::aligned_alloc(kAlign, sys_bytes);
     if (!p) throw std::bad_alloc();
   }
   std::lock_guard<std::mutex> lock(c.mu);

@@ -221,7 +221,11 @@ void save_safetensors(const std::string& path, const SafeTensors& st) {
 
 SafeTensors load_safetensors(const std::string& path) {
   const std::vector<char> bytes = read_file(path);
-  const std::uint64_t size = bytes.size();
+  return parse_safetensors(bytes.data(), bytes.size(), path);
+}
+
+SafeTensors parse_safetensors(const char* bytes, std::size_t byte_count, const std::string& path) {
+  const std::uint64_t size = byte_count;
   if (size < 8)
     fail(path, "file is " + std::to_string(size) +
                    " bytes, shorter than the 8-byte header length (truncated or not a safetensors file)");
@@ -233,7 +237,7 @@ SafeTensors load_safetensors(const std::string& path) {
   if (n > kMaxHeader)
     fail(path, "header length " + std::to_string(n) + " exceeds the format's limit of " +
                    std::to_string(kMaxHeader) + " bytes");
-  const char* hdr = bytes.data() + 8;
+  const char* hdr = bytes + 8;
   if (json_depth(hdr, n) > kMaxDepth)
     fail(path, "header JSON is nested more than " + std::to_string(kMaxDepth) + " levels deep");
 

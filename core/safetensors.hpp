@@ -38,5 +38,8 @@ void save_safetensors(const std::string& path, const SafeTensors& st);
 // unsupported dtype, offsets out of range or not matching shape * itemsize, ...) throws an Error
 // whose message starts with "safetensors: <path>:" and says what is wrong.
 SafeTensors load_safetensors(const std::string& path);
+// The same from bytes already in memory (e.g. read once and checksummed); `source` names them in
+// error messages in place of the path.
+SafeTensors parse_safetensors(const char* bytes, std::size_t size, const std::string& source);
 
 }  // namespace pelab

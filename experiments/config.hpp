@@ -1,12 +1,15 @@
 // Experiment configuration: TOML files with sections model, encoding, task, train, eval, sweep, output
 // and cell.
 //
-//   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init_std
+//   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init,
+//               init_std, emb_init_std
 //   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
-//   [task]      name, min_len, train_len (problem sizes); per-task parameters in subtables: [task.addition] ...
-//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed, threads;
+//   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt;
+//               per-task parameters in subtables: [task.addition] ...
+//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed,
+//               positions, max_position, threads;
 //               per-optimizer parameters in subtables: [train.adamw] beta1 = 0.9, [train.sgd] momentum = 0.9
-//   [eval]      lengths, samples, batch_size, seed
+//   [eval]      lengths, samples, batch_size, seed, positions
 //   [sweep]     "section.key" = [values...] grid (e.g. "encoding.name" = ["none", "rope"])
 //   [output]    dir
 //   [cell]      written by `pelab sweep` into each cell's file: index, label, [cell.assignment]
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "core/params/value.hpp"
+#include "experiments/tasks/format.hpp"  // SequenceFormat
 #include "layers/transformer.hpp"
 #include "training/train_config.hpp"  // TrainConfig
 
@@ -46,6 +50,9 @@ struct EvalConfig {
   std::size_t samples = 256;         // held-out examples per length
   std::size_t batch_size = 64;
   std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed
+  // Position ids at evaluation: "train" (the training mode) or a mode of training/positions.hpp; offset
+  // and randomized ids come from their own stream seeded like the held-out sets (fixed per length).
+  std::string positions = "train";
 };
 
 // Which cell of a sweep grid a config is ([cell]); empty for a plain run.
@@ -64,6 +71,7 @@ struct ExperimentConfig {
   ParamTables encoding_params;       // [encoding.<name>]
   std::string task = "copy";
   std::size_t min_len = 1, train_len = 16;  // training problem sizes (sequence tasks) / LM context
+  SequenceFormat format;             // [task] bos, eos, sep, prompt (sequence tasks)
   ParamTables task_params;           // [task.<name>]
   TrainConfig train;                 // with [train.<optimizer>] in train.optimizer_params
   EvalConfig eval;

@@ -30,9 +30,10 @@ double float_as_double(float f) {
 template <class T>
 ValueType type_of() {
   if constexpr (std::is_same_v<T, bool>) return ValueType::boolean;
+  else if constexpr (std::is_enum_v<T>) return ValueType::string;
   else if constexpr (std::is_integral_v<T>) return ValueType::integer;
   else if constexpr (std::is_floating_point_v<T>) return ValueType::number;
-  else return ValueType::string;  // std::string, Activation
+  else return ValueType::string;  // std::string, Activation, EosMode, InitScheme, PositionMode
 }
 
 template <class T>
@@ -42,6 +43,9 @@ Value to_value(const T& x) {
   else if constexpr (std::is_same_v<T, float>) return Value(float_as_double(x));
   else if constexpr (std::is_floating_point_v<T>) return Value(static_cast<double>(x));
   else if constexpr (std::is_same_v<T, Activation>) return Value(activation_name(x));
+  else if constexpr (std::is_same_v<T, EosMode>) return Value(std::string(eos_mode_name(x)));
+  else if constexpr (std::is_same_v<T, InitScheme>) return Value(std::string(init_scheme_name(x)));
+  else if constexpr (std::is_same_v<T, PositionMode>) return Value(std::string(position_mode_name(x)));
   else return Value(x);
 }
 
@@ -51,6 +55,9 @@ void from_value(const Value& v, T& x) {
   else if constexpr (std::is_integral_v<T>) x = static_cast<T>(std::get<std::int64_t>(v));
   else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(std::get<double>(v));
   else if constexpr (std::is_same_v<T, Activation>) x = parse_activation(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, EosMode>) x = parse_eos_mode(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, InitScheme>) x = parse_init_scheme(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, PositionMode>) x = parse_position_mode(std::get<std::string>(v));
   else x = std::get<std::string>(v);
 }
 
@@ -100,9 +107,15 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("causal", model.causal, none, none, "false: bidirectional attention"),
                 PELAB_FIELD("tie_embeddings", model.tie_embeddings, none, none, "LM head shares the embedding"),
                 PELAB_FIELD("ln_eps", model.ln_eps, 1e-12, 1.0, "LayerNorm epsilon"),
-                PELAB_FIELD("init_std", model.init_std, 0.0, 10.0, "std of the normal init of Linear weights"),
+                choices(PELAB_FIELD("init", model.init, none, none,
+                                    "initialization: gpt2 (normal), scaled (gpt2 with residual projections / "
+                                    "sqrt(2 n_layers)), pytorch (nn.Linear / nn.Embedding defaults)"),
+                        {"gpt2", "scaled", "pytorch"}),
+                PELAB_FIELD("init_std", model.init_std, 0.0, 10.0,
+                            "std of the normal init of Linear weights (gpt2, scaled; unused by pytorch)"),
                 PELAB_FIELD("emb_init_std", model.emb_init_std, 0.0, 10.0,
-                            "std of the normal init of token embeddings and learned position tables")},
+                            "std of the normal init of token embeddings and learned position tables (gpt2, "
+                            "scaled; unused by pytorch)")},
                {}});
   s.push_back({"encoding",
                {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)")},
@@ -110,7 +123,15 @@ std::vector<Section> build_schema() {
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),
                 PELAB_FIELD("min_len", min_len, 1.0, 1e6, "smallest training problem size"),
-                PELAB_FIELD("train_len", train_len, 1.0, 1e6, "largest training problem size / LM context")},
+                PELAB_FIELD("train_len", train_len, 1.0, 1e6, "largest training problem size / LM context"),
+                // The sequence format (experiments/tasks/format.hpp); a language model takes only the defaults.
+                PELAB_FIELD("bos", format.bos, none, none, "sequence tasks: <BOS> first"),
+                choices(PELAB_FIELD("eos", format.eos, none, none,
+                                    "sequence tasks: <EOS> after y, counted (scored) or not (unscored), or none"),
+                        {"scored", "unscored", "absent"}),
+                PELAB_FIELD("sep", format.sep, none, none, "sequence tasks: <SEP> between x and y"),
+                PELAB_FIELD("prompt", format.prompt, none, none,
+                            "sequence tasks: the task's prompt token (\"Copy:\") before x")},
                {"[task.<name>] subtables"}});
   std::vector<std::string> metrics = metric_names();
   Field early = PELAB_FIELD("early_stop_metric", train.early_stop_metric, none, none,
@@ -133,6 +154,15 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("decay_embeddings", train.decay_embeddings, none, none, "decay embeddings"),
                 PELAB_FIELD("grad_clip", train.grad_clip, 0.0, 1e9, "global gradient-norm clip; 0 = off"),
                 PELAB_FIELD("seed", train.seed, 0.0, none, "initialization and data seed"),
+                choices(PELAB_FIELD("positions", train.positions, none, none,
+                                    "position ids of training batches: contiguous = 0..T-1; offset = a random "
+                                    "start per row, s..s+T-1 with s in [0, max_position - T]; randomized = T "
+                                    "distinct ids per row drawn from [0, max_position), sorted (Ruoss et al. 2023)"),
+                        position_mode_names()),
+                PELAB_FIELD("max_position", train.max_position, 0.0, 2147483647.0,
+                            "offset/randomized ids are < max_position; 0 = auto: the longest sequence the run "
+                            "trains or evaluates on (in tokens); must be >= the longest training sequence, and "
+                            ">= the longest eval sequence when evaluation uses offset/randomized ids"),
                 PELAB_FIELD("log_every", train.log_every, 1.0, 1e9, "steps between log lines"),
                 PELAB_FIELD("eval_every", train.eval_every, 0.0, 1e9, "steps between evaluations; 0 = end"),
                 PELAB_FIELD("checkpoint_every", train.checkpoint_every, 0.0, 1e9, "steps between checkpoints"),
@@ -144,7 +174,13 @@ std::vector<Section> build_schema() {
   s.push_back({"eval",
                {PELAB_FIELD("samples", eval.samples, 1.0, 1e9, "held-out examples per length"),
                 PELAB_FIELD("batch_size", eval.batch_size, 1.0, 1e6, "evaluation batch size"),
-                PELAB_FIELD("seed", eval.seed, 0.0, none, "seed of the held-out sets")},
+                PELAB_FIELD("seed", eval.seed, 0.0, none, "seed of the held-out sets"),
+                choices(PELAB_FIELD("positions", eval.positions, none, none,
+                                    "position ids at evaluation: train = as in training (randomized: fresh "
+                                    "random ids, as Ruoss et al. evaluate), or contiguous / offset / randomized; "
+                                    "offset and randomized draw from [0, train.max_position) with their own "
+                                    "stream seeded by eval.seed (the same ids at every evaluation)"),
+                        {"train", "contiguous", "offset", "randomized"})},
                {"lengths"}});
   s.push_back({"output", {PELAB_FIELD("dir", output_dir, none, none, "run or sweep directory")}, {}});
   return s;

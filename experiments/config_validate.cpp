@@ -71,7 +71,7 @@ void check_cell(const ExperimentConfig& cfg) {
 
 TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
   const auto& params = cfg.task_params.at(cfg.task);
-  std::string key = cfg.task + "|" + num(cfg.min_len) + "|" + num(cfg.train_len);
+  std::string key = cfg.task + "|" + num(cfg.min_len) + "|" + num(cfg.train_len) + "|" + describe(cfg.format);
   for (const auto& [k, v] : params) key += "|" + k + "=" + format_value(v);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   TaskInfo info;
@@ -79,7 +79,10 @@ TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
     TaskCommon common;
     common.min_len = cfg.min_len;
     common.train_len = cfg.train_len;
+    common.format = cfg.format;
     info.task = make_task(cfg.task, common, params);
+  } catch (const TaskFormatError& e) {  // a format key set for a language model
+    fail(location_any(cfg, {"task." + e.key, "task.name"}), e.what());
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "task '" + cfg.task + "': ");
     auto paths = param_paths(cfg, "task." + cfg.task + ".");
@@ -104,6 +107,31 @@ void check_eval_lengths(const ExperimentConfig& cfg, TaskInfo& info) {
     }
     info.checked_lengths.insert(n);
   }
+}
+
+// [train] max_position: 0 resolves to the longest sequence the run trains or evaluates on, so every
+// mode can draw ids for every length; an explicit value must hold the training sequences, and the eval
+// sequences when evaluation draws offset/randomized ids. Sets the model's training position range.
+void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) {
+  const std::size_t train_T = task.sequence_length(cfg.train_len);
+  std::size_t eval_T = 0, eval_n = 0;
+  for (std::size_t n : cfg.eval.lengths)
+    if (task.sequence_length(n) > eval_T) eval_T = task.sequence_length(n), eval_n = n;
+  TrainConfig& t = cfg.train;
+  if (t.max_position == 0) t.max_position = std::max(train_T, eval_T);
+  if (t.max_position < train_T)
+    fail(location_any(cfg, {"train.max_position", "task.train_len"}),
+         "[train] max_position " + num(t.max_position) + " is smaller than the longest training sequence, " +
+             num(train_T) + " tokens (task.train_len " + num(cfg.train_len) + "); expected max_position >= " +
+             num(train_T) + ", or 0 (auto)");
+  const PositionConfig ep = eval_positions(cfg);
+  if (ep.mode != PositionMode::contiguous && t.max_position < eval_T)
+    fail(location_any(cfg, {"train.max_position", "eval.positions", "eval.lengths", "train.positions"}),
+         "[train] max_position " + num(t.max_position) + " is smaller than the longest eval sequence, " +
+             num(eval_T) + " tokens (eval length " + num(eval_n) + "), and evaluation draws " +
+             position_mode_name(ep.mode) + " ids from [0, max_position) ([eval] positions = \"" +
+             cfg.eval.positions + "\"); expected max_position >= " + num(eval_T) + ", or 0 (auto)");
+  m.max_position = t.positions == PositionMode::contiguous ? 0 : t.max_position;
 }
 
 }  // namespace
@@ -145,7 +173,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "encoding '" + cfg.encoding + "': ");
     auto paths = param_paths(cfg, "encoding." + cfg.encoding + ".");
-    paths.insert(paths.end(), {"encoding.name", "model.n_heads", "model.d_model"});
+    paths.insert(paths.end(), {"model.tie_embeddings", "encoding.name", "model.n_heads", "model.d_model", "model.causal"});
     fail(blame(cfg, msg, paths, "encoding"), "[encoding." + cfg.encoding + "] " + msg);
   }
   try {
@@ -156,6 +184,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
 
   cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
   check_eval_lengths(cfg, info);
+  resolve_positions(cfg, *spec.task, m);
   spec.config = std::move(cfg);
   return spec;
 }

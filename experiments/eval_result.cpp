@@ -74,6 +74,18 @@ struct Reader {
     LengthResult r;
     r.length = count(e, "length", where, 1);
     r.in_distribution = boolean(e, "in_distribution", where);
+    if (auto it = e.find("chance"); it != e.end() && !it->is_null()) {  // absent in older files
+      if (!it->is_object()) bad(file, where + ".chance", "expected an object of metric -> value, got " + it->dump());
+      for (auto c = it->begin(); c != it->end(); ++c) {
+        try {
+          find_metric(c.key());
+        } catch (const Error& err) {
+          bad(file, where + ".chance", err.what());
+        }
+        if (!c->is_number()) bad(file, where + ".chance." + c.key(), "expected a number, got " + c->dump());
+        r.chance[c.key()] = c->get<double>();
+      }
+    }
     const std::string status = string(e, "status", where);
     if (status == "n/a") {
       r.ok = false;
@@ -107,6 +119,12 @@ ojson to_json(const LengthResult& r) {
   j["length"] = r.length;
   j["in_distribution"] = r.in_distribution;
   j["status"] = r.ok ? "ok" : "n/a";
+  if (!r.chance.empty()) {
+    ojson c = ojson::object();
+    for (const auto& m : metric_table())
+      if (auto it = r.chance.find(m.name); it != r.chance.end()) c[m.name] = it->second;  // finite: 1/k sums and products
+    j["chance"] = c;
+  }
   if (!r.ok) {
     j["reason"] = r.reason;
     return j;

@@ -27,6 +27,9 @@ struct LengthResult {
   bool ok = true;                // false: "n/a"
   std::string reason;            // why n/a
   MetricValues metrics;          // every metric that applies to the task (training/metrics_table.hpp)
+  // Sequence tasks: the chance level at this length (Task::chance), as "token_acc" and "exact_match";
+  // empty for language models (and in eval.json files written before it existed). Set for n/a lengths too.
+  MetricValues chance;
   std::vector<Bucket> buckets;   // LM only: loss per position bucket
   std::size_t samples = 0;
   std::optional<double> metric(const std::string& name) const;  // nullopt when n/a or not reported

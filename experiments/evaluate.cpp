@@ -19,6 +19,16 @@ std::vector<std::size_t> eval_lengths(const ExperimentConfig& cfg, const Task& t
   return v;
 }
 
+PositionConfig eval_positions(const ExperimentConfig& cfg) {
+  PositionConfig p{cfg.train.positions, cfg.train.max_position};
+  // "train" follows the training mode. For randomized training this means fresh random ids at test time
+  // too: Ruoss et al.'s code (google-deepmind/randomized_positional_encodings) samples the ordered subset
+  // from [0, noise_max_length) on every forward pass, evaluation included (models/positional_encodings.py,
+  // noisy_fixed_positional_encodings; experiments/range_evaluation.py passes a fresh rng per batch).
+  if (cfg.eval.positions != "train") p.mode = parse_position_mode(cfg.eval.positions);
+  return p;
+}
+
 namespace {
 
 // Per-token negative log-likelihoods of the counted targets, accumulated into position buckets.
@@ -44,13 +54,15 @@ void add_nll(const Array& logits, const Batch& b, std::vector<double>& pos_sum, 
 
 }  // namespace
 
-LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg, std::size_t n,
-                             std::size_t min_len, std::size_t train_len) {
+LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
+                             const PositionConfig& positions, std::size_t n, std::size_t min_len,
+                             std::size_t train_len) {
   LengthResult r;
   r.length = n;
   r.in_distribution = n <= train_len && n >= min_len;
+  if (auto c = task.chance(n)) r.chance = {{"token_acc", c->token_acc}, {"exact_match", c->exact_match}};
   const std::size_t T = task.sequence_length(n);
-  if (auto why = model.encoding().unsupported(static_cast<std::int64_t>(T) - 1)) {
+  if (auto why = model.encoding().unsupported(max_position_id(positions, T))) {
     r.ok = false;
     r.reason = *why;
     return r;
@@ -65,8 +77,10 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
     const std::size_t b = std::min(bs, ecfg.samples - done);
     // The held-out set depends only on the eval seed, the length and the batch index.
     const std::uint64_t seed = ecfg.seed ^ (0x9E3779B97F4A7C15ull * (n + 1)) ^ (i * 0xC2B2AE3D27D4EB4Full);
-    const Batch batch = task.eval_batch(seed, b, n);
-    const Tensor logits = model.forward(batch.tokens, default_positions(batch.batch(), batch.length()));
+    Batch batch = task.eval_batch(seed, b, n);
+    Rng position_rng(seed, 4);  // like the data: fixed by the eval seed, the length and the batch index
+    assign_positions(batch, positions, position_rng);
+    const Tensor logits = model.forward(batch.tokens, batch.positions);
     stats.add(token_stats(logits.value(), batch));
     add_nll(logits.value(), batch, pos_sum, pos_n, total);
     r.samples += b;
@@ -94,7 +108,7 @@ std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& sp
   model.set_training(false);
   std::vector<LengthResult> out;
   for (std::size_t n : cfg.eval.lengths)
-    out.push_back(evaluate_length(model, *spec.task, cfg.eval, n, cfg.min_len, cfg.train_len));
+    out.push_back(evaluate_length(model, *spec.task, cfg.eval, eval_positions(cfg), n, cfg.min_len, cfg.train_len));
   model.set_training(was);
   return out;
 }

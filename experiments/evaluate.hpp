@@ -4,6 +4,8 @@
 // computed in one teacher-forced pass, see training/metrics.hpp) on a fixed held-out set per length.
 // LM tasks: mean next-character loss at each context length and loss per position bucket.
 // A length the encoding cannot represent (learned past its table) is reported "n/a" with the reason.
+// Position ids follow [eval] positions (eval_positions below), drawn from a stream seeded like the
+// held-out data, so every evaluation of a run sees the same ids.
 #pragma once
 
 #include <string>
@@ -19,9 +21,15 @@ namespace pelab {
 // The lengths to evaluate: cfg.eval.lengths, or defaults derived from the training length.
 std::vector<std::size_t> eval_lengths(const ExperimentConfig& cfg, const Task& task);
 
+// The position ids of evaluation: [eval] positions, with "train" meaning [train] positions (for
+// randomized training that is randomized ids at evaluation too, as Ruoss et al. 2023 do), and
+// [train] max_position as the range.
+PositionConfig eval_positions(const ExperimentConfig& cfg);
+
 // Evaluates one length (NoGrad; the model is put in eval mode by the caller).
-LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg, std::size_t n,
-                             std::size_t min_len, std::size_t train_len);
+LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
+                             const PositionConfig& positions, std::size_t n, std::size_t min_len,
+                             std::size_t train_len);
 
 // Every length of the run's eval.lengths, in eval mode.
 std::vector<LengthResult> evaluate_lengths(Transformer& model, const RunSpec& spec);

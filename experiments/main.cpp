@@ -82,13 +82,15 @@ int main(int argc, char** argv) {
   // train
   std::string config_path, out_dir;
   std::vector<std::string> overrides;
-  bool resume = false, quiet = false;
+  bool resume = false, resume_or_start = false, quiet = false;
   int threads = 0;
   auto* train = app.add_subcommand("train", "train one model from a config file");
   train->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
   train->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
   train->add_option("--out", out_dir, "run directory (default: output.dir of the config)");
-  train->add_flag("--resume", resume, "continue from the latest checkpoint in the run directory");
+  auto* resume_flag = train->add_flag("--resume", resume, "continue from the latest usable checkpoint (error if none)");
+  train->add_flag("--resume-or-start", resume_or_start, "like --resume, but a run directory without checkpoints "
+                  "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
   train->add_option("--threads", threads, "threads of a training step, 1 to the cores this process may use (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
   int cell = -1;
@@ -132,7 +134,8 @@ int main(int argc, char** argv) {
   std::uint64_t show_seed = 0;
   auto* show = app.add_subcommand("show-task", "print a few samples of a task and its format");
   show->add_option("name", task_name, "task name (see pelab list)")->required();
-  show->add_option("--set", overrides, "task parameter: key=value, e.g. reverse_digits=true (repeatable)");
+  show->add_option("--set", overrides,
+                   "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent (repeatable)");
   show->add_option("-n", n_show, "samples")->check(CLI::Range(1, 100));
   show->add_option("--len", show_len, "problem size (default 8)");
   show->add_option("--seed", show_seed, "seed");
@@ -152,13 +155,27 @@ int main(int argc, char** argv) {
       const std::string len = std::to_string(show_len ? show_len : 8);
       std::vector<std::string> sets = {"task.name=" + task_name, "task.train_len=" + len, "task.min_len=" + len,
                                        "eval.lengths=[" + len + "]"};
-      for (const auto& kv : overrides) sets.push_back("task." + task_name + "." + kv);
+      for (const auto& kv : overrides) {
+        const std::string key = kv.substr(0, kv.find('='));  // format keys live in [task] itself
+        const bool format_key = key == "bos" || key == "eos" || key == "sep" || key == "prompt";
+        sets.push_back((format_key ? "task." : "task." + task_name + ".") + kv);
+      }
       const RunSpec spec = parse_config("", "show-task", sets).runs.at(0);
       const auto& info = TaskRegistry::instance().get(task_name);
-      std::printf("%s: %s\n\n%s\n\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
+      std::printf("%s: %s\n\n%s\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
                   info.format.c_str(), spec.task->vocab_size());
-      Rng rng(show_seed);
       const std::size_t n = spec.config.train_len;
+      if (!spec.task->is_language_model()) {
+        std::printf("format: %s\n\nchance level (uniform guesser, see above):\n%8s  %10s  %12s\n", describe(spec.config.format).c_str(),
+                    "n", "token_acc", "exact_match");
+        for (std::size_t k : {n / 2, n, 2 * n, 4 * n}) {  // the default eval lengths
+          if (k == 0) continue;
+          const Chance c = *spec.task->chance(k);
+          std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
+        }
+      }
+      std::printf("\nsamples (n = %zu; counted targets in brackets):\n", n);
+      Rng rng(show_seed);
       const Batch b = spec.task->sample(rng, n_show, n, n);
       for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", spec.task->render(b, i).c_str());
       return kOk;
@@ -198,11 +215,12 @@ int main(int argc, char** argv) {
       const RunSpec spec = load_config(run_dir + "/config.toml", sets).runs.at(0);
       parallel::set_threads(spec.config.train.threads, "train.threads");
       Transformer model(spec.model);
-      const auto ck = latest_checkpoint(run_dir);
-      if (!ck) throw Error(run_dir + " has no checkpoint to evaluate (checkpoints/step_*/state.json)");
-      load_weights(*ck + "/weights.safetensors", model);
+      const CheckpointChoice choice = choose_checkpoint(run_dir, false);
+      for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
+      if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
+      load_checkpoint(*choice.path, model, nullptr);
       const auto results = evaluate_lengths(model, spec);
-      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), ck->c_str(),
+      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
                   format_results(results, spec.task->is_language_model()).c_str());
       if (!json_out.empty()) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -242,9 +260,10 @@ int main(int argc, char** argv) {
     } else if (cell >= 0) {
       throw Error("--cell: " + config_path + " has no [sweep] grid");
     }
-    ro.resume = resume;
+    ro.resume = resume || resume_or_start;
+    ro.require_checkpoint = resume;
     ro.console = !quiet;
-    ro.resume_command = quote_args(argc, argv) + (resume ? "" : " --resume");
+    ro.resume_command = quote_args(argc, argv) + (ro.resume ? "" : " --resume");
     install_stop_handlers();
     return run_experiment(loaded.runs[k], ro);
   } catch (const Error& e) {

@@ -1,130 +1,15 @@
-// Plots of a sweep: data (.dat) and gnuplot scripts (.gp) in SWEEP/plots, rendered to PNG by running
-// gnuplot on the script, so users can edit a script and re-render with `cd SWEEP/plots && gnuplot X.gp`.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// The length-generalization plot (metric vs eval length, with chance) and the training-loss curves.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
-#include <optional>
 #include <set>
 #include <sstream>
 
-#include "core/tensor.hpp"
-#include "experiments/report.hpp"
+#include "experiments/report_detail.hpp"
 #include "training/metrics_table.hpp"
-#include "training/fs.hpp"
 
 namespace pelab {
 namespace report_detail {
-namespace {
-
-namespace fs = std::filesystem;
-
-const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-const int kPoints[] = {7, 5, 9, 11, 13, 15};
-
-std::string color(std::size_t i) { return kColors[i % (sizeof kColors / sizeof *kColors)]; }
-int point_type(std::size_t i) { return kPoints[i % (sizeof kPoints / sizeof *kPoints)]; }
-
-std::string gp_string(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
-
-std::string num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.8g", x);
-  return buf;
-}
-
-// Script preamble: output file overridable (`gnuplot -e "outfile='x.png'" s.gp`), pngcairo when present.
-std::string preamble(const std::string& png, const std::string& title) {
-  std::ostringstream os;
-  os << "if (!exists(\"outfile\")) outfile = " << gp_string(png) << "\n"
-     << "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-     << "  set terminal pngcairo size 1100,620 noenhanced font \"sans,11\"\n"
-     << "} else {\n"
-     << "  set terminal png size 1100,620 noenhanced\n"
-     << "}\n"
-     << "set output outfile\n"
-     << "set title " << gp_string(title) << "\n"
-     << "set grid lc rgb \"#dddddd\"\n"
-     << "set key outside right top box opaque\n";
-  return os.str();
-}
-
-std::string find_program(const std::string& name) {
-  if (name.empty()) return "";
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const std::string cand = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(cand.c_str(), X_OK) == 0) return cand;
-  }
-  return "";
-}
-
-// Runs `gnuplot -e "outfile='NAME.png.tmp'" NAME.gp` inside the plots dir, then renames the PNG into place
-// (never a half-written PNG). Returns "" on success, else what went wrong.
-std::string render(const std::string& gnuplot, const fs::path& dir, const std::string& name) {
-  const std::string tmp_png = name + ".png.tmp", log = name + ".gnuplot.log";
-  const std::string outfile = "outfile='" + tmp_png + "'", script = name + ".gp";
-  const std::string dir_s = dir.string(), log_path = (dir / log).string();
-  const pid_t pid = ::fork();
-  if (pid < 0) return "cannot start gnuplot (fork failed)";
-  if (pid == 0) {  // child: only async-signal-safe calls until exec
-    if (::chdir(dir_s.c_str()) != 0) ::_exit(126);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    const char* argv[] = {gnuplot.c_str(), "-e", outfile.c_str(), script.c_str(), nullptr};
-    ::execv(gnuplot.c_str(), const_cast<char* const*>(argv));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::string log_text;
-  try {
-    log_text = read_file(log_path);
-  } catch (const Error&) {
-  }
-  std::error_code ec;
-  fs::remove(log_path, ec);
-  const fs::path tmp = dir / tmp_png, png = dir / (name + ".png");
-  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(tmp) && fs::file_size(tmp, ec) > 0;
-  if (!ok) {
-    fs::remove(tmp, ec);
-    if (log_text.size() > 600) log_text = log_text.substr(0, 600) + "...";
-    return "gnuplot failed on " + (dir / script).string() +
-           (WIFEXITED(status) ? " (exit status " + std::to_string(WEXITSTATUS(status)) + ")" : " (killed)") +
-           (log_text.empty() ? "" : ": " + log_text);
-  }
-  fsync_path(tmp.string());
-  fs::rename(tmp, png, ec);
-  if (ec) return "cannot rename " + tmp.string() + " to " + png.string() + ": " + ec.message();
-  fsync_path(dir.string());
-  return "";
-}
-
-struct Script {
-  std::string name, dat, gp;
-};
 
 Script length_plot(const Sweep& s, const std::string& metric) {
   const MetricSpec& m = find_metric(metric);
@@ -149,7 +34,8 @@ Script length_plot(const Sweep& s, const std::string& metric) {
       } else if (lo <= 0) {
         lo = mean / 10;  // keeps the band drawable on a log axis
       }
-      block << len << " " << num(mean) << " " << num(sd) << " " << c.n << " " << num(lo) << " " << num(hi) << "\n";
+      block << len << " " << gp_num(mean) << " " << gp_num(sd) << " " << c.n << " " << gp_num(lo) << " "
+            << gp_num(hi) << "\n";
       lo_mean = any ? std::min(lo_mean, mean) : mean;
       hi_mean = any ? std::max(hi_mean, mean) : mean;
       any = true;
@@ -160,20 +46,30 @@ Script length_plot(const Sweep& s, const std::string& metric) {
     dat << "# " << s.groups[i].label << "\n" << block.str();
     blocks.emplace_back(i, blocks.size());
   }
+  // Chance lines after the groups' blocks: columns length chance.
+  std::vector<std::pair<std::string, std::size_t>> chance_blocks;  // (title, gnuplot index)
+  for (const ChanceLine& cl : chance_lines(s, metric)) {
+    std::ostringstream block;
+    int points = 0;
+    for (std::size_t j = 0; j < s.lengths.size(); ++j)
+      if (cl.at[j]) {
+        block << s.lengths[j] << " " << gp_num(100 * *cl.at[j]) << "\n";
+        ++points;
+      }
+    if (points == 0) continue;
+    const std::size_t idx = blocks.size() + chance_blocks.size();
+    if (idx > 0) dat << "\n\n";
+    dat << "# " << cl.label << " (columns: length chance)\n" << block.str();
+    chance_blocks.emplace_back(cl.label, idx);
+  }
 
   std::set<std::size_t> train_lens;
-  std::set<std::string> tasks;
-  for (const Run& r : s.runs) {
-    train_lens.insert(r.train_len);
-    tasks.insert(r.task);
-  }
-  std::string task_text;
-  for (const std::string& t : tasks) task_text += (task_text.empty() ? "" : " + ") + t;
+  for (const Run& r : s.runs) train_lens.insert(r.train_len);
   std::ostringstream gp;
   gp << "# Length generalization: " << m.title << " vs eval length.\n"
      << "# Re-render: cd to this directory and run `gnuplot length_generalization.gp`.\n"
-     << preamble("length_generalization.png",
-                 task_text + ": " + m.title + " vs eval length (mean ± std over seeds)")
+     << plot_preamble("length_generalization.png",
+                      task_text(s) + ": " + m.title + " vs eval length (mean ± std over seeds)")
      << "set xlabel \"eval length (log2 scale)\"\n"
      << "set ylabel " << gp_string(m.title) << "\n"
      << "set logscale x 2\n";
@@ -182,7 +78,7 @@ Script length_plot(const Sweep& s, const std::string& metric) {
     xmin = std::min(xmin, t);
     xmax = std::max(xmax, t);
   }
-  gp << "set xrange [" << num(xmin / 1.25) << ":" << num(xmax * 1.25) << "]\n";
+  gp << "set xrange [" << gp_num(xmin / 1.25) << ":" << gp_num(xmax * 1.25) << "]\n";
   gp << "set xtics (";
   for (std::size_t j = 0; j < s.lengths.size(); ++j) gp << (j ? ", " : "") << s.lengths[j];
   gp << ")\n";
@@ -201,25 +97,38 @@ Script length_plot(const Sweep& s, const std::string& metric) {
     gp << "set label \"no data: every length is n/a\" at graph 0.5, graph 0.5 center\n"
        << "plot NaN notitle\n";
   } else {
-    gp << "plot \\\n";
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      const auto [g, idx] = blocks[b];
-      const std::string file = b == 0 ? "\"length_generalization.dat\"" : "\"\"";
-      gp << "  " << file << " index " << idx << " using 1:5:6 with filledcurves lc rgb \"" << color(g)
-         << "\" notitle, \\\n"
-         << "  \"\" index " << idx << " using 1:2 with linespoints lw 2 pt " << point_type(g) << " ps 1.2 lc rgb \""
-         << color(g) << "\" title " << gp_string(s.groups[g].label) << (b + 1 < blocks.size() ? ", \\\n" : "\n");
+    std::vector<std::string> parts;
+    for (const auto& [g, idx] : blocks) {
+      parts.push_back("\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
+                      "\" notitle");
+      parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 pt " +
+                      std::to_string(plot_point_type(g)) + " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
+                      gp_string(s.groups[g].label));
     }
+    for (std::size_t k = 0; k < chance_blocks.size(); ++k)
+      parts.push_back("\"\" index " + std::to_string(chance_blocks[k].second) + " using 1:2 with lines dt " +
+                      std::to_string(3 + k) + " lw 1.5 lc rgb \"#000000\" title " + gp_string(chance_blocks[k].first));
+    parts.front().replace(0, 2, "\"length_generalization.dat\"");
+    gp << "plot \\\n";
+    for (std::size_t i = 0; i < parts.size(); ++i) gp << "  " << parts[i] << (i + 1 < parts.size() ? ", \\\n" : "\n");
   }
-  return {"length_generalization", dat.str(), gp.str()};
+  Script sc{"length_generalization", dat.str(), gp.str(), ""};
+  sc.caption = m.title + " against eval length: mean over seeds, band ± one sample std; the grey dashed vertical "
+               "line is the training length" +
+               std::string(chance_blocks.empty() ? "" : ", the black dotted line the chance level") +
+               "; n/a lengths are left out.";
+  return sc;
 }
 
-// Mean training loss over a group's seeds at each logged step; empty when nothing was logged.
+// Mean training loss over a group's seeds at each logged step. Where some seeds have stopped, the mean is
+// over those still training and the line is drawn thin and dashed (not silently a different average).
 std::optional<Script> training_plot(const Sweep& s) {
   std::ostringstream dat;
   dat << "# training loss (split train) vs step, mean over the group's runs that logged the step\n"
-      << "# one block per group (gnuplot index); columns: step mean_loss runs\n";
-  std::vector<std::pair<std::size_t, std::size_t>> blocks;
+      << "# two blocks per group (gnuplot index 2g: every step, 2g+1: steps every run of the group logged);\n"
+      << "# columns: step mean_loss runs\n";
+  std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, index of its first block)
+  bool any_partial = false;
   for (std::size_t i = 0; i < s.groups.size(); ++i) {
     std::map<long, std::pair<double, int>> at;
     for (const Run* r : s.groups[i].runs)
@@ -228,20 +137,25 @@ std::optional<Script> training_plot(const Sweep& s) {
         at[step].second += 1;
       }
     if (at.empty()) continue;
+    const int size = static_cast<int>(s.groups[i].runs.size());
+    std::ostringstream all, full;
+    for (const auto& [step, sc] : at) {
+      const std::string line = std::to_string(step) + " " + gp_num(sc.first / sc.second) + " " +
+                               std::to_string(sc.second) + "\n";
+      all << line;
+      if (sc.second == size) full << line;
+      else any_partial = true;
+    }
     if (!blocks.empty()) dat << "\n\n";
-    dat << "# " << s.groups[i].label << "\n";
-    for (const auto& [step, sc] : at) dat << step << " " << num(sc.first / sc.second) << " " << sc.second << "\n";
-    blocks.emplace_back(i, blocks.size());
+    dat << "# " << s.groups[i].label << "\n" << all.str() << "\n\n# " << s.groups[i].label << ", all "
+        << size << " runs\n" << (full.str().empty() ? all.str().substr(0, all.str().find('\n') + 1) : full.str());
+    blocks.emplace_back(i, 2 * blocks.size());
   }
   if (blocks.empty()) return std::nullopt;
-  std::set<std::string> tasks;
-  for (const Run& r : s.runs) tasks.insert(r.task);
-  std::string task_text;
-  for (const std::string& t : tasks) task_text += (task_text.empty() ? "" : " + ") + t;
   std::ostringstream gp;
   gp << "# Training curves: training loss vs step, mean over seeds.\n"
      << "# Re-render: cd to this directory and run `gnuplot training_curves.gp`.\n"
-     << preamble("training_curves.png", task_text + ": training loss (mean over seeds)")
+     << plot_preamble("training_curves.png", task_text(s) + ": training loss (mean over seeds)")
      << "set xlabel \"step\"\n"
      << "set ylabel \"training loss (log scale)\"\n"
      << "set logscale y\n"
@@ -250,50 +164,19 @@ std::optional<Script> training_plot(const Sweep& s) {
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const auto [g, idx] = blocks[b];
     gp << "  " << (b == 0 ? "\"training_curves.dat\"" : "\"\"") << " index " << idx
-       << " using 1:2 with lines lw 2 lc rgb \"" << color(g) << "\" title " << gp_string(s.groups[g].label)
-       << (b + 1 < blocks.size() ? ", \\\n" : "\n");
+       << " using 1:2 with lines lw 1 dt 2 lc rgb \"" << plot_color(g) << "\" notitle, \\\n"
+       << "  \"\" index " << idx + 1 << " using 1:2 with lines lw 2 lc rgb \"" << plot_color(g) << "\" title "
+       << gp_string(s.groups[g].label) << (b + 1 < blocks.size() || any_partial ? ", \\\n" : "\n");
   }
-  return Script{"training_curves", dat.str(), gp.str()};
-}
-
-}  // namespace
-
-std::vector<std::string> write_plots(const Sweep& s, const std::string& metric, const ReportOptions& opt,
-                                     ReportResult& out) {
-  const fs::path dir = fs::path(s.dir) / "plots";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message());
-
-  std::vector<Script> scripts = {length_plot(s, metric)};
-  if (auto t = training_plot(s)) scripts.push_back(*t);
-  else out.warnings.push_back("no training loss in any metrics.jsonl: training_curves.png not drawn");
-  for (const Script& sc : scripts) {
-    for (const auto& [ext, text] : {std::pair<std::string, std::string>{".dat", sc.dat}, {".gp", sc.gp}}) {
-      const std::string path = (dir / (sc.name + ext)).string();
-      write_file_atomic(path, text);
-      out.files_written.push_back(path);
-    }
-  }
-
-  const std::string gnuplot = find_program(opt.gnuplot);
-  if (gnuplot.empty()) {
-    out.warnings.push_back("gnuplot not found ('" + opt.gnuplot + "'): plots not rendered; scripts and data are in " +
-                           dir.string() + " (install gnuplot, then run gnuplot on each .gp there)");
-    return {};
-  }
-  std::vector<std::string> pngs;
-  for (const Script& sc : scripts) {
-    const std::string err = render(gnuplot, dir, sc.name);
-    if (!err.empty()) {
-      out.warnings.push_back(err);
-      continue;
-    }
-    const std::string png = (dir / (sc.name + ".png")).string();
-    out.files_written.push_back(png);
-    pngs.push_back(png);
-  }
-  return pngs;
+  if (any_partial)
+    gp << "  NaN with lines lw 1 dt 2 lc rgb \"#555555\" title \"fewer seeds (others stopped)\"\n";
+  Script sc{"training_curves", dat.str(), gp.str(), ""};
+  sc.caption = "Training loss (mean over the log interval) against step, mean over seeds" +
+               std::string(any_partial ? "; thin dashed where some seeds had already stopped (the mean is then over "
+                                         "the seeds still training)"
+                                       : "") +
+               ".";
+  return sc;
 }
 
 }  // namespace report_detail

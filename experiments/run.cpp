@@ -65,6 +65,12 @@ std::string config_table(const RunSpec& spec, std::size_t n_params) {
   row("optimizer", opt);
   row("steps x batch", std::to_string(t.steps) + " x " + std::to_string(t.batch_size));
   row("seed / threads", std::to_string(t.seed) + " / " + std::to_string(t.threads));
+  const PositionConfig ep = eval_positions(cfg);
+  auto ids = [](PositionMode m, std::size_t max_position) {
+    return std::string(position_mode_name(m)) +
+           (m == PositionMode::contiguous ? "" : " in [0, " + std::to_string(max_position) + ")");
+  };
+  row("position ids", "train " + ids(t.positions, t.max_position) + ", eval " + ids(ep.mode, ep.max_position));
   row("blas", blas::blas_summary());
   row("simd", simd::summary());
   return os.str();
@@ -122,7 +128,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   Transformer model(spec.model);
   {
     Rng irng = init_rng(cfg.train.seed);
-    init_parameters(model, irng, cfg.model.init_std, cfg.model.emb_init_std);
+    init_parameters(model, irng, cfg.model.init_options());
   }
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
 
@@ -131,15 +137,17 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   TrainerOptions to;
   to.run_dir = opt.run_dir;
   to.resume = opt.resume;
+  to.require_checkpoint = opt.require_checkpoint;
   to.console = opt.console;
   to.resume_command = opt.resume_command;
   Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
   trainer.checkpoint_extra["config_toml"] = toml;
   // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
   trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
-    const LengthResult r = evaluate_length(model, t, cfg.eval, cfg.train_len, cfg.min_len, cfg.train_len);
+    const LengthResult r =
+        evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len, cfg.train_len);
     mw.write(eval_record(step, r, time));
-    if (opt.console) std::printf("  eval @ %zu: %s\n", step, metrics_line(r).c_str());
+    trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;
     return r.metric(cfg.train.early_stop_metric);
   };
@@ -174,9 +182,11 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   er.train_seconds = tr.seconds;
   er.parameters = model.num_parameters();
   write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
-  if (opt.console) std::printf("\n%s\n%s", ("evaluation (" + cfg.task + ", trained on sizes up to " +
-                                             std::to_string(cfg.train_len) + ")").c_str(),
-                               format_results(er.results, t.is_language_model()).c_str());
+  // The final evaluation to the console and train.log alike.
+  if (opt.console) std::printf("\n");
+  trainer.log("evaluation (" + cfg.task + ", trained on sizes up to " + std::to_string(cfg.train_len) + ")");
+  std::istringstream table(format_results(er.results, t.is_language_model()));
+  for (std::string line; std::getline(table, line);) trainer.log(line);
   return kOk;
 }
 

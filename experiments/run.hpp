@@ -14,6 +14,7 @@ namespace pelab {
 struct RunOptions {
   std::string run_dir;
   bool resume = true;     // continue from the latest checkpoint when there is one
+  bool require_checkpoint = false;  // with resume: no usable checkpoint is an error (pelab train --resume)
   bool console = true;
   std::string resume_command;
 };

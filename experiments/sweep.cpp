@@ -91,7 +91,7 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
     const RunSpec& c = cells[idx];
     const std::string dir = root + "/" + c.dir_name;
     // The cell file says everything, its [cell] table included: the child reads nothing else.
-    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume"};
+    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume-or-start"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

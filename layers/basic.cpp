@@ -7,9 +7,9 @@
 
 namespace pelab {
 
-Linear::Linear(std::size_t in, std::size_t out, bool with_bias) {
-  weight = add_parameter("weight", {out, in}, ParamKind::weight);
-  if (with_bias) bias = add_parameter("bias", {out}, ParamKind::bias);
+Linear::Linear(std::size_t in, std::size_t out, bool with_bias, bool residual) {
+  weight = add_parameter("weight", {out, in}, ParamKind::weight, in, residual);
+  if (with_bias) bias = add_parameter("bias", {out}, ParamKind::bias, in, residual);
 }
 
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
@@ -45,7 +45,7 @@ Tensor activate(const Tensor& x, Activation a) {
 
 MLP::MLP(std::size_t dim, std::size_t hidden, Activation a) : act(a) {
   fc = &add_module("fc", std::make_unique<Linear>(dim, hidden));
-  proj = &add_module("proj", std::make_unique<Linear>(hidden, dim));
+  proj = &add_module("proj", std::make_unique<Linear>(hidden, dim, true, /*residual=*/true));
 }
 
 Tensor MLP::forward(const Tensor& x) const {

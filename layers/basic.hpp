@@ -8,7 +8,8 @@ namespace pelab {
 
 class Linear : public Module {
  public:
-  Linear(std::size_t in, std::size_t out, bool bias = true);
+  // residual: the layer writes into the residual stream (the "scaled" init shrinks its weights).
+  Linear(std::size_t in, std::size_t out, bool bias = true, bool residual = false);
   Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
   Tensor weight, bias;                    // (out, in), (out,) or undefined
 };
@@ -32,7 +33,8 @@ enum class Activation { gelu, gelu_tanh, relu };
 Activation parse_activation(const std::string& name);  // "gelu" | "gelu_tanh" | "relu"
 Tensor activate(const Tensor& x, Activation a);
 
-// d -> hidden -> d with an activation in between (hidden = 4d by default in the model).
+// d -> hidden -> d with an activation in between (hidden = 4d by default in the model); proj is a
+// residual projection.
 class MLP : public Module {
  public:
   MLP(std::size_t dim, std::size_t hidden, Activation act);

@@ -1,5 +1,7 @@
 #include "layers/module.hpp"
 
+#include <cmath>
+
 #include "core/params/param_spec.hpp"
 
 namespace pelab {
@@ -15,14 +17,21 @@ const char* kind_name(ParamKind k) {
   return "?";
 }
 
-Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind) {
+Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind, std::size_t fan_in,
+                             bool residual) {
   Tensor t = Tensor::zeros(shape, true);
-  params_.push_back({name, t, kind});
+  params_.push_back({name, t, kind, fan_in, residual, nullptr});
+  return t;
+}
+
+Tensor Module::add_parameter(const std::string& name, const Shape& shape, ParamKind kind, Initializer init) {
+  Tensor t = Tensor::zeros(shape, true);
+  params_.push_back({name, t, kind, 0, false, std::move(init)});
   return t;
 }
 
 void Module::collect(const std::string& prefix, std::vector<Parameter>& out) const {
-  for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.kind});
+  for (const auto& p : params_) out.push_back({prefix + p.name, p.tensor, p.kind, p.fan_in, p.residual, p.init});
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
@@ -58,18 +67,68 @@ void Module::zero_grad() {
   for (auto& p : parameters()) p.tensor.zero_grad();
 }
 
-void init_parameters(const Module& m, Rng& rng, double init_std, double emb_init_std) {
+const char* init_scheme_name(InitScheme s) {
+  switch (s) {
+    case InitScheme::gpt2: return "gpt2";
+    case InitScheme::pytorch: return "pytorch";
+    case InitScheme::scaled: return "scaled";
+  }
+  return "?";
+}
+
+InitScheme parse_init_scheme(const std::string& name) {
+  for (InitScheme s : {InitScheme::gpt2, InitScheme::pytorch, InitScheme::scaled})
+    if (name == init_scheme_name(s)) return s;
+  throw Error("unknown init scheme '" + name + "'; allowed: gpt2, pytorch, scaled");
+}
+
+namespace {
+
+void fill_normal(real* d, std::size_t n, Rng& rng, double std) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<real>(rng.normal() * std);
+}
+
+void fill_uniform(real* d, std::size_t n, Rng& rng, double bound) {  // U(-bound, bound)
+  for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<real>((2 * rng.uniform() - 1) * bound);
+}
+
+// PyTorch's fan-in: the Linear's input width, else (a weight of another module) the product of the dims
+// after the first (torch.nn.init._calculate_fan_in_and_fan_out).
+std::size_t fan_in_of(const Parameter& p) {
+  if (p.fan_in) return p.fan_in;
+  const Shape& s = p.tensor.shape();
+  std::size_t f = 1;
+  for (std::size_t i = 1; i < s.size(); ++i) f *= s[i];
+  if (p.kind == ParamKind::bias || s.size() < 2 || f == 0)
+    throw Error("init 'pytorch': parameter '" + p.name + "' (" + kind_name(p.kind) + ", shape " + shape_str(s) +
+                ") has no fan-in; register it with add_parameter(..., fan_in)");
+  return f;
+}
+
+}  // namespace
+
+void init_parameters(const Module& m, Rng& rng, const InitOptions& o) {
+  if (o.scheme == InitScheme::scaled && o.n_layers == 0) throw Error("init 'scaled': n_layers is 0");
   for (auto& p : m.parameters()) {
+    if (p.init) {
+      p.init(p.tensor.mutable_value(), rng);
+      continue;
+    }
     real* d = p.tensor.mutable_data();
     const std::size_t n = p.tensor.numel();
     switch (p.kind) {
       case ParamKind::weight:
-        for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<real>(rng.normal() * init_std);
+        if (o.scheme == InitScheme::pytorch) fill_uniform(d, n, rng, 1 / std::sqrt(double(fan_in_of(p))));
+        else if (o.scheme == InitScheme::scaled && p.residual) fill_normal(d, n, rng, o.std / std::sqrt(2.0 * double(o.n_layers)));
+        else fill_normal(d, n, rng, o.std);
         break;
       case ParamKind::embedding:
-        for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<real>(rng.normal() * emb_init_std);
+        fill_normal(d, n, rng, o.scheme == InitScheme::pytorch ? 1.0 : o.emb_std);
         break;
       case ParamKind::bias:
+        if (o.scheme == InitScheme::pytorch) fill_uniform(d, n, rng, 1 / std::sqrt(double(fan_in_of(p))));
+        else std::fill(d, d + n, real(0));
+        break;
       case ParamKind::norm_bias:
         std::fill(d, d + n, real(0));
         break;
@@ -78,6 +137,13 @@ void init_parameters(const Module& m, Rng& rng, double init_std, double emb_init
         break;
     }
   }
+}
+
+void init_parameters(const Module& m, Rng& rng, double init_std, double emb_init_std) {
+  InitOptions o;
+  o.std = init_std;
+  o.emb_std = emb_init_std;
+  init_parameters(m, rng, o);
 }
 
 }  // namespace pelab

@@ -8,6 +8,15 @@
 
 namespace pelab {
 
+InitOptions ModelSettings::init_options() const {
+  InitOptions o;
+  o.scheme = init;
+  o.std = init_std;
+  o.emb_std = emb_init_std;
+  o.n_layers = n_layers;
+  return o;
+}
+
 ModelDims ModelConfig::dims() const {
   ModelDims d;
   d.vocab = vocab;
@@ -16,6 +25,9 @@ ModelDims ModelConfig::dims() const {
   d.head_dim = n_heads ? d_model / n_heads : 0;
   d.n_layers = n_layers;
   d.train_seq_len = train_seq_len;
+  d.max_position = max_position ? max_position : train_seq_len;
+  d.causal = causal;
+  d.tie_embeddings = tie_embeddings;
   return d;
 }
 
@@ -31,22 +43,30 @@ void ModelConfig::validate() const {
 
 SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c) : n_heads(h), causal(c) {
   qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
-  proj = &add_module("proj", std::make_unique<Linear>(d, d));
+  proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
 }
 
-Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions,
-                              std::size_t layer, Array* probs_out) const {
+Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
+                              Array* probs_out) const {
   const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
   AttentionOptions o;
   o.causal = causal;
-  o.bias = pe.attention_bias(positions, layer);
-  o.head_scale = pe.logit_scale(positions, layer);
   o.probs_out = probs_out;
-  // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
-  if (pe.leaves_qk_alone()) return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
+  auto rest = [&] {
+    o.rel = pe.relative_kv(ctx);
+    o.head_scale = pe.logit_scale(ctx);
+  };
+  if (packed && pe.leaves_qk_alone()) {
+    // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
+    o.bias = pe.attention_bias(Tensor(), Tensor(), ctx);  // such an encoding does not read q, k
+    rest();
+    return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
+  }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
-  pe.encode_qk(q, k, positions, layer);
+  pe.encode_qk(q, k, ctx);
+  o.bias = pe.attention_bias(q, k, ctx);  // (B or 1, H or 1, T, T) or undefined
+  rest();
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
 
@@ -57,10 +77,10 @@ Block::Block(const ModelConfig& cfg) : dropout_p(cfg.dropout) {
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
 }
 
-Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                       const ForwardOptions& opt) const {
-  Array* probs = opt.attention_maps ? &(*opt.attention_maps)[layer] : nullptr;
-  Tensor a = attn->forward(ln1->forward(x), pe, positions, layer, probs);
+  Array* probs = opt.attention_maps ? &(*opt.attention_maps)[ctx.layer] : nullptr;
+  Tensor a = attn->forward(ln1->forward(x), pe, ctx, probs);
   if (dropout_p > 0 && training()) a = pelab::dropout(a, dropout_p, *opt.dropout_rng, true);
   Tensor h = add(x, a);
   Tensor m = mlp->forward(ln2->forward(h));
@@ -71,9 +91,16 @@ Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const IndexArray&
 Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
   const ModelDims dims = cfg_.dims();
-  tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, cfg_.d_model));
+  // The encoding is built first (it decides the token width) but registered second: parameter order
+  // (checkpoints, the init stream) stays tok_emb, pos, blocks.
   const Params ep = resolve_encoding_params(cfg_.encoding, cfg_.encoding_params, dims);
-  pos_ = &add_module("pos", make_encoding(cfg_.encoding, ep, dims));
+  std::unique_ptr<PositionalEncoding> pos = make_encoding(cfg_.encoding, ep, dims);
+  const std::size_t width = pos->token_width(cfg_.d_model);
+  if (cfg_.tie_embeddings && width != cfg_.d_model)  // encodings refuse this at load; a last guard
+    throw Error("model: tie_embeddings needs d_model-wide token embeddings; encoding '" + cfg_.encoding +
+                "' makes them " + std::to_string(width) + " wide");
+  tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, width));
+  pos_ = &add_module("pos", std::move(pos));
   for (std::size_t i = 0; i < cfg_.n_layers; ++i)
     blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_)));
   ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));
@@ -91,7 +118,8 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
   pos_->begin_forward(positions);
   Tensor x = pos_->encode_input(tok_emb_->forward(tokens), positions);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
-  for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, *pos_, positions, i, opt);
+  const bool shared = rows_share_positions(positions);
+  for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, *pos_, {positions, i, shared}, opt);
   x = ln_f_->forward(x);
   return head_ ? head_->forward(x) : linear(x, tok_emb_->weight);  // (B, T, V)
 }

@@ -1,5 +1,6 @@
 // The decoder-only transformer: token embedding -> input-side positional encoding -> N pre-LN blocks
-// -> final LayerNorm -> LM head. Parameter names match the PyTorch reference (tests/pytorch).
+// -> final LayerNorm -> LM head. The token embedding is d_model wide unless the encoding asks for
+// fewer columns (PositionalEncoding::token_width: concat fills the rest with a position vector). Parameter names match the PyTorch reference (tests/pytorch).
 #pragma once
 
 #include <map>
@@ -22,8 +23,10 @@ struct ModelSettings {
   bool causal = true;                 // false: bidirectional attention
   bool tie_embeddings = false;        // LM head shares tok_emb.weight
   real ln_eps = real(1e-5);
-  double init_std = 0.02;             // Linear weights ~ normal(0, init_std) (layers/module.hpp)
-  double emb_init_std = 0.02;         // token embeddings and learned position tables
+  InitScheme init = InitScheme::gpt2;  // gpt2 | scaled | pytorch (layers/module.hpp)
+  double init_std = 0.02;             // gpt2, scaled: Linear weights ~ normal(0, init_std); unused by pytorch
+  double emb_init_std = 0.02;         // gpt2, scaled: token embeddings and learned position tables; unused by pytorch
+  InitOptions init_options() const;   // for init_parameters
 };
 
 // Everything a Transformer is built from: the settings plus what the task and the encoding decide.
@@ -31,7 +34,8 @@ struct ModelConfig : ModelSettings {
   std::size_t vocab = 0;
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
-  std::size_t train_seq_len = 0;      // the longest training sequence in tokens (learned tables size from it)
+  std::size_t train_seq_len = 0;      // the longest training sequence in tokens
+  std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
   ModelDims dims() const;
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).
@@ -48,17 +52,19 @@ class SelfAttention : public Module {
  public:
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal);
   // x (B, T, C) -> (B, T, C)
-  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
-                 Array* probs_out) const;
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
   Linear *qkv, *proj;
   std::size_t n_heads;
   bool causal;
+  // false: always split heads (the reference the packed path is tested against); true: attention on
+  // the packed projection when the encoding allows it (PositionalEncoding::leaves_qk_alone).
+  bool packed = true;
 };
 
 class Block : public Module {
  public:
   Block(const ModelConfig& cfg);
-  Tensor forward(const Tensor& x, PositionalEncoding& pe, const IndexArray& positions, std::size_t layer,
+  Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
   LayerNorm *ln1, *ln2;
   SelfAttention* attn;
@@ -74,6 +80,10 @@ class Transformer : public Module {
   const ModelConfig& config() const { return cfg_; }
   PositionalEncoding& encoding() { return *pos_; }
   const PositionalEncoding& encoding() const { return *pos_; }
+  // Whether the attention layers may take the packed path (SelfAttention::packed); tests turn it off.
+  void set_packed_attention(bool on) {
+    for (Block* b : blocks_) b->attn->packed = on;
+  }
 
  private:
   ModelConfig cfg_;

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Training throughput and peak memory of pelab and of the same model in PyTorch, measured alternately.
-# For each configuration (a, b, c) and encoding (none, learned, sinusoidal, rope) it runs
+# For each configuration (a, b, c) and encoding (none, learned, sinusoidal, rope, alibi, t5, shaw, fire,
+# kerple, xpos, cope) it runs
 # build/bench/bench_train and bench/bench_torch.py (Debian's python3-torch at /usr/bin/python3) in turn,
 # pelab, PyTorch, pelab, PyTorch, ... for --rounds rounds (each run a fresh process), and prints per side
 # the min and median of the per-round median step times, the ratios of the minima and of the medians,
-# and "noisy: rerun" instead of a ratio when a side's round medians spread by more than 10%. See
-# bench/README.md.
+# and "noisy: rerun" instead of a ratio when a side's round medians spread by more than 10%; then, per
+# config with rope in the run, pelab's step time of every encoding relative to rope's (issue 9's bound:
+# t5, fire, kerple, xpos, cope at most 1.3x, shaw at most 1.6x). See bench/README.md.
 #
-#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME|all] [--rounds N (>= 3)]
+#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ while (($#)); do
         --json-out) json_out=$v ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,8 +34,16 @@ done
 [[ $rounds =~ ^[0-9]+$ ]] && ((rounds >= 3)) || { echo "bench.sh: --rounds must be an integer >= 3, got '$rounds'" >&2; exit 2; }
 case "$config" in a|b|c) configs=$config ;; all) configs="a b c" ;;
   *) echo "bench.sh: --config must be a, b, c or all, got '$config'" >&2; exit 2 ;; esac
-case "$encoding" in none|learned|sinusoidal|rope) encodings=$encoding ;; all) encodings="none learned sinusoidal rope" ;;
-  *) echo "bench.sh: --encoding must be none, learned, sinusoidal, rope or all, got '$encoding'" >&2; exit 2 ;; esac
+all_encodings="none learned sinusoidal rope alibi t5 shaw fire kerple xpos cope"
+if [ "$encoding" = all ]; then
+  encodings=$all_encodings
+else
+  encodings=${encoding//,/ }
+  for e in $encodings; do
+    [[ " $all_encodings " == *" $e "* ]] ||
+      { echo "bench.sh: --encoding takes all or a comma-separated list of: ${all_encodings// /, }; got '$e'" >&2; exit 2; }
+  done
+fi
 case "$variant" in ref|eager|script|trace|eager_avx512|script_avx512|best) ;;
   *) echo "bench.sh: --variant must be ref, eager, script, trace, eager_avx512, script_avx512 or best, got '$variant'" >&2; exit 2 ;; esac
 extra=()
@@ -140,7 +150,7 @@ for c in $configs; do
     printf "$fmt" "$c" "$e" "$(printf '%.3f' "$p_min")" "$(printf '%.3f' "$p_med")" \
       "$(awk -v s="$p_spread" 'BEGIN { printf "%.0f%%", 100 * s }')" "${t_cols[@]}" "${ratio//_/ }" "${cratio//_/ }" \
       "$(awk -v m="$p_med" -v n=$((B * T)) 'BEGIN { printf "%.0f", n / m * 1000 }')" "$t_tok"
-    rows+=("$c|$e|$p_last|$p_rss|$p_alloc|$p_heap|$p_drss|$t_rss|$t_drss|$p_med|$check|$(jget "$t_last" variant)")
+    rows+=("$c|$e|$p_last|$p_rss|$p_alloc|$p_heap|$p_drss|$t_rss|$t_drss|$p_med|$check|$(jget "$t_last" variant)|$p_cmed|$p_cspread|$p_spread")
   done
 done
 load_after=$(loadavg)
@@ -151,7 +161,7 @@ fmt2='%-3s %-10s | %8s %8s %5s | %6s %10s %8s %8s | %8s | %7s %5s\n'
 printf "$fmt2" cfg encoding "pelab" "torch" "ratio" "steps" "new tensor" "heap" "pelab" "torch" "pelab" "util"
 printf "$fmt2" "" "" "RSS MB" "RSS MB" "" "" "buffers" "kB" "dRSS MB" "dRSS MB" "GFLOP/s" "%"
 for row in "${rows[@]}"; do
-  IFS='|' read -r c e p p_rss p_alloc p_heap p_drss t_rss t_drss p_med _ _ <<<"$row"
+  IFS='|' read -r c e p p_rss p_alloc p_heap p_drss t_rss t_drss p_med _ _ _ _ _ <<<"$row"
   gf=$(awk -v f="$(jget "$p" flops_per_step)" -v m="$p_med" 'BEGIN { printf "%.2f", f / m / 1e6 }')
   util=$(awk -v g="$gf" -v pk="$peak" 'BEGIN { printf "%.1f", 100 * g / pk }')
   if ((have_torch)); then
@@ -163,11 +173,35 @@ for row in "${rows[@]}"; do
   printf "$fmt2" "$c" "$e" "$(printf '%.1f' "$p_rss")" "$t_r" "$r_r" "$(jget "$p" steps)" "$p_alloc" \
     "$(printf '%+.1f' "$p_heap")" "$(printf '%+.3f' "$p_drss")" "$t_d" "$gf" "$util"
 done
+# Each encoding against rope, pelab side, same config of the same run (medians of the per-run medians).
+if [[ " $encodings " == *" rope "* ]] && [ "$encodings" != rope ]; then
+  echo
+  echo "pelab step time relative to rope (same config, same run): wall and CPU medians; issue 9's bound"
+  fmt3='%-3s %-10s | %9s %9s | %9s %9s | %-6s %s\n'
+  printf "$fmt3" cfg encoding "wall ms" "vs rope" "cpu ms" "vs rope" bound verdict
+  for row in "${rows[@]}"; do
+    IFS='|' read -r c e _ _ _ _ _ _ _ p_med _ _ p_cmed p_cspread p_spread <<<"$row"
+    rope_row=""
+    for r2 in "${rows[@]}"; do [[ $r2 == "$c|rope|"* ]] && rope_row=$r2; done
+    IFS='|' read -r _ _ _ _ _ _ _ _ _ r_med _ _ r_cmed r_cspread r_spread <<<"$rope_row"
+    case "$e" in shaw) bound=1.6 ;; t5|fire|kerple|xpos|cope) bound=1.3 ;; *) bound="" ;; esac
+    printf "$fmt3" "$c" "$e" "$(printf '%.3f' "$p_med")" \
+      "$(awk -v a="$p_med" -v b="$r_med" -v s="$p_spread" -v t="$r_spread" -v l="$noise_limit" \
+         'BEGIN { if (s > l || t > l) print "noisy"; else printf "%.2f", a / b }')" \
+      "$(printf '%.3f' "$p_cmed")" \
+      "$(awk -v a="$p_cmed" -v b="$r_cmed" -v s="$p_cspread" -v t="$r_cspread" -v l="$noise_limit" \
+         'BEGIN { if (s > l || t > l) print "noisy"; else printf "%.2f", a / b }')" \
+      "${bound:--}" \
+      "$(awk -v a="$p_cmed" -v b="$r_cmed" -v m="$bound" -v s="$p_cspread" -v t="$r_cspread" -v l="$noise_limit" \
+         'BEGIN { if (m == "") print ""; else if (s > l || t > l) print "noisy: rerun";
+                  else if (a / b <= m + 0) print "within (cpu)"; else print "OVER (cpu)" }')"
+  done
+fi
 if ((have_torch)); then
   echo
   echo "PyTorch side, checked once per cell against tests/pytorch/pelab_ref.py before timing:"
   for row in "${rows[@]}"; do
-    IFS='|' read -r c e _ _ _ _ _ _ _ _ check v <<<"$row"
+    IFS='|' read -r c e _ _ _ _ _ _ _ _ check v _ _ _ <<<"$row"
     printf '%-3s %-10s %-6s %s\n' "$c" "$e" "$v" "${check:-(variant ref: pelab_ref itself)}"
   done
 fi

@@ -2,6 +2,9 @@
 # Installs the Debian packages pelab needs (only those missing), then configures and builds.
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 #   scripts/setup.sh [BUILD_DIR]      (default: build)
+#   scripts/setup.sh --fuzz           only the packages scripts/fuzz.sh needs (clang, libFuzzer); no build
+# PELAB_WITH_CHROMIUM=1 also installs chromium, for the test that opens report.html in a headless browser
+# (ctest reports that test as skipped where chromium is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
@@ -10,6 +13,11 @@ packages=(g++ cmake make pkg-config
           libxtensor-dev libxsimd-dev libopenblas-dev
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           gnuplot-nox fortunes-min)  # fortunes-min: the default char_lm corpus
+if [ "$build_dir" = "--fuzz" ]; then
+  build_dir=""
+  packages=(clang libclang-rt-14-dev)  # libclang-rt: libFuzzer and the sanitizer runtimes
+fi
+[ "${PELAB_WITH_CHROMIUM:-0}" = 1 ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,5 +30,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+[ -n "$build_dir" ] || exit 0
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"

@@ -68,6 +68,7 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
   c.d_ff = cfg.at("d_mlp").get<std::size_t>();
   c.ln_eps = cfg.at("ln_eps").get<real>();
   c.train_seq_len = cfg.at("seq_len").get<std::size_t>();
+  c.causal = cfg.value("causal", true);
   c.dropout = 0;
   c.encoding = st.metadata.at("encoding");
   c.encoding_params = fixture_encoding_params(st);

@@ -12,6 +12,8 @@ namespace pelab {
 struct Batch {
   IndexArray tokens;   // (B, T) input ids
   IndexArray targets;  // (B, T) next-token ids (anything, e.g. -1, where mask is 0)
+  IndexArray positions;  // (B, T) position ids: tasks fill 0..T-1; training and evaluation reassign
+                         // them per [train] / [eval] positions (training/positions.hpp)
   Array mask;          // (B, T) 1 where the target counts (y and EOS; every char for LM), else 0
   // Sequence tasks: per row, the first and one-past-last t whose target belongs to y/EOS
   // (exact match = every counted target predicted). Empty for LM tasks.

@@ -9,16 +9,19 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "core/params/param_spec.hpp"
+#include "training/checksum.hpp"
 #include "training/fs.hpp"
 
 namespace pelab {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
 
 namespace {
 
@@ -26,7 +29,10 @@ constexpr const char* kWeights = "weights.safetensors";
 constexpr const char* kOptimizer = "optimizer.safetensors";
 constexpr const char* kState = "state.json";
 constexpr const char* kTmpPrefix = ".tmp-";
-constexpr int kVersion = 1;
+constexpr const char* kStateCrcKey = "state_crc32c";
+constexpr int kVersion = 2;        // 2: checksums ("files" manifest and "state_crc32c")
+constexpr int kOldestVersion = 1;  // 1: no checksums; still loaded, reported unverified
+constexpr int kMaxStateDepth = 64;  // pelab writes 4 levels
 
 // Removes a checkpoint directory so that a crash midway leaves it incomplete (state.json goes first).
 void remove_checkpoint_dir(const fs::path& dir) {
@@ -93,23 +99,152 @@ std::string read_text(const fs::path& path) {
   return ss.str();
 }
 
-CheckpointState parse_state(const fs::path& path) {
+// One entry of the "files" manifest.
+struct FileSum {
+  std::uint64_t bytes = 0;
+  std::uint32_t crc = 0;
+};
+
+// A parsed and self-verified state.json.
+struct ParsedState {
+  CheckpointState st;
+  bool has_manifest = false;         // false only for version 1 checkpoints
+  std::map<std::string, FileSum> files;
+};
+
+bool parse_hex32(const json& j, std::uint32_t& out) {
+  if (!j.is_string()) return false;
+  const std::string& h = j.get_ref<const std::string&>();
+  if (h.size() != 8) return false;
+  out = 0;
+  for (char c : h) {
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else return false;
+    out = out << 4 | std::uint32_t(d);
+  }
+  return true;
+}
+
+// The CRC32C of state.json's text with the recorded checksum's digits read as "00000000". The recorded
+// value is the last string in the file (the writer puts the key last), so rfind finds it even when the
+// trainer's "extra" holds the same text earlier.
+std::uint32_t state_crc(std::string text, const std::string& recorded) {
+  const std::size_t at = text.rfind('"' + recorded + '"');
+  if (at != std::string::npos) text.replace(at + 1, recorded.size(), std::string(recorded.size(), '0'));
+  return crc32c(text);
+}
+
+ParsedState parse_state(const fs::path& path) {
   const std::string text = read_text(path);
+  const std::string where = "checkpoint: " + path.string();
   json j;
   try {
-    j = json::parse(text);
+    // Copying and destroying nlohmann values recurses: a deeply nested file would overflow the stack.
+    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxStateDepth)
+        throw Error(where + " is nested more than " + std::to_string(kMaxStateDepth) +
+                    " levels deep: not a pelab state file");
+      return true;
+    });
   } catch (const json::exception& e) {
-    throw Error("checkpoint: " + path.string() + " is not valid JSON: " + e.what());
+    throw Error(where + " is not valid JSON: " + e.what());
   }
-  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_unsigned())
-    throw Error("checkpoint: " + path.string() + " has no non-negative integer \"step\"");
-  if (j.contains("version") && (!j["version"].is_number_integer() || j["version"].get<int>() != kVersion))
-    throw Error("checkpoint: " + path.string() + " has format version " + j["version"].dump() +
-                "; this build reads version " + std::to_string(kVersion));
-  CheckpointState st;
-  st.step = j["step"].get<std::size_t>();
-  if (j.contains("extra")) st.extra = j["extra"];
-  return st;
+  if (!j.is_object()) throw Error(where + " is not a JSON object");
+  ParsedState ps;
+  int version = kOldestVersion;
+  if (j.contains("version")) {
+    const json& v = j["version"];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < kOldestVersion || v.get<std::int64_t>() > kVersion)
+      throw Error(where + " has format version " + v.dump() + "; this build reads versions " +
+                  std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
+    version = static_cast<int>(v.get<std::int64_t>());
+  }
+  // Any manifest key is verified whatever the version says, so damage to "version" cannot skip the check.
+  ps.has_manifest = version >= 2 || j.contains(kStateCrcKey) || j.contains("files");
+  if (ps.has_manifest) {
+    std::uint32_t recorded = 0;
+    if (!j.contains(kStateCrcKey) || !parse_hex32(j[kStateCrcKey], recorded))
+      throw Error(where + " has no valid \"" + kStateCrcKey + "\" (8 lowercase hex digits): damaged state file");
+    const std::uint32_t actual = state_crc(text, j[kStateCrcKey].get<std::string>());
+    if (actual != recorded)
+      throw Error("checkpoint: checksum mismatch in " + path.string() + ": it records crc32c " +
+                  crc32c_hex(recorded) + " but its content has crc32c " + crc32c_hex(actual) +
+                  ": the file is corrupted");
+    if (!j.contains("files") || !j["files"].is_object())
+      throw Error(where + " has no \"files\" manifest object");
+    for (const auto& [name, e] : j["files"].items()) {
+      if (name != kWeights && name != kOptimizer)
+        throw Error(where + ": the manifest lists an unknown file '" + name + "' (expected " + kWeights + " and " +
+                    kOptimizer + ")");
+      FileSum f;
+      if (!e.is_object() || !e.contains("bytes") || !e["bytes"].is_number_unsigned() || !e.contains("crc32c") ||
+          !parse_hex32(e["crc32c"], f.crc))
+        throw Error(where + ": the manifest entry of " + name +
+                    " is not {\"bytes\": <size>, \"crc32c\": <8 lowercase hex digits>}");
+      f.bytes = e["bytes"].get<std::uint64_t>();
+      ps.files[name] = f;
+    }
+    for (const char* name : {kWeights, kOptimizer})
+      if (!ps.files.count(name)) throw Error(where + ": the manifest has no entry for " + name);
+  }
+  if (!j.contains("step") || !j["step"].is_number_unsigned())
+    throw Error(where + " has no non-negative integer \"step\"");
+  ps.st.step = j["step"].get<std::size_t>();
+  if (j.contains("extra")) ps.st.extra = j["extra"];
+  return ps;
+}
+
+// Reads a checkpoint file whole and checks it against the manifest (if the checkpoint has one).
+std::vector<char> read_verified(const fs::path& dir, const char* name, const ParsedState& ps) {
+  const fs::path path = dir / name;
+  const std::string text = read_text(path);
+  std::vector<char> bytes(text.begin(), text.end());
+  if (!ps.has_manifest) return bytes;
+  const FileSum& want = ps.files.at(name);
+  if (bytes.size() != want.bytes)
+    throw Error("checkpoint: " + path.string() + " is " + std::to_string(bytes.size()) + " bytes but " + kState +
+                " records " + std::to_string(want.bytes) + ": the file is truncated or was replaced");
+  const std::uint32_t actual = crc32c(bytes.data(), bytes.size());
+  if (actual != want.crc)
+    throw Error("checkpoint: checksum mismatch in " + path.string() + ": " + kState + " records crc32c " +
+                crc32c_hex(want.crc) + " but the file has crc32c " + crc32c_hex(actual) + ": the file is corrupted");
+  return bytes;
+}
+
+SafeTensors read_tensors(const fs::path& dir, const char* name, const ParsedState& ps) {
+  const std::vector<char> bytes = read_verified(dir, name, ps);
+  return parse_safetensors(bytes.data(), bytes.size(), (dir / name).string());
+}
+
+FileSum file_sum(const fs::path& path) {
+  const std::string text = read_text(path);
+  return {text.size(), crc32c(text)};
+}
+
+// state.json's text: the keys in a fixed order with the self-checksum last (see state_crc).
+std::string state_text(const CheckpointState& st, const FileSum& weights, const FileSum& optimizer) {
+  ordered_json files = ordered_json::object();
+  files[kWeights] = {{"bytes", weights.bytes}, {"crc32c", crc32c_hex(weights.crc)}};
+  files[kOptimizer] = {{"bytes", optimizer.bytes}, {"crc32c", crc32c_hex(optimizer.crc)}};
+  ordered_json j = ordered_json::object();
+  j["format"] = "pelab-checkpoint";
+  j["version"] = kVersion;
+  j["step"] = st.step;
+  j["extra"] = st.extra;
+  j["files"] = files;
+  const std::string zeros(8, '0');
+  j[kStateCrcKey] = zeros;
+  std::string text;
+  try {
+    text = j.dump(2) + "\n";
+  } catch (const json::exception& e) {
+    throw Error("checkpoint: cannot serialize the trainer state: " + std::string(e.what()));
+  }
+  const std::size_t at = text.rfind('"' + zeros + '"');
+  text.replace(at + 1, zeros.size(), crc32c_hex(crc32c(text)));
+  return text;
 }
 
 // Strict comparison of a weights file against the model; throws naming `source`.
@@ -191,13 +326,8 @@ std::string save_checkpoint(const std::string& run_dir, const Module& model, con
     SafeTensors os;
     opt.state_to(os);
     save_safetensors((tmp / kOptimizer).string(), os);
-    json j = {{"format", "pelab-checkpoint"}, {"version", kVersion}, {"step", st.step}, {"extra", st.extra}};
-    std::string text;
-    try {
-      text = j.dump(2) + "\n";
-    } catch (const json::exception& e) {
-      throw Error("checkpoint: cannot serialize the trainer state: " + std::string(e.what()));
-    }
+    // Checksums of the bytes as written (read back from the page cache).
+    const std::string text = state_text(st, file_sum(tmp / kWeights), file_sum(tmp / kOptimizer));
     write_file_synced((tmp / kState).string(), text);  // last: its presence marks a complete checkpoint
     fsync_path(tmp.string(), true);
 
@@ -244,14 +374,13 @@ std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
 CheckpointState load_checkpoint(const std::string& dir, Module& model, Optimizer* opt) {
   const fs::path d(dir);
   if (!fs::is_directory(d)) throw Error("checkpoint: " + dir + " is not a directory");
-  CheckpointState st = parse_state(d / kState);
+  const ParsedState ps = parse_state(d / kState);
 
-  const std::string wpath = (d / kWeights).string();
-  const SafeTensors weights = load_safetensors(wpath);
-  check_weights(weights, model, wpath);
+  const SafeTensors weights = read_tensors(d, kWeights, ps);
+  check_weights(weights, model, (d / kWeights).string());
   if (opt) {
     const std::string opath = (d / kOptimizer).string();
-    const SafeTensors os = load_safetensors(opath);
+    const SafeTensors os = read_tensors(d, kOptimizer, ps);
     try {
       opt->state_from(os);  // validates before modifying
     } catch (const Error& e) {
@@ -259,7 +388,61 @@ CheckpointState load_checkpoint(const std::string& dir, Module& model, Optimizer
     }
   }
   assign_weights(weights, model);
-  return st;
+  return ps.st;
+}
+
+CheckpointChoice choose_checkpoint(const std::string& run_dir, bool with_optimizer) {
+  CheckpointChoice choice;
+  const fs::path ck_dir = fs::path(run_dir) / "checkpoints";
+  std::vector<std::pair<std::size_t, fs::path>> dirs;  // every step_ directory, complete or not
+  std::error_code ec;
+  if (!fs::is_directory(ck_dir, ec)) return choice;
+  try {
+    for (const auto& e : fs::directory_iterator(ck_dir))
+      if (const auto step = parse_step_name(e.path().filename().string()); step && e.is_directory())
+        dirs.emplace_back(*step, e.path());
+  } catch (const fs::filesystem_error& e) {
+    throw Error("checkpoint: cannot list " + ck_dir.string() + ": " + e.what());
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [step, dir] : dirs) {
+    if (!fs::exists(dir / kState, ec)) {
+      choice.skipped.push_back({step, dir.string(), std::string("incomplete: no ") + kState +
+                                                        " (an interrupted save, or files were deleted)"});
+      continue;
+    }
+    try {
+      const ParsedState ps = parse_state(dir / kState);
+      read_tensors(dir, kWeights, ps);
+      if (with_optimizer) read_tensors(dir, kOptimizer, ps);
+      choice.path = dir.string();
+      choice.step = step;
+      choice.verified = ps.has_manifest;
+      return choice;
+    } catch (const Error& e) {
+      choice.skipped.push_back({step, dir.string(), e.what()});
+    }
+  }
+  return choice;
+}
+
+std::vector<std::string> checkpoint_notes(const CheckpointChoice& choice) {
+  std::vector<std::string> out;
+  for (const auto& s : choice.skipped)
+    out.push_back("skipped checkpoint " + s.path + (choice.path ? " (newer than the one used)" : "") + ": " +
+                  s.reason);
+  if (choice.path && !choice.verified)
+    out.push_back("checkpoint " + *choice.path + " has no checksums (written before checkpoint format " +
+                  std::to_string(kVersion) + "): its data cannot be verified");
+  return out;
+}
+
+std::string no_usable_checkpoint(const std::string& run_dir, const CheckpointChoice& choice) {
+  const std::string ck_dir = (fs::path(run_dir) / "checkpoints").string();
+  if (choice.skipped.empty()) return "no checkpoint in " + ck_dir;
+  std::string msg = "no usable checkpoint in " + ck_dir + ":";
+  for (const auto& s : choice.skipped) msg += "\n  " + fs::path(s.path).filename().string() + ": " + s.reason;
+  return msg;
 }
 
 }  // namespace pelab

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/params/value.hpp"
+#include "training/positions.hpp"
 
 namespace pelab {
 
@@ -25,6 +26,8 @@ struct TrainConfig {
   bool decay_embeddings = true;      // token embeddings and learned position tables
   double grad_clip = 1.0;            // global L2 norm; 0 = off
   std::uint64_t seed = 0;
+  PositionMode positions = PositionMode::contiguous;  // position ids of training batches (training/positions.hpp)
+  std::size_t max_position = 0;      // offset/randomized ids are < max_position; the config loader resolves 0
   std::size_t log_every = 50;
   std::size_t eval_every = 0;        // 0 = only at the end
   std::size_t checkpoint_every = 0;  // 0 = only at the end

@@ -62,14 +62,14 @@ struct Trainer::Impl {
   TrainerOptions opt;
   std::vector<Parameter> params;
   std::unique_ptr<Optimizer> optimizer;
-  Rng data, dropout;
+  Rng data, dropout, positions;
   std::shared_ptr<spdlog::logger> log;
   MetricsWriter metrics;
   bool tty = false;
 
   Impl(Transformer& m, const TrainConfig& c, BatchSource s, TrainerOptions o)
       : model(m), cfg(c), source(std::move(s)), opt(std::move(o)), params(m.parameters()),
-        data(data_rng(c.seed)), dropout(dropout_rng(c.seed)) {
+        data(data_rng(c.seed)), dropout(dropout_rng(c.seed)), positions(position_rng(c.seed)) {
     OptimizerCommon common;
     common.weight_decay = cfg.weight_decay;
     common.rule.decay_norm_and_bias = cfg.decay_norm_and_bias;
@@ -95,9 +95,22 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, BatchSource source,
     : impl_(std::make_unique<Impl>(model, cfg, std::move(source), std::move(opt))) {}
 Trainer::~Trainer() = default;
 
+void Trainer::log(const std::string& line) { impl_->say(line); }
+
 TrainResult Trainer::run() {
   Impl& s = *impl_;
   const TrainConfig& cfg = s.cfg;
+  // Resume: pick the checkpoint before touching the run directory. Falling back past damaged
+  // checkpoints to step 0 would silently discard training, so that is an error even when a missing
+  // checkpoint is allowed.
+  CheckpointChoice ck;
+  if (s.opt.resume) {
+    ck = choose_checkpoint(s.opt.run_dir, true);
+    if (!ck.path && (s.opt.require_checkpoint || !ck.skipped.empty()))
+      throw Error(no_usable_checkpoint(s.opt.run_dir, ck) +
+                  (ck.skipped.empty() ? "; to start a new run, leave out --resume (or use --resume-or-start)"
+                                      : "\nmove or delete those checkpoint directories to start over"));
+  }
   std::filesystem::create_directories(s.opt.run_dir);
   s.log = std::make_shared<spdlog::logger>(
       "train", std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.opt.run_dir + "/train.log"));
@@ -109,13 +122,23 @@ TrainResult Trainer::run() {
   std::size_t step = 0;
   double time_before = 0;  // seconds trained before this process (resume)
   if (s.opt.resume) {
-    if (auto ck = latest_checkpoint(s.opt.run_dir)) {
-      const CheckpointState st = load_checkpoint(*ck, s.model, s.optimizer.get());
+    for (const auto& note : checkpoint_notes(ck)) s.say("warning: " + note);
+    if (ck.path) {
+      const CheckpointState st = load_checkpoint(*ck.path, s.model, s.optimizer.get());
       step = st.step;
-      rng_from_json(s.data, st.extra.at("rng_data"));
-      rng_from_json(s.dropout, st.extra.at("rng_dropout"));
-      time_before = st.extra.value("seconds", 0.0);
-      s.say("resumed from " + *ck + " at step " + std::to_string(step));
+      try {
+        rng_from_json(s.data, st.extra.at("rng_data"));
+        rng_from_json(s.dropout, st.extra.at("rng_dropout"));
+        // Checkpoints from before position modes have none: they trained with contiguous ids, which draw nothing.
+        if (st.extra.contains("rng_positions")) rng_from_json(s.positions, st.extra.at("rng_positions"));
+        time_before = st.extra.value("seconds", 0.0);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error("checkpoint " + *ck.path + "/state.json: \"extra\" lacks the trainer's state (rng_data, "
+                    "rng_dropout, seconds): " + e.what());
+      }
+      s.say("resumed from " + *ck.path + " at step " + std::to_string(step));
+    } else {
+      s.say("no checkpoint in " + s.opt.run_dir + "/checkpoints yet: starting from step 0");
     }
   }
   s.metrics.open(s.opt.run_dir + "/metrics.jsonl", step > 0 || s.opt.resume ? std::optional<std::size_t>(step)
@@ -131,6 +154,7 @@ TrainResult Trainer::run() {
     st.extra = checkpoint_extra;
     st.extra["rng_data"] = rng_json(s.data);
     st.extra["rng_dropout"] = rng_json(s.dropout);
+    st.extra["rng_positions"] = rng_json(s.positions);
     st.extra["seconds"] = elapsed();
     last_ckpt = save_checkpoint(s.opt.run_dir, s.model, *s.optimizer, st, cfg.keep_checkpoints);
     s.log->info("checkpoint " + last_ckpt);
@@ -160,10 +184,11 @@ TrainResult Trainer::run() {
                     (s.opt.resume_command.empty() ? "" : "; resume with: " + s.opt.resume_command);
       break;
     }
-    const Batch batch = s.source(s.data);
+    Batch batch = s.source(s.data);
+    assign_positions(batch, {cfg.positions, cfg.max_position}, s.positions);
     ForwardOptions fo;
     fo.dropout_rng = &s.dropout;
-    Tensor logits = s.model.forward(batch.tokens, default_positions(batch.batch(), batch.length()), fo);
+    Tensor logits = s.model.forward(batch.tokens, batch.positions, fo);
     Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
     const double loss_v = loss.item();
     if (!std::isfinite(loss_v)) {

@@ -24,7 +24,9 @@ namespace pelab {
 
 struct TrainerOptions {
   std::string run_dir;          // metrics.jsonl, train.log and checkpoints/ go here
-  bool resume = false;          // continue from the latest checkpoint in run_dir, if any
+  bool resume = false;          // continue from the newest usable checkpoint in run_dir (see choose_checkpoint)
+  bool require_checkpoint = false;  // with resume: no usable checkpoint is an Error (else a run_dir without
+                                    // any checkpoint starts at step 0; damaged ones are always an Error)
   bool console = true;          // print progress to stdout
   std::string resume_command;   // printed when interrupted ("pelab train ... --resume")
 };
@@ -41,7 +43,8 @@ const char* status_name(TrainResult::Status s);
 
 class Trainer {
  public:
-  // Draws one training batch from the data RNG (the trainer owns and checkpoints that RNG).
+  // Draws one training batch from the data RNG (the trainer owns and checkpoints that RNG). The
+  // trainer then assigns its position ids per cfg.positions from its own position RNG.
   using BatchSource = std::function<Batch(Rng&)>;
   // Runs an evaluation at `step`, writing its records; returns the in-distribution value of the
   // early-stop metric (if one is configured).
@@ -54,15 +57,18 @@ class Trainer {
   nlohmann::json checkpoint_extra;   // stored in every checkpoint's state.json (e.g. resolved config)
 
   TrainResult run();
+  // A line for the console (when enabled) and train.log (once run() has opened it), e.g. evaluations.
+  void log(const std::string& line);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Random streams derived from the training seed, so init, data and dropout never share state.
+// Random streams derived from the training seed, so init, data, dropout and position ids never share state.
 inline Rng init_rng(std::uint64_t seed) { return Rng(seed, 1); }
 inline Rng data_rng(std::uint64_t seed) { return Rng(seed, 2); }
 inline Rng dropout_rng(std::uint64_t seed) { return Rng(seed, 3); }
+inline Rng position_rng(std::uint64_t seed) { return Rng(seed, 4); }
 
 }  // namespace pelab

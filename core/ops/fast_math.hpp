@@ -31,12 +31,12 @@ inline float exp_nonpos(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;  // e^r, |r| <= ln2 / 2
+  // Unsigned: the same bits as two's complement, but no signed overflow (UB) for the lanes the masks
+  // below discard (NaN input).
   std::uint32_t tb, pb;
   std::memcpy(&tb, &t, 4);
   std::memcpy(&pb, &p, 4);
-  // e^r * 2^n: n sits in t's low mantissa bits; add it to p's exponent. Unsigned (wrapping) arithmetic:
-  // for a NaN input the masks below discard the value, and signed overflow there would be UB.
-  std::uint32_t yb = pb + ((tb - 0x4B400000u) << 23);
+  std::uint32_t yb = pb + (tb - 0x4B400000u) * (1u << 23);  // e^r * 2^n
   // Masks, not branches: GCC would sink the polynomial into a branch and then not vectorize it.
   const std::uint32_t keep = 0u - static_cast<std::uint32_t>(ux <= kLo);
   const std::uint32_t nan = 0u - static_cast<std::uint32_t>((ux & 0x7FFFFFFFu) > 0x7F800000u);

@@ -11,10 +11,10 @@ constexpr std::int32_t kDigit0 = seq::kFirstSymbol, kPlus = seq::kFirstSymbol + 
 
 class Addition : public SequenceTask {
  public:
-  explicit Addition(bool lsb_first) : SequenceTask("addition"), lsb_first_(lsb_first) {}
-  std::size_t vocab_size() const override { return kPlus + 1; }
+  Addition(const SequenceFormat& f, bool lsb_first) : SequenceTask("addition", f, "Add:"), lsb_first_(lsb_first) {}
 
  protected:
+  std::size_t base_vocab_size() const override { return kPlus + 1; }
   seq::Example generate(Rng& rng, std::size_t n) const override {
     // Digits least significant first while computing; flipped at the end unless reverse_digits.
     std::vector<std::int32_t> a(n), b(n), s(n + 1);
@@ -40,6 +40,12 @@ class Addition : public SequenceTask {
   }
   std::size_t x_length(std::size_t n) const override { return 2 * n + 1; }
   std::size_t y_length(std::size_t n) const override { return n + 1; }
+  // The carry digit (first, or last with reverse_digits) is 0 or 1; every other digit can be any of 10.
+  std::vector<std::size_t> answer_support(std::size_t n) const override {
+    std::vector<std::size_t> s(n + 1, 10);
+    (lsb_first_ ? s.back() : s.front()) = 2;
+    return s;
+  }
   std::string token_name(std::int32_t id) const override {
     return id == kPlus ? "+" : std::string(1, char('0' + (id - kDigit0)));
   }
@@ -53,16 +59,17 @@ class Addition : public SequenceTask {
 PELAB_REGISTER_TASK(addition, TaskSpec{
     "addition",
     "add two n-digit numbers: y = the (n+1)-digit sum",
-    "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, digits 0-9 = ids 4-13, '+' = id 14.\n"
-    "sequence: <BOS> a + b <SEP> s <EOS>; a and b have n uniformly random digits each (leading zeros\n"
-    "allowed), s = a + b written with exactly n+1 digits (leading zero kept). Most significant digit first;\n"
-    "with reverse_digits = true a, b and s are all written least significant first. Loss counts s and <EOS>.\n"
-    "example (n=3): <BOS> 4 5 6 + 7 8 9 <SEP> 1 2 4 5 <EOS>\n"
-    "reverse_digits: <BOS> 6 5 4 + 9 8 7 <SEP> 5 4 2 1 <EOS>",
+    "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, digits 0-9 = ids 4-13, '+' = id 14, then the prompt token\n"
+    "\"Add:\" (id 15) when prompt = true.\n"
+    "x = a + b, y = s: a and b have n uniformly random digits each (leading zeros allowed), s = a + b written\n"
+    "with exactly n+1 digits (leading zero kept). Most significant digit first; with reverse_digits = true\n"
+    "a, b and s are all written least significant first.\n"
+    "example (n=3, default format): <BOS> 4 5 6 + 7 8 9 <SEP> [1 2 4 5 <EOS>]\n"
+    "reverse_digits:                <BOS> 6 5 4 + 9 8 7 <SEP> [5 4 2 1 <EOS>]\n" + std::string(kFormatKeys),
     {{"reverse_digits", ValueType::boolean, Value(false), {}, {}, {},
       "write operands and sum least significant digit first (carries then flow left to right)"}},
-    [](const TaskCommon&, const Params& p) -> std::unique_ptr<Task> {
-      return std::make_unique<Addition>(p.get_bool("reverse_digits"));
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<Addition>(c.format, p.get_bool("reverse_digits"));
     }});
 
 }  // namespace pelab

@@ -9,11 +9,11 @@ constexpr std::int32_t kQuery = seq::kFirstSymbol;
 
 class AssocRecall : public SequenceTask {
  public:
-  AssocRecall(std::size_t keys, std::size_t values, std::size_t queries)
-      : SequenceTask("assoc_recall"), keys_(keys), values_(values), queries_(queries) {}
-  std::size_t vocab_size() const override { return kQuery + 1 + keys_ + values_; }
+  AssocRecall(const SequenceFormat& f, std::size_t keys, std::size_t values, std::size_t queries)
+      : SequenceTask("assoc_recall", f, "Recall:"), keys_(keys), values_(values), queries_(queries) {}
 
  protected:
+  std::size_t base_vocab_size() const override { return kQuery + 1 + keys_ + values_; }
   std::int32_t key_id(std::size_t k) const { return kQuery + 1 + std::int32_t(k); }
   std::int32_t value_id(std::size_t v) const { return kQuery + 1 + std::int32_t(keys_ + v); }
 
@@ -45,6 +45,10 @@ class AssocRecall : public SequenceTask {
   }
   std::size_t x_length(std::size_t n) const override { return 2 * n + 1 + queries_; }
   std::size_t y_length(std::size_t) const override { return queries_; }
+  // Each answer is the (uniform) value stored under some key: any of the values.
+  std::vector<std::size_t> answer_support(std::size_t) const override {
+    return std::vector<std::size_t>(queries_, values_);
+  }
   std::string token_name(std::int32_t id) const override {
     if (id == kQuery) return "?";
     const std::size_t i = std::size_t(id - kQuery - 1);
@@ -66,11 +70,12 @@ PELAB_REGISTER_TASK(assoc_recall, TaskSpec{
     "assoc_recall",
     "associative recall: n key-value pairs, then query keys; y = their values",
     "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, <QUERY>=4 (shown as ?), then the `keys` keys (shown as\n"
-    "letters a-z A-Z, or k0 k1 ... beyond 52), then the `values` values (digits 0-9, or v0 v1 ... beyond 10).\n"
-    "sequence: <BOS> k1 v1 ... kn vn ? q1 .. qm <SEP> y1 .. ym <EOS>; the n keys are distinct (so n <= keys),\n"
-    "values are uniform and may repeat, each of the m = `queries` query keys is one of the n keys (uniform,\n"
-    "with replacement), y_j = the value stored under q_j. Loss counts y and <EOS> only.\n"
-    "example (n=3, queries=1): <BOS> c 7 a 2 f 7 ? a <SEP> 2 <EOS>",
+    "letters a-z A-Z, or k0 k1 ... beyond 52), then the `values` values (digits 0-9, or v0 v1 ... beyond 10),\n"
+    "then the prompt token \"Recall:\" when prompt = true.\n"
+    "x = k1 v1 ... kn vn ? q1 .. qm, y = y1 .. ym: the n keys are distinct (so n <= keys), values are uniform\n"
+    "and may repeat, each of the m = `queries` query keys is one of the n keys (uniform, with replacement),\n"
+    "y_j = the value stored under q_j.\n"
+    "example (n=3, queries=1, default format): <BOS> c 7 a 2 f 7 ? a <SEP> [2 <EOS>]\n" + std::string(kFormatKeys),
     {{"keys", ValueType::integer, Value(std::int64_t(16)), 2.0, 100.0, {}, "key alphabet size (>= the largest n)"},
      {"values", ValueType::integer, Value(std::int64_t(10)), 2.0, 100.0, {}, "value alphabet size"},
      {"queries", ValueType::integer, Value(std::int64_t(1)), 1.0, 64.0, {}, "query keys per example"}},
@@ -80,7 +85,7 @@ PELAB_REGISTER_TASK(assoc_recall, TaskSpec{
         throw Error("task 'assoc_recall': train_len = " + std::to_string(c.train_len) + " pairs need " +
                     std::to_string(c.train_len) + " distinct keys but task.assoc_recall.keys = " +
                     std::to_string(keys) + "; set keys >= train_len (and >= the largest eval length)");
-      return std::make_unique<AssocRecall>(keys, std::size_t(p.get_int("values")),
+      return std::make_unique<AssocRecall>(c.format, keys, std::size_t(p.get_int("values")),
                                            std::size_t(p.get_int("queries")));
     }});
 

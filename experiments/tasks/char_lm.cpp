@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "experiments/tasks/sequence.hpp"
+#include "layers/positional/encoding.hpp"  // default_positions
 
 #ifndef PELAB_SOURCE_DIR
 #define PELAB_SOURCE_DIR "."
@@ -132,6 +133,7 @@ class CharLm : public Task {
     out.tokens = IndexArray(Shape{B, L});
     out.targets = IndexArray(Shape{B, L});
     out.mask = Array(Shape{B, L});
+    out.positions = default_positions(B, L);
     std::fill(out.mask.begin(), out.mask.end(), real(1));
     for (std::size_t b = 0; b < B; ++b) {
       const std::int32_t* w = ids_.data() + starts[b];

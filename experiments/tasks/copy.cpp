@@ -11,11 +11,11 @@ PELAB_REGISTER_TASK(copy, TaskSpec{
     "copy",
     "copy a random symbol string: y = x",
     std::string(kSymbolVocabulary) +
-        "sequence: <BOS> x <SEP> y <EOS>; x = n random symbols, y = x. Loss counts y and <EOS> only.\n"
-        "example (n=3): <BOS> 3 1 4 <SEP> 3 1 4 <EOS>",
+        "x = n random symbols, y = x; prompt token \"Copy:\".\n"
+        "example (n=3, default format): <BOS> 3 1 4 <SEP> [3 1 4 <EOS>]\n" + kFormatKeys,
     {symbols_param()},
-    [](const TaskCommon&, const Params& p) -> std::unique_ptr<Task> {
-      return std::make_unique<SymbolTask>("copy", std::size_t(p.get_int("symbols")), identity);
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<SymbolTask>("copy", c.format, "Copy:", std::size_t(p.get_int("symbols")), identity);
     }});
 
 }  // namespace pelab

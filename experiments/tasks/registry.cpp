@@ -7,6 +7,19 @@ TaskRegistry& TaskRegistry::instance() {
   return r;
 }
 
+namespace {
+
+// The first format key that differs from the default, for the language-model message.
+std::string first_changed_key(const SequenceFormat& f) {
+  const SequenceFormat d;
+  if (f.bos != d.bos) return "bos";
+  if (f.eos != d.eos) return "eos";
+  if (f.sep != d.sep) return "sep";
+  return "prompt";
+}
+
+}  // namespace
+
 std::unique_ptr<Task> make_task(const std::string& name, const TaskCommon& common,
                                 const std::map<std::string, Value>& given) {
   const TaskSpec& spec = TaskRegistry::instance().get(name);
@@ -14,7 +27,15 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskCommon& commo
     throw Error("task '" + name + "': min_len = " + std::to_string(common.min_len) + " and train_len = " +
                 std::to_string(common.train_len) + " must satisfy 1 <= min_len <= train_len");
   const Params params = resolve_params(spec.params, given, "task '" + name + "'");
-  return spec.make(common, params);
+  auto task = spec.make(common, params);
+  if (task->is_language_model() && common.format != SequenceFormat{}) {
+    const std::string key = first_changed_key(common.format);
+    throw TaskFormatError(key, "[task] key '" + key + "' (" + describe(common.format) + ") sets the format of a "
+                               "sequence task, but task '" + name + "' is a language model: it predicts every "
+                               "next character, with no BOS, prompt, separator or EOS. Leave bos, eos, sep and "
+                               "prompt at their defaults (true, \"scored\", true, false) or remove them");
+  }
+  return task;
 }
 
 }  // namespace pelab

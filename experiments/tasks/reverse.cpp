@@ -15,11 +15,11 @@ PELAB_REGISTER_TASK(reverse, TaskSpec{
     "reverse",
     "reverse a random symbol string: y = reversed x",
     std::string(kSymbolVocabulary) +
-        "sequence: <BOS> x <SEP> y <EOS>; x = n random symbols, y = x reversed. Loss counts y and <EOS> only.\n"
-        "example (n=3): <BOS> 3 1 4 <SEP> 4 1 3 <EOS>",
+        "x = n random symbols, y = x reversed; prompt token \"Reverse:\".\n"
+        "example (n=3, default format): <BOS> 3 1 4 <SEP> [4 1 3 <EOS>]\n" + kFormatKeys,
     {symbols_param()},
-    [](const TaskCommon&, const Params& p) -> std::unique_ptr<Task> {
-      return std::make_unique<SymbolTask>("reverse", std::size_t(p.get_int("symbols")), reversed);
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<SymbolTask>("reverse", c.format, "Reverse:", std::size_t(p.get_int("symbols")), reversed);
     }});
 
 }  // namespace pelab

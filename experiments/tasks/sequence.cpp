@@ -2,17 +2,27 @@
 
 #include <algorithm>
 
+#include "layers/positional/encoding.hpp"  // default_positions
+
 namespace pelab {
 namespace seq {
 
-Batch assemble(const std::vector<Example>& examples) {
+std::size_t fed_length(std::size_t x_len, std::size_t y_len, const SequenceFormat& f) {
+  const std::size_t len = std::size_t(f.bos) + std::size_t(f.prompt) + x_len + std::size_t(f.sep) + y_len +
+                          std::size_t(f.eos != EosMode::absent);
+  return len ? len - 1 : 0;
+}
+
+Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, std::int32_t prompt) {
+  if (f.prompt && prompt < kFirstSymbol) throw Error("seq::assemble: the format has a prompt but no prompt token id");
   const std::size_t B = examples.size();
-  std::size_t T = 0;  // tokens fed = |x| + |y| + 2 (the sequence minus its last EOS)
-  for (const auto& e : examples) T = std::max(T, e.x.size() + e.y.size() + 2);
+  std::size_t T = 0;  // tokens fed: the longest sequence minus its last token
+  for (const auto& e : examples) T = std::max(T, fed_length(e.x.size(), e.y.size(), f));
   Batch out;
   out.tokens = IndexArray(Shape{B, T});
   out.targets = IndexArray(Shape{B, T});
   out.mask = Array(Shape{B, T});
+  out.positions = default_positions(B, T);
   std::fill(out.tokens.begin(), out.tokens.end(), kPad);
   std::fill(out.targets.begin(), out.targets.end(), -1);
   std::fill(out.mask.begin(), out.mask.end(), real(0));
@@ -22,37 +32,48 @@ Batch assemble(const std::vector<Example>& examples) {
   for (std::size_t b = 0; b < B; ++b) {
     const Example& e = examples[b];
     s.clear();
-    s.push_back(kBos);
+    if (f.bos) s.push_back(kBos);
+    if (f.prompt) s.push_back(prompt);
     s.insert(s.end(), e.x.begin(), e.x.end());
-    s.push_back(kSep);
+    if (f.sep) s.push_back(kSep);
+    const std::size_t y0 = s.size();  // sequence index of y's first token
     s.insert(s.end(), e.y.begin(), e.y.end());
-    s.push_back(kEos);
+    if (f.eos != EosMode::absent) s.push_back(kEos);
+    const std::size_t counted = e.y.size() + (f.eos == EosMode::scored ? 1 : 0);
+    if (y0 == 0 || counted == 0)
+      throw Error("seq::assemble: row " + std::to_string(b) + " has " +
+                  (y0 == 0 ? "nothing before y to predict it from" : "no target to count"));
     std::int32_t* tok = out.tokens.data() + b * T;
     std::int32_t* tgt = out.targets.data() + b * T;
     real* m = out.mask.data() + b * T;
     const std::size_t L = s.size() - 1;
     for (std::size_t t = 0; t < L; ++t) tok[t] = s[t], tgt[t] = s[t + 1];
-    // Target t is sequence[t + 1]: y starts at sequence index |x| + 2, so its first target is t = |x| + 1.
-    out.answer_begin[b] = e.x.size() + 1;
-    out.answer_end[b] = L;
-    for (std::size_t t = out.answer_begin[b]; t < L; ++t) m[t] = 1;
+    // Target t is sequence[t + 1], so y's first target is t = y0 - 1; a scored EOS is the one after y.
+    out.answer_begin[b] = y0 - 1;
+    out.answer_end[b] = y0 - 1 + counted;
+    for (std::size_t t = out.answer_begin[b]; t < out.answer_end[b]; ++t) m[t] = 1;
   }
   return out;
 }
 
-Example decode(const Batch& batch, std::size_t b) {
+Example decode(const Batch& batch, std::size_t b, const SequenceFormat& f) {
   if (b >= batch.batch()) throw Error("row " + std::to_string(b) + " out of range for a batch of " +
                                       std::to_string(batch.batch()));
   if (batch.answer_end.size() != batch.batch() || batch.answer_begin.size() != batch.batch())
     throw Error("batch has no answer ranges: not a sequence-task batch");
-  const std::size_t T = batch.length(), L = batch.answer_end[b], a = batch.answer_begin[b];
-  if (L == 0 || L > T || a == 0 || a > L) throw Error("malformed sequence-task batch row " + std::to_string(b));
+  const std::size_t T = batch.length(), a = batch.answer_begin[b], e = batch.answer_end[b];
+  const std::size_t eos = f.eos == EosMode::scored ? 1 : 0;
+  const std::size_t x0 = std::size_t(f.bos) + std::size_t(f.prompt), x_end = f.sep ? a : a + 1;
   const std::int32_t* tok = batch.tokens.data() + b * T;
   const std::int32_t* tgt = batch.targets.data() + b * T;
-  Example e;
-  e.x.assign(tok + 1, tok + a);   // tokens[a] is SEP
-  e.y.assign(tgt + a, tgt + L - 1);  // targets[L - 1] is EOS
-  return e;
+  const bool ok = a < e && e <= T && e - a > eos && x0 < x_end && x_end <= T && (!f.bos || tok[0] == kBos) &&
+                  (!f.sep || tok[a] == kSep) && (!eos || tgt[e - 1] == kEos);
+  if (!ok)
+    throw Error("malformed sequence-task batch row " + std::to_string(b) + " for the format " + describe(f));
+  Example out;
+  out.x.assign(tok + x0, tok + x_end);
+  out.y.assign(tgt + a, tgt + e - eos);
+  return out;
 }
 
 std::string symbol_name(std::size_t i, std::size_t size) {
@@ -79,7 +100,24 @@ Batch SequenceTask::sample(Rng& rng, std::size_t batch, std::size_t min_len, std
     const auto n = static_cast<std::size_t>(rng.range(std::int64_t(min_len), std::int64_t(max_len)));
     ex.push_back(generate(rng, n));
   }
-  return seq::assemble(ex);
+  return seq::assemble(ex, format_, prompt_id());
+}
+
+std::optional<Chance> SequenceTask::chance(std::size_t n) const {
+  std::vector<std::size_t> support = answer_support(n);
+  if (support.size() != y_length(n))
+    throw Error("task '" + name_ + "': answer_support gives " + std::to_string(support.size()) +
+                " positions for an answer of " + std::to_string(y_length(n)));
+  if (format_.eos == EosMode::scored) support.push_back(1);  // the guesser always names <EOS> there
+  Chance c;
+  c.exact_match = 1;
+  for (std::size_t k : support) {
+    if (k == 0) throw Error("task '" + name_ + "': an answer position with no possible token");
+    c.token_acc += 1.0 / double(k);
+    c.exact_match /= double(k);
+  }
+  c.token_acc /= double(support.size());
+  return c;
 }
 
 std::string SequenceTask::display(std::int32_t id) const {
@@ -89,16 +127,25 @@ std::string SequenceTask::display(std::int32_t id) const {
     case seq::kSep: return "<SEP>";
     case seq::kEos: return "<EOS>";
   }
-  if (id < 0 || std::size_t(id) >= vocab_size()) return "<?" + std::to_string(id) + ">";
+  if (format_.prompt && id == prompt_id()) return prompt_word_;
+  if (id < 0 || std::size_t(id) >= base_vocab_size()) return "<?" + std::to_string(id) + ">";
   return token_name(id);
 }
 
 std::string SequenceTask::render(const Batch& batch, std::size_t b) const {
-  const seq::Example e = seq::decode(batch, b);
-  std::string s = "x:";
-  for (auto id : e.x) s += " " + display(id);
-  s += " | y:";
-  for (auto id : e.y) s += " " + display(id);
+  seq::decode(batch, b, format_);  // checks the row against the format
+  const std::size_t T = batch.length(), a = batch.answer_begin[b], e = batch.answer_end[b];
+  std::size_t L = T;  // the row's length: up to its last real target
+  while (L > 0 && batch.targets(b, L - 1) < 0) --L;
+  // sequence[i] = tokens[i] for i < L, then targets[L - 1]; target t is sequence[t + 1].
+  std::string s;
+  for (std::size_t i = 0; i <= L; ++i) {
+    const std::int32_t id = i < L ? batch.tokens(b, i) : batch.targets(b, L - 1);
+    if (i) s += ' ';
+    if (i == a + 1) s += '[';
+    s += display(id);
+    if (i == e) s += ']';
+  }
   return s;
 }
 
@@ -116,6 +163,21 @@ ParamSpec symbols_param() {
 
 const char* const kSymbolVocabulary =
     "vocabulary: <PAD>=0 <BOS>=1 <SEP>=2 <EOS>=3, then the `symbols` symbols as ids 4.. (shown as digits\n"
-    "0-9 for up to 10 symbols, letters a-z A-Z for up to 52, else s0 s1 ...).\n";
+    "0-9 for up to 10 symbols, letters a-z A-Z for up to 52, else s0 s1 ...), then the prompt token when\n"
+    "prompt = true.\n";
+
+const char* const kFormatKeys =
+    "format ([task] keys, every sequence task): [<BOS>] [P] x [<SEP>] y [<EOS>]\n"
+    "  bos = true | false          <BOS> first\n"
+    "  prompt = false | true       the task's prompt token P before x (an anchor word, e.g. \"Copy:\"; the last id)\n"
+    "  sep = true | false          <SEP> between x and y (without it the last x token predicts y's first)\n"
+    "  eos = \"scored\" | \"unscored\" | \"absent\"\n"
+    "                              <EOS> after y, counted by loss and metrics; present but not counted;\n"
+    "                              not there (with causal attention unscored and absent score the same)\n"
+    "  The loss, token accuracy and exact match count the targets in brackets below: y, and <EOS> when scored.\n"
+    "  Papers: Kazemnejad et al. 2023: bos = false, prompt = true (sep, eos scored as default);\n"
+    "  Ruoss et al. 2023 (autoregressive variant): bos = false, eos = \"absent\".\n"
+    "chance: a guesser that picks each counted target uniformly among the tokens that can appear there\n"
+    "(scored <EOS>: always right); its expected token accuracy and exact match are listed per length.\n";
 
 }  // namespace pelab

@@ -1,6 +1,7 @@
-// Shared machinery of the sequence tasks: examples `BOS x SEP y EOS` turned into padded next-token
-// batches whose mask counts only the predictions of y and the final EOS. A task derives from
-// SequenceTask and supplies how to generate (x, y) for a problem size n and how to name its symbols.
+// Shared machinery of the sequence tasks: examples `[BOS] [P] x [SEP] y [EOS]` (SequenceFormat, task.hpp)
+// turned into padded next-token batches whose mask counts only the predictions of y and, when scored,
+// the final EOS. A task derives from SequenceTask and supplies how to generate (x, y) for a problem size
+// n, how to name its symbols and which tokens can appear at each position of y (its chance level).
 #pragma once
 
 #include <cstdint>
@@ -12,19 +13,25 @@
 namespace pelab {
 
 namespace seq {
-// Special tokens every sequence task shares; task symbols start at kFirstSymbol.
+// Special tokens every sequence task shares; task symbols start at kFirstSymbol. A task's prompt token
+// (format prompt = true) is the id after its last symbol.
 constexpr std::int32_t kPad = 0, kBos = 1, kSep = 2, kEos = 3, kFirstSymbol = 4;
 
 struct Example {
   std::vector<std::int32_t> x, y;
 };
 
-// Rows BOS x SEP y EOS: tokens = sequence[:-1] (PAD-padded), targets = sequence[1:] (-1-padded),
-// mask = 1 on the y and EOS targets, answer_begin/answer_end their t range.
-Batch assemble(const std::vector<Example>& examples);
+// Rows [BOS] [P] x [SEP] y [EOS] as format `f` says (`prompt` is P's id, needed when f.prompt):
+// tokens = sequence[:-1] (PAD-padded), targets = sequence[1:] (-1-padded), mask = 1 on the targets of y
+// and, when f.eos is scored, of EOS; answer_begin/answer_end their t range (so with eos = "unscored" or
+// "absent" the span ends at y's last target).
+Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f = {}, std::int32_t prompt = -1);
 
-// Recovers x and y of row b from a batch built by assemble (Error if the row is malformed).
-Example decode(const Batch& batch, std::size_t b);
+// Recovers x and y of row b from a batch built by assemble with format `f` (Error if the row is malformed).
+Example decode(const Batch& batch, std::size_t b, const SequenceFormat& f = {});
+
+// Tokens fed for an example with |x| = x_len and |y| = y_len: the sequence's length minus one.
+std::size_t fed_length(std::size_t x_len, std::size_t y_len, const SequenceFormat& f);
 
 // Name of symbol i of an alphabet of `size` symbols: digits for <= 10, letters for <= 52, else "s<i>".
 std::string symbol_name(std::size_t i, std::size_t size);
@@ -35,40 +42,58 @@ void check_sample_args(const std::string& what, std::size_t batch, std::size_t m
 
 class SequenceTask : public Task {
  public:
-  explicit SequenceTask(std::string name) : name_(std::move(name)) {}
+  // `prompt_word` names the task's prompt token ("Copy:"), placed before x when format.prompt.
+  SequenceTask(std::string name, const SequenceFormat& format, std::string prompt_word)
+      : name_(std::move(name)), format_(format), prompt_word_(std::move(prompt_word)) {}
+  std::size_t vocab_size() const final { return base_vocab_size() + (format_.prompt ? 1 : 0); }
   // One problem size per example, uniform in [min_len, max_len], drawn before its content.
   Batch sample(Rng& rng, std::size_t batch, std::size_t min_len, std::size_t max_len) const override;
-  std::size_t sequence_length(std::size_t n) const override { return x_length(n) + y_length(n) + 2; }
-  // "x: 3 1 4 | y: 3 1 4"
+  std::size_t sequence_length(std::size_t n) const override {
+    return seq::fed_length(x_length(n), y_length(n), format_);
+  }
+  std::optional<Chance> chance(std::size_t n) const override;
+  // The whole sequence with the counted targets in brackets: "<BOS> 3 1 4 <SEP> [3 1 4 <EOS>]".
   std::string render(const Batch& batch, std::size_t b) const override;
+  const SequenceFormat& format() const { return format_; }
+  std::int32_t prompt_id() const { return std::int32_t(base_vocab_size()); }
+  const std::string& prompt_word() const { return prompt_word_; }
 
  protected:
+  virtual std::size_t base_vocab_size() const = 0;  // specials and symbols, without the prompt token
   virtual seq::Example generate(Rng& rng, std::size_t n) const = 0;
   virtual std::size_t x_length(std::size_t n) const = 0;
   virtual std::size_t y_length(std::size_t n) const = 0;
-  // Display name of a task symbol (id >= kFirstSymbol and < vocab_size()).
+  // For each position j of y at problem size n: how many distinct tokens y_j takes over all examples of
+  // size n (y_length(n) entries, each >= 1). The chance level is computed from it.
+  virtual std::vector<std::size_t> answer_support(std::size_t n) const = 0;
+  // Display name of a task symbol (id >= kFirstSymbol and < base_vocab_size()).
   virtual std::string token_name(std::int32_t id) const = 0;
   // Rejects problem sizes the task cannot generate (called with max_len before sampling).
   virtual void check_size(std::size_t n) const {}
   const std::string& name() const { return name_; }
 
  private:
-  std::string display(std::int32_t id) const;  // specials as <BOS> etc., else token_name
+  std::string display(std::int32_t id) const;  // specials as <BOS> etc., the prompt word, else token_name
   std::string name_;
+  SequenceFormat format_;
+  std::string prompt_word_;
 };
 
 // copy / reverse / sort: x = n symbols drawn uniformly from an alphabet of `symbols`, y = f(x).
 class SymbolTask : public SequenceTask {
  public:
   using Transform = std::vector<std::int32_t> (*)(std::vector<std::int32_t>);
-  SymbolTask(std::string name, std::size_t symbols, Transform f)
-      : SequenceTask(std::move(name)), symbols_(symbols), f_(f) {}
-  std::size_t vocab_size() const override { return seq::kFirstSymbol + symbols_; }
+  SymbolTask(std::string name, const SequenceFormat& format, std::string prompt_word, std::size_t symbols,
+             Transform f)
+      : SequenceTask(std::move(name), format, std::move(prompt_word)), symbols_(symbols), f_(f) {}
 
  protected:
+  std::size_t base_vocab_size() const override { return seq::kFirstSymbol + symbols_; }
   seq::Example generate(Rng& rng, std::size_t n) const override;
   std::size_t x_length(std::size_t n) const override { return n; }
   std::size_t y_length(std::size_t n) const override { return n; }
+  // Every y_j can be any symbol: copy and reverse move one uniform symbol there; sort can too (all equal).
+  std::vector<std::size_t> answer_support(std::size_t n) const override { return std::vector<std::size_t>(n, symbols_); }
   std::string token_name(std::int32_t id) const override {
     return seq::symbol_name(std::size_t(id - seq::kFirstSymbol), symbols_);
   }
@@ -81,5 +106,7 @@ class SymbolTask : public SequenceTask {
 // The `symbols` parameter of the SymbolTasks and the vocabulary paragraph of their format text.
 ParamSpec symbols_param();
 extern const char* const kSymbolVocabulary;
+// The paragraph every sequence task's format text ends with: the [task] format keys.
+extern const char* const kFormatKeys;
 
 }  // namespace pelab

@@ -15,12 +15,11 @@ PELAB_REGISTER_TASK(sort, TaskSpec{
     "sort",
     "sort a random symbol string: y = x in ascending order",
     std::string(kSymbolVocabulary) +
-        "sequence: <BOS> x <SEP> y <EOS>; x = n random symbols, y = x sorted ascending (by id). Loss counts y\n"
-        "and <EOS> only.\n"
-        "example (n=4): <BOS> 3 1 4 1 <SEP> 1 1 3 4 <EOS>",
+        "x = n random symbols, y = x sorted ascending (by id); prompt token \"Sort:\".\n"
+        "example (n=4, default format): <BOS> 3 1 4 1 <SEP> [1 1 3 4 <EOS>]\n" + kFormatKeys,
     {symbols_param()},
-    [](const TaskCommon&, const Params& p) -> std::unique_ptr<Task> {
-      return std::make_unique<SymbolTask>("sort", std::size_t(p.get_int("symbols")), sorted);
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<SymbolTask>("sort", c.format, "Sort:", std::size_t(p.get_int("symbols")), sorted);
     }});
 
 }  // namespace pelab

@@ -1,8 +1,9 @@
 // Tasks: on-the-fly data generators, deterministic given an Rng. Each task is one file in
 // experiments/tasks/ that registers itself with PELAB_REGISTER_TASK; configs ask for it by name.
 //
-// Sequence tasks produce `BOS x SEP y EOS` sequences; the loss (and accuracy) counts only the
-// predictions of y and EOS. Language-model tasks predict every next character.
+// Sequence tasks produce `BOS x SEP y EOS` sequences by default; the loss (and accuracy) counts only the
+// predictions of y and EOS. SequenceFormat (format.hpp) changes which of the specials are there and
+// whether EOS is scored. Language-model tasks predict every next character.
 #pragma once
 
 #include <functional>
@@ -15,6 +16,7 @@
 #include "core/tensor.hpp"
 #include "core/params/param_spec.hpp"
 #include "core/params/registry.hpp"
+#include "experiments/tasks/format.hpp"  // SequenceFormat
 #include "training/batch.hpp"  // Batch: what a task produces
 
 namespace pelab {
@@ -23,6 +25,19 @@ namespace pelab {
 struct TaskCommon {
   std::size_t min_len = 1;     // problem sizes drawn uniformly from [min_len, train_len]
   std::size_t train_len = 16;  // sequence tasks: the problem size n (e.g. digits to copy); LM: context chars
+  SequenceFormat format;       // sequence tasks only; a language model rejects anything but the default
+};
+
+// Chance level of a sequence task at problem size n: the expected token accuracy and exact match of a
+// guesser that knows the format and, for each counted target, the set of tokens that can appear there
+// over all examples of size n (its support), and guesses uniformly from that set, independently per
+// target. Target j is then right with probability 1 / |support_j| whatever the data distribution, so
+//     token_acc   = (1 / m) * sum_j 1 / |support_j|     (m counted targets per example)
+//     exact_match = prod_j 1 / |support_j|
+// A scored EOS has support {<EOS>} and counts as one always-right target. E.g. copy with 10 symbols:
+// token_acc = (n / 10 + 1) / (n + 1) with a scored EOS, 1 / 10 without; exact_match = 10^-n.
+struct Chance {
+  double token_acc = 0, exact_match = 0;
 };
 
 class Task {
@@ -30,6 +45,8 @@ class Task {
   virtual ~Task() = default;
   virtual std::size_t vocab_size() const = 0;
   virtual bool is_language_model() const { return false; }
+  // Sequence tasks: the chance level at problem size n (see Chance); language models: none.
+  virtual std::optional<Chance> chance(std::size_t n) const { return std::nullopt; }
   // A batch of `batch` examples with problem sizes drawn from [min_len, max_len].
   virtual Batch sample(Rng& rng, std::size_t batch, std::size_t min_len, std::size_t max_len) const = 0;
   // Sequence length (tokens) of an example of problem size n: evaluation sizes position tables from it.
@@ -60,8 +77,15 @@ class TaskRegistry : public NamedRegistry<TaskSpec> {
   TaskRegistry() : NamedRegistry("task", "tasks") {}
 };
 
+// Builds a task. A language model given a non-default common.format throws TaskFormatError.
 std::unique_ptr<Task> make_task(const std::string& name, const TaskCommon& common,
                                 const std::map<std::string, Value>& given);
+
+// A format key ([task] bos, eos, sep or prompt) set for a task it does not apply to.
+struct TaskFormatError : Error {
+  TaskFormatError(const std::string& key, const std::string& msg) : Error(msg), key(key) {}
+  std::string key;  // "eos"
+};
 
 struct TaskRegistrar {
   explicit TaskRegistrar(TaskSpec spec) { TaskRegistry::instance().add(std::move(spec)); }

@@ -2,6 +2,7 @@
 // -m_h * (distance between query and key) to its attention logits, with geometric slopes
 // m_h = 2^(-8(h+1)/H) (for H a power of two; the paper's interpolation otherwise). The bias depends
 // only on relative distance, so it is defined for any length.
+#include <algorithm>
 #include <cmath>
 
 #include "layers/positional/encoding.hpp"
@@ -34,31 +35,43 @@ class Alibi : public PositionalEncoding {
     for (auto& m : slopes_) m *= slope_scale;
   }
 
-  // (1, H, T, T): bias[0, h, i, j] = -m_h |p_i - p_j|. One bias serves the whole batch, so every row of
-  // the batch must carry the same positions (the usual 0..T-1 or a shared offset).
-  Tensor attention_bias(const IndexArray& positions, std::size_t) override {
-    const std::size_t B = positions.shape()[0], T = positions.shape()[1], H = slopes_.size();
-    const std::int32_t* p = positions.data();
-    for (std::size_t b = 1; b < B; ++b)
-      for (std::size_t t = 0; t < T; ++t)
-        if (p[b * T + t] != p[t])
-          throw Error("encoding 'alibi': every sequence of a batch must use the same position ids");
-    Array bias(Shape{1, H, T, T});
+  // bias[b, h, i, j] = -m_h |p_i - p_j|: (1, H, T, T) when every row has the same ids, else (B, H, T, T).
+  // A constant built once per forward and shared by every layer.
+  void begin_forward(const IndexArray& positions) override {
+    if (bias_.defined() && positions.shape() == positions_.shape() &&
+        std::equal(positions.begin(), positions.end(), positions_.begin()))
+      return;  // the same ids as last time: keep the bias
+    const std::size_t T = positions.shape()[1], H = slopes_.size();
+    const std::size_t rows = rows_share_positions(positions) ? 1 : positions.shape()[0];
+    Array bias(Shape{rows, H, T, T});
     real* out = bias.data();
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t i = 0; i < T; ++i)
-        for (std::size_t j = 0; j < T; ++j)
-          out[(h * T + i) * T + j] = static_cast<real>(-slopes_[h] * std::abs(double(p[i]) - double(p[j])));
-    return Tensor(std::move(bias));  // a constant: nothing to learn
+    for (std::size_t b = 0; b < rows; ++b) {
+      const std::int32_t* p = positions.data() + b * T;
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < T; ++i)
+          for (std::size_t j = 0; j < T; ++j)
+            out[((b * H + h) * T + i) * T + j] =
+                static_cast<real>(-slopes_[h] * std::abs(double(p[i]) - double(p[j])));
+    }
+    bias_ = Tensor(std::move(bias));  // nothing to learn
+    positions_ = positions;
+  }
+
+  Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
+    begin_forward(ctx.positions);  // a no-op when the model already called it with these ids
+    return bias_;
   }
 
  private:
   std::vector<double> slopes_;
+  Tensor bias_;
+  IndexArray positions_;
 };
 
 PELAB_REGISTER_ENCODING(alibi, EncodingSpec{
     "alibi",
     "linear distance penalty on attention logits, one slope per head (Press et al. 2022)",
+    true,  // relative
     {{"slope_scale", ValueType::number, 1.0, 0.0, 100.0, {}, "multiplies every head's slope"}},
     nullptr,
     [](const Params& p, const ModelDims& dims) {

@@ -1,13 +1,43 @@
-// The positional-encoding interface and its registry.
+// The positional-encoding interface and its registry: the page to read before writing an encoding.
 //
-// An encoding may act in any of four places; each hook defaults to "do nothing":
-//   1. encode_input   on the token embeddings (add, multiply, concatenate-and-project a position vector);
-//   2. encode_qk      on q and k per head after projection (rotations: RoPE, xPos);
-//   3. attention_bias an additive logit bias (B or 1, H or 1, Tq, Tk) (ALiBi, T5, Shaw, FIRE);
-//   4. logit_scale    per-head logit scales replacing 1/sqrt(hs) (temperature, log-length scaling).
-// Positions are explicit (B, T) ids, not an implicit 0..T-1, so offsets, randomized or scaled positions
-// need no change here. Each encoding is one file in layers/positional/ that registers itself with
-// PELAB_REGISTER_ENCODING; the model asks the registry by name.
+// Each encoding is one file in layers/positional/ that registers itself with PELAB_REGISTER_ENCODING
+// (name, summary, whether it is relative, parameters, an optional load-time check, a factory); configs,
+// sweeps, `pelab list` and the property tests (tests/layers/test_positional.cpp) find it by name.
+//
+// Positions are data: every forward pass gets explicit (B, T) position ids. They are 0..T-1 in the
+// usual case, but training and evaluation may give each row its own ids (an offset start, or sorted
+// random ids from a larger range: training/positions.hpp). So an encoding must work with any ids per
+// row: bounds such as a learned table's size are reported through unsupported(), and pairwise
+// quantities are functions of the two ids p_i, p_j, never of the indices i, j.
+//
+// The hooks, in the order the model calls them (each defaults to "do nothing"):
+//   begin_forward   once per forward pass, before anything else: build what depends on the positions
+//                   only (rotation tables, distance or bucket tables) here, once, and share it across
+//                   layers; keep it while the same positions come back.
+//   encode_input    on the token embeddings x (B, T, C) (add, multiply, concatenate a position vector:
+//                   sinusoidal, learned, concat; or run a recurrence over them: recurrent). An encoding
+//                   that concatenates asks for narrower token embeddings with token_width().
+//   then in every attention layer, with an AttentionContext:
+//   encode_qk       on q and k (B, H, T, hs) per head after projection (rotations: RoPE, xPos).
+//   attention_bias  an additive logit bias, (B or 1, H or 1, Tq, Tk): ALiBi, T5, Kerple, FIRE. Use a
+//                   batch dim of 1 when ctx.shared_positions (every row has the same ids): one bias for
+//                   the batch, B times less work; a head dim of 1 shares the bias across heads. It gets
+//                   q and k (after encode_qk) for content-dependent encodings (CoPE); most ignore them.
+//                   It may require grad (learned biases); the attention backward sums it over the dims
+//                   it broadcasts along.
+//   relative_kv     relative key/value embeddings inside the attention (Shaw et al. 2018): per (query,
+//                   key) pair a bucket index into tables a^K, a^V (R, hs); the fused attention adds
+//                   q_i . a^K[idx_ij] to the logits and sum_j P_ij a^V[idx_ij] to the output without
+//                   materialising (B, H, T, T, hs) (core/ops/attention.hpp).
+//   logit_scale     per-head logit scales replacing 1/sqrt(hs) (temperature, log-length scaling).
+// The logits of one head are then  scale_h (q_i . k_j + q_i . a^K[idx_ij]) + bias_ij, causal-masked.
+//
+// Trainable tensors made with add_parameter are saved in checkpoints under "pos.<name>" and initialized
+// by their ParamKind (layers/module.hpp) unless given an initializer. An encoding also declares whether
+// it is relative (EncodingSpec::relative): shifting every position id by the same constant leaves the
+// logits unchanged. The property tests check that claim both ways, causality under every position
+// mode, and that two rows with different ids give the results of two one-row batches; a PyTorch
+// twin in tests/pytorch/pelab_ref.py with a fixture in gen_fixtures.py is required for every encoding.
 #pragma once
 
 #include <functional>
@@ -16,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/attention.hpp"  // RelativeKV
 #include "layers/module.hpp"
 #include "core/params/param_spec.hpp"
 #include "core/params/registry.hpp"
@@ -25,33 +56,56 @@ namespace pelab {
 // The model's shape as an encoding sees it.
 struct ModelDims {
   std::size_t vocab = 0, d_model = 0, n_heads = 0, head_dim = 0, n_layers = 0;
-  std::size_t train_seq_len = 0;  // the longest training sequence in tokens (tables size from it)
+  std::size_t train_seq_len = 0;  // the longest training sequence in tokens
+  std::size_t max_position = 0;   // training position ids are < this (train_seq_len for contiguous ids,
+                                  // [train] max_position for offset/randomized): tables size from it
+  bool causal = true;             // false: bidirectional attention (e.g. T5's two-sided buckets)
+  bool tie_embeddings = false;    // the LM head reuses the token table: it must then be d_model wide
+};
+
+// What an encoding sees inside one attention layer.
+struct AttentionContext {
+  const IndexArray& positions;  // (B, T) ids of this batch
+  std::size_t layer;            // 0-based
+  bool shared_positions;        // every row has the same ids: a bias may be (1, H or 1, Tq, Tk)
 };
 
 class PositionalEncoding : public Module {
  public:
-  // Called once per forward pass before the first layer (e.g. to build rotation tables once).
+  // Once per forward pass before the first layer.
   virtual void begin_forward(const IndexArray& positions) {}
-  // 1. x (B, T, C) token embeddings -> (B, T, C).
+  // x (B, T, C') token embeddings -> (B, T, C), C' = token_width(C).
   virtual Tensor encode_input(const Tensor& x, const IndexArray& positions) { return x; }
-  // 2. q, k (B, H, T, hs), replaced in place by their encoded versions.
-  virtual void encode_qk(Tensor& q, Tensor& k, const IndexArray& positions, std::size_t layer) {}
-  // 3. additive attention-logit bias (B or 1, H or 1, Tq, Tk), or an undefined Tensor for none.
-  virtual Tensor attention_bias(const IndexArray& positions, std::size_t layer) { return Tensor(); }
-  // 4. per-head logit scales (size H), or empty for the default 1/sqrt(hs).
-  virtual std::vector<real> logit_scale(const IndexArray& positions, std::size_t layer) { return {}; }
-  // True when encode_qk does nothing (and nothing else here reads q or k): the model then runs the
-  // attention straight on the fused q/k/v projection without splitting heads (a speed-up only,
-  // core/ops/attention.hpp attention_packed). The default, false, is right for every encoding.
+  // The token embedding width this encoding wants for a model of width d_model: d_model, unless it
+  // makes up the rest itself (concat: d_model - d_pos, the position vector filling the other d_pos).
+  virtual std::size_t token_width(std::size_t d_model) const { return d_model; }
+  // q, k (B, H, T, hs), replaced in place by their encoded versions.
+  virtual void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) {}
+  // Additive attention-logit bias (B or 1, H or 1, Tq, Tk), or an undefined Tensor for none.
+  virtual Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) { return Tensor(); }
+  // Relative key/value embeddings inside the attention; none by default.
+  virtual RelativeKV relative_kv(const AttentionContext& ctx) { return RelativeKV(); }
+  // Per-head logit scales (size H), or empty for the default 1/sqrt(hs).
+  virtual std::vector<real> logit_scale(const AttentionContext& ctx) { return {}; }
+  // True when the model may run this encoding's attention straight on the fused q/k/v projection,
+  // without splitting heads (a speed-up only: core/ops/attention.hpp attention_packed, which takes the
+  // bias, relative_kv and logit_scale as usual). Only if encode_qk does nothing AND attention_bias
+  // does not read q or k (it is then called with undefined q, k). The default, false, is right for
+  // every encoding; tests/layers/test_fast_paths.cpp checks every encoding that says true.
   virtual bool leaves_qk_alone() const { return false; }
   // Why this encoding cannot represent position ids up to max_position, or nullopt if it can.
   // Evaluation reports such lengths as "n/a" with this reason instead of failing.
   virtual std::optional<std::string> unsupported(std::int64_t max_position) const { return std::nullopt; }
 };
 
+// True when every row of positions (B, T) holds the same ids (always for B = 1).
+bool rows_share_positions(const IndexArray& positions);
+
 struct EncodingSpec {
   std::string name;
   std::string summary;  // one line, shown by `pelab list`
+  // Shifting every position id by the same constant leaves the logits unchanged (tested both ways).
+  bool relative = false;
   std::vector<ParamSpec> params;
   // Cross-checks against the model at config-load time (e.g. RoPE needs an even rotated dim); throws Error.
   std::function<void(const Params&, const ModelDims&)> validate;

@@ -44,17 +44,19 @@ class Learned : public PositionalEncoding {
 PELAB_REGISTER_ENCODING(learned, EncodingSpec{
     "learned",
     "trainable absolute position table added to the embeddings (GPT-2)",
+    false,  // relative
     {
         {"max_len", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "table rows; 0 = the longest training sequence (positions beyond it are unsupported)"},
+         "table rows; 0 = the ids training uses: the longest training sequence, or [train] max_position "
+         "under offset/randomized positions (ids beyond the table are unsupported)"},
         {"clamp", ValueType::boolean, false, {}, {}, {},
          "reuse the last row for positions >= max_len instead of failing"},
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {
       std::size_t max_len = static_cast<std::size_t>(p.get_int("max_len"));
-      if (max_len == 0) max_len = dims.train_seq_len;
-      if (max_len == 0) throw Error("encoding 'learned': max_len is 0 and the longest training sequence is unknown");
+      if (max_len == 0) max_len = dims.max_position;
+      if (max_len == 0) throw Error("encoding 'learned': max_len is 0 and the training position range is unknown");
       return std::make_unique<Learned>(max_len, dims.d_model, p.get_bool("clamp"));
     },
 });

@@ -13,6 +13,7 @@ class NoPE : public PositionalEncoding {
 PELAB_REGISTER_ENCODING(none, EncodingSpec{
     "none",
     "NoPE: no positional encoding (causal attention alone carries order)",
+    true,  // relative
     {},
     nullptr,
     [](const Params&, const ModelDims&) { return std::make_unique<NoPE>(); },

@@ -1,5 +1,7 @@
 #include "layers/positional/encoding.hpp"
 
+#include <algorithm>
+
 namespace pelab {
 
 EncodingRegistry& EncodingRegistry::instance() {
@@ -20,6 +22,14 @@ std::unique_ptr<PositionalEncoding> make_encoding(const std::string& name, const
   const EncodingSpec& spec = EncodingRegistry::instance().get(name);
   if (spec.validate) spec.validate(params, dims);
   return spec.make(params, dims);
+}
+
+bool rows_share_positions(const IndexArray& positions) {
+  const std::size_t B = positions.shape()[0], T = positions.shape()[1];
+  const std::int32_t* p = positions.data();
+  for (std::size_t b = 1; b < B; ++b)
+    if (!std::equal(p, p + T, p + b * T)) return false;
+  return true;
 }
 
 IndexArray default_positions(std::size_t batch, std::size_t T, std::int32_t offset) {

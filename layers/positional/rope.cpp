@@ -30,7 +30,8 @@ class Rope : public PositionalEncoding {
     tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, rot_, base_));
     positions_ = positions;
   }
-  void encode_qk(Tensor& q, Tensor& k, const IndexArray& positions, std::size_t) override {
+  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+    const IndexArray& positions = ctx.positions;
     if (!tables_ || positions.shape() != positions_.shape() ||
         !std::equal(positions.begin(), positions.end(), positions_.begin()))
       begin_forward(positions);
@@ -49,6 +50,7 @@ class Rope : public PositionalEncoding {
 PELAB_REGISTER_ENCODING(rope, EncodingSpec{
     "rope",
     "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)",
+    true,  // relative
     {
         {"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "theta_i = base^(-2i/rot)"},
         {"layout", ValueType::string, std::string("interleaved"), {}, {}, {"interleaved", "half"},

@@ -67,6 +67,7 @@ class Sinusoidal : public PositionalEncoding {
 PELAB_REGISTER_ENCODING(sinusoidal, EncodingSpec{
     "sinusoidal",
     "fixed sin/cos absolute encoding added to the embeddings (Vaswani et al. 2017)",
+    false,  // relative
     {{"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "wavelength base: frequencies are base^(-2i/d)"}},
     [](const Params&, const ModelDims& dims) {
       if (dims.d_model % 2 != 0)

@@ -14,6 +14,7 @@
 #include "core/ops/interp_gather.hpp"
 #include "core/ops/layer_norm.hpp"
 #include "core/ops/matmul.hpp"
+#include "core/ops/recurrent.hpp"
 #include "core/ops/reduce.hpp"
 #include "core/ops/rotary.hpp"
 #include "core/ops/shape.hpp"
@@ -181,6 +182,15 @@ std::vector<Case> cases() {
       {"attention, relative, only a^V", {q, q, q, bias, table, table}, "cccccg", "------", false, rel_attn},
       {"attention, relative, only a^K", {q, q, q, bias, table, table}, "ccccgc", "k-k--k", false, rel_attn},
       {"attention, relative, only q", {q, q, q, bias, table, table}, "gccccc", "-kk-kk", false, rel_attn},
+      // recurrent: dx reads w_ih, the BPTT reads w_hh; x (time-major), h0, c0 and every state are op-private
+      {"gru", {{2, 3, 2}, {2, 3}, {9, 2}, {9, 3}, {9}, {9}}, "gggggg", "--kk--", false,
+       [](auto& in) { return gru(in[0], in[1], in[2], in[3], in[4], in[5]); }},
+      {"gru, only w_ih", {{2, 3, 2}, {2, 3}, {9, 2}, {9, 3}, {9}, {9}}, "ccgccc", "---k--", false,
+       [](auto& in) { return gru(in[0], in[1], in[2], in[3], in[4], in[5]); }},
+      {"lstm", {{2, 3, 2}, {2, 3}, {2, 3}, {12, 2}, {12, 3}, {12}, {12}}, "ggggggg", "---kk--", false,
+       [](auto& in) { return lstm(in[0], in[1], in[2], in[3], in[4], in[5], in[6]); }},
+      {"lstm, only b_hh", {{2, 3, 2}, {2, 3}, {2, 3}, {12, 2}, {12, 3}, {12}, {12}}, "ccccccg", "----k--", false,
+       [](auto& in) { return lstm(in[0], in[1], in[2], in[3], in[4], in[5], in[6]); }},
       {"cross_entropy", {s}, "g", "k", false, [](auto& in) { return cross_entropy(in[0], ids({3}, 4)); }},
       {"dropout", {s}, "g", "-", false,
        [](auto& in) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/config.hpp"
+#include "experiments/evaluate.hpp"  // eval_positions
 #include "experiments/tasks/task.hpp"
 
 using namespace pelab;
@@ -190,7 +191,8 @@ TEST_CASE("config: unknown keys name the nearest valid key with the line") {
   CHECK_THAT(error_of("[encoding]\nname = \"rope\"\n[encoding.rope]\nbse = 10\n"),
              StartsWith("quick.toml:4: [encoding.rope] unknown key 'bse' (did you mean 'base'?)"));
   CHECK_THAT(error_of("[encoding]\nbase = 10\n"),
-             StartsWith("quick.toml:2: [encoding] unknown key 'base'") && Contains("[encoding.rope]"));
+             StartsWith("quick.toml:2: [encoding] unknown key 'base'") &&
+                 Contains("its own subtable, e.g. [encoding.") && Contains("] base = ..."));  // the first encoding with a base
   CHECK_THAT(error_of("lr = 1\n"), StartsWith("quick.toml:1: key 'lr' is outside any section (did you mean [train] lr?)"));
 }
 
@@ -423,4 +425,108 @@ TEST_CASE("config: a [cell] table must agree with the settings and excludes a gr
   CHECK_THAT(error_of("[cell]\nindex = -1\n"), StartsWith("quick.toml:2: [cell] key 'index' has value -1; [cell] "));
   CHECK_THAT(error_of("[cell]\nindex = 1\n[sweep]\n\"train.seed\" = [1, 2]\n"),
              StartsWith("quick.toml:1: [cell] describes one cell of a grid"));
+}
+
+TEST_CASE("config: position ids: modes, the auto max_position, the model's position range", "[positions]") {
+  // copy at train_len 16: 34 tokens; default eval lengths up to 64: 130 tokens.
+  const RunSpec plain = parse_config("", "p.toml").runs.at(0);
+  CHECK(plain.config.train.positions == PositionMode::contiguous);
+  CHECK(plain.config.eval.positions == "train");
+  CHECK(plain.config.train.max_position == 130);  // auto: the longest sequence the run sees
+  CHECK(plain.model.max_position == 0);           // contiguous training: ids < train_seq_len
+  CHECK(plain.model.dims().max_position == plain.model.train_seq_len);
+
+  const RunSpec rnd = parse_config("[train]\npositions = \"randomized\"\n", "r.toml").runs.at(0);
+  CHECK(rnd.config.train.positions == PositionMode::randomized);
+  CHECK(rnd.config.train.max_position == 130);
+  CHECK(rnd.model.max_position == 130);  // a learned table would have 130 rows
+  const PositionConfig ep = eval_positions(rnd.config);
+  CHECK(ep.mode == PositionMode::randomized);  // "train": as in training (Ruoss et al.)
+  CHECK(ep.max_position == 130);
+
+  const RunSpec mixed =
+      parse_config("[train]\npositions = \"offset\"\nmax_position = 500\n[eval]\npositions = \"contiguous\"\n", "m.toml")
+          .runs.at(0);
+  CHECK(mixed.config.train.max_position == 500);
+  CHECK(mixed.model.max_position == 500);
+  CHECK(eval_positions(mixed.config).mode == PositionMode::contiguous);
+
+  // Written resolved, read back the same.
+  const std::string text = to_toml(rnd.config);
+  CHECK_THAT(text, Contains("positions = \"randomized\"\nmax_position = 130\n"));
+  CHECK_THAT(text, Contains("[eval]") && Contains("positions = \"train\"\n"));
+  CHECK(to_toml(parse_config(text, "again.toml").runs.at(0).config) == text);
+}
+
+TEST_CASE("config: bad position settings name the key, the line and what is allowed", "[positions]") {
+  CHECK_THAT(error_of("[train]\nseed = 1\npositions = \"random\"\n"),
+             StartsWith("quick.toml:3: [train] key 'positions' has value \"random\"; expected one of: contiguous, "
+                        "offset, randomized"));
+  CHECK_THAT(error_of("[eval]\npositions = \"shifted\"\n"),
+             StartsWith("quick.toml:2: [eval] key 'positions' has value \"shifted\"; expected one of: train, "
+                        "contiguous, offset, randomized"));
+  CHECK_THAT(error_of("[train]\nmax_position = -3\n"),
+             StartsWith("quick.toml:2: [train] key 'max_position' has value -3; expected an integer in [0, "));
+  CHECK_THAT(error_of("[train]\nmax_position = 1.5\n"), StartsWith("quick.toml:2: [train] key 'max_position'"));
+  // Shorter than a training sequence (34 tokens), whatever the mode.
+  CHECK_THAT(error_of("[train]\nlr = 0.001\nmax_position = 33\n"),
+             StartsWith("quick.toml:3: [train] max_position 33 is smaller than the longest training sequence, 34 "
+                        "tokens (task.train_len 16); expected max_position >= 34, or 0 (auto)"));
+  // Long enough for training but not for randomized ids at eval length 64 (130 tokens).
+  CHECK_THAT(error_of("[train]\npositions = \"randomized\"\nmax_position = 100\n"),
+             StartsWith("quick.toml:3: [train] max_position 100 is smaller than the longest eval sequence, 130 tokens "
+                        "(eval length 64), and evaluation draws randomized ids") &&
+                 Contains("expected max_position >= 130, or 0 (auto)"));
+  CHECK_THAT(error_of("[train]\nmax_position = 100\n[eval]\npositions = \"offset\"\n"),
+             StartsWith("quick.toml:2: [train] max_position 100 is smaller than the longest eval sequence"));
+  // ... which contiguous evaluation does not need.
+  CHECK_THAT(error_of("[train]\npositions = \"randomized\"\nmax_position = 100\n[eval]\npositions = \"contiguous\"\n"),
+             Contains("(no error)"));
+  // An override points at itself.
+  CHECK_THAT(error_of("[train]\npositions = \"offset\"\n", {"train.max_position=40", "eval.lengths=[4, 32]"}),
+             StartsWith("--set train.max_position=40: [train] max_position 40 is smaller than the longest eval sequence, "
+                        "66 tokens (eval length 32)"));
+}
+
+TEST_CASE("config: the parameters of t5, kerple and fire are checked at load with the line", "[positions][encodings]") {
+  const std::string t5 = "[encoding]\nname = \"t5\"\n[encoding.t5]\nnum_buckets = 32\n";
+  CHECK_THAT(error_of(t5 + "max_distance = 16\n"),
+             StartsWith("quick.toml:5: [encoding.t5] max_distance 16 must be greater than num_buckets/2 = 16"));
+  CHECK_THAT(error_of(t5 + "max_distance = 17\n"), Contains("(no error)"));
+  CHECK_THAT(error_of("[model]\ncausal = false\n" + t5 + "max_distance = 8\n"),
+             StartsWith("quick.toml:7: [encoding.t5] max_distance 8 must be greater than num_buckets/4 = 8"));
+  CHECK_THAT(error_of("[encoding]\nname = \"t5\"\n[encoding.t5]\nnum_buckets = 2\n"),
+             StartsWith("quick.toml:4: [encoding.t5] key 'num_buckets' has value 2; expected an integer in [4, 4096]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"t5\"\n[encoding.t5]\nshared_layers = 1\n"),
+             StartsWith("quick.toml:4: [encoding.t5] key 'shared_layers' has value 1; expected a boolean"));
+  CHECK_THAT(error_of("[encoding]\nname = \"kerple\"\n[encoding.kerple]\nvariant = \"exp\"\n"),
+             StartsWith("quick.toml:4: [encoding.kerple] key 'variant' has value \"exp\"; expected one of: log, power"));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\ninit_c = 0\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'init_c' has value 0; expected a number in [1e-06, 1000]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\nhidden = 0\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'hidden' has value 0; expected an integer in [1, 4096]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\ninit_L = 0.5\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'init_L' has value 0.5; expected a number in [1, "));
+  CHECK_THAT(error_of("[encoding]\nname = \"fire\"\n[encoding.fire]\nper_head = \"no\"\n"),
+             StartsWith("quick.toml:4: [encoding.fire] key 'per_head' has value \"no\"; expected a boolean"));
+}
+
+TEST_CASE("config: the parameters of shaw, xpos and cope are checked at load with the line", "[positions][encodings]") {
+  CHECK_THAT(error_of("[encoding]\nname = \"shaw\"\n[encoding.shaw]\nclip = 0\n"),
+             StartsWith("quick.toml:4: [encoding.shaw] key 'clip' has value 0; expected an integer in [1, 100000]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"shaw\"\n[encoding.shaw]\nclip = 5000\nvalues = false\n"),
+             Contains("(no error)"));  // a clip beyond every length is fine
+  CHECK_THAT(error_of("[encoding]\nname = \"xpos\"\n[encoding.xpos]\ngamma = 0\n"),
+             StartsWith("quick.toml:4: [encoding.xpos] key 'gamma' has value 0; expected a number in [0.001, 1000]"));
+  CHECK_THAT(error_of("[encoding]\nname = \"xpos\"\n[encoding.xpos]\nscale_base = 0.5\n"),
+             StartsWith("quick.toml:4: [encoding.xpos] key 'scale_base' has value 0.5; expected a number in [1, "));
+  CHECK_THAT(error_of("[model]\nn_heads = 64\n[encoding]\nname = \"xpos\"\n"),
+             StartsWith("quick.toml:2: [encoding.xpos] head_dim 1 (d_model / n_heads) must be even"));
+  CHECK_THAT(error_of("[encoding]\nname = \"cope\"\n[encoding.cope]\nnpos = 1\n"),
+             StartsWith("quick.toml:4: [encoding.cope] npos 1 gives every pair the same position"));
+  CHECK_THAT(error_of("[encoding]\nname = \"cope\"\n[encoding.cope]\nnpos = -1\n"),
+             StartsWith("quick.toml:4: [encoding.cope] key 'npos' has value -1; expected an integer in [0, 1000000]"));
+  // bidirectional attention: the line of model.causal
+  CHECK_THAT(error_of("[model]\ncausal = false\n[encoding]\nname = \"cope\"\n[encoding.cope]\nnpos = 8\n"),
+             StartsWith("quick.toml:2: [encoding.cope] needs causal attention (model.causal = true)"));
 }

@@ -22,40 +22,16 @@
 #include "experiments/eval_result.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
+#include "report_fixture.hpp"
 #include "tiny_config.hpp"
 
 using namespace pelab;
+using namespace pelab::test;
 using Catch::Contains;
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 namespace {
-
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() / ("pelab_report_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 const std::vector<long> kLengths = {8, 16, 32, 64};
 // Seed offsets {0, .03, .09}: mean = base + .04, sample std = sqrt(.0021).
@@ -134,54 +110,11 @@ void build_sweep(const fs::path& sweep) {
   fs::create_directories(sweep / "encoding.name=alibi,train.seed=1");
 }
 
-using CsvRow = std::map<std::string, std::string>;
-std::vector<CsvRow> read_csv(const fs::path& p) {
-  std::istringstream in(slurp(p));
-  std::string line;
-  std::vector<std::string> header;
-  std::vector<CsvRow> rows;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> f;
-    std::stringstream ss(l);
-    std::string x;
-    while (std::getline(ss, x, ',')) f.push_back(x);
-    if (!l.empty() && l.back() == ',') f.push_back("");
-    return f;
-  };
-  while (std::getline(in, line)) {
-    const auto f = split(line);
-    if (header.empty()) {
-      header = f;
-      continue;
-    }
-    REQUIRE(f.size() == header.size());
-    CsvRow r;
-    for (std::size_t i = 0; i < f.size(); ++i) r[header[i]] = f[i];
-    rows.push_back(r);
-  }
-  return rows;
-}
-
 const CsvRow& find_row(const std::vector<CsvRow>& rows, const std::string& enc, long len, const std::string& metric) {
   for (const CsvRow& r : rows)
     if (r.at("encoding.name") == enc && r.at("length") == std::to_string(len) && r.at("metric") == metric) return r;
   FAIL("no summary.csv row for " << enc << " " << len << " " << metric);
   throw 0;
-}
-
-bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
-bool is_png(const fs::path& p) {
-  const std::string b = slurp(p);
-  return b.size() > 100 && b.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
-}
-
-bool has_line_containing(const std::string& text, const std::string& a, const std::string& b) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
-  return false;
 }
 
 }  // namespace
@@ -228,8 +161,11 @@ TEST_CASE("report summary.csv has exact means sample stds and n/a counts") {
   CHECK(l64.at("n_na") == "2");
 
   // Written files are listed; no temp file left behind.
-  REQUIRE(res.files_written.size() == 2);
+  REQUIRE(res.files_written.size() == 4);
   CHECK(fs::path(res.files_written[0]).filename() == "summary.csv");
+  CHECK(fs::path(res.files_written[1]).filename() == "steps_to_target.csv");
+  CHECK(fs::path(res.files_written[2]).filename() == "summary.md");
+  CHECK(fs::path(res.files_written[3]).filename() == "report.html");
   for (const auto& e : fs::directory_iterator(t.dir)) CHECK(e.path().extension() != ".tmp");
 }
 

@@ -89,6 +89,15 @@ TEST_CASE("bad config input exits with code 2, says where, and writes nothing", 
   CHECK(run_cli("train " + cfg + " --set model.n_heads=3", dir + "/log.txt") == 2);
   CHECK(run_cli("frobnicate", dir + "/log.txt") != 0);
   CHECK(run_cli("eval " + dir, dir + "/log.txt") == 2);  // no config.toml there
+  // an encoding parameter out of its cross-key range, and a position setting
+  std::ofstream(cfg) << "[encoding]\nname = \"t5\"\n[encoding.t5]\nnum_buckets = 32\nmax_distance = 12\n[output]\ndir = \""
+                     << dir << "/never\"\n";
+  CHECK(run_cli("train " + cfg, dir + "/log.txt") == 2);
+  CHECK(read_file(dir + "/log.txt").find("bad.toml:5: [encoding.t5] max_distance 12 must be greater than num_buckets/2") !=
+        std::string::npos);
+  CHECK(run_cli("train " + cfg + " --set encoding.t5.max_distance=128 --set train.positions=shuffled", dir + "/log.txt") == 2);
+  CHECK(read_file(dir + "/log.txt").find("--set train.positions=shuffled") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/never"));
   fs::remove_all(dir);
 }
 

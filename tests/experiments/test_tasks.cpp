@@ -1,5 +1,6 @@
-// The task generators: batch layout (BOS x SEP y EOS, mask on y and EOS only), correct answers decoded
-// from the batches, determinism under a seed, lengths, and clear errors for bad settings and files.
+// The task generators: batch layout in every format ([BOS] [P] x [SEP] y [EOS], mask on y and a scored
+// EOS only), golden renderings, chance levels against counting, correct answers decoded from the
+// batches, determinism under a seed, lengths, and clear errors for bad settings and files.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -19,11 +20,30 @@ namespace {
 using Params_ = std::map<std::string, Value>;
 
 std::unique_ptr<Task> task(const std::string& name, const Params_& p = {}, std::size_t min_len = 1,
-                           std::size_t train_len = 8) {
+                           std::size_t train_len = 8, const SequenceFormat& f = {}) {
   TaskCommon c;
   c.min_len = min_len;
   c.train_len = train_len;
+  c.format = f;
   return make_task(name, c, p);
+}
+
+const SequenceTask& as_seq(const Task& t) { return dynamic_cast<const SequenceTask&>(t); }
+
+SequenceFormat fmt(bool bos, EosMode eos, bool sep, bool prompt) {
+  SequenceFormat f;
+  f.bos = bos, f.eos = eos, f.sep = sep, f.prompt = prompt;
+  return f;
+}
+
+// All 24 formats.
+std::vector<SequenceFormat> all_formats() {
+  std::vector<SequenceFormat> v;
+  for (bool bos : {true, false})
+    for (EosMode eos : {EosMode::scored, EosMode::unscored, EosMode::absent})
+      for (bool sep : {true, false})
+        for (bool prompt : {false, true}) v.push_back(fmt(bos, eos, sep, prompt));
+  return v;
 }
 
 bool same(const Batch& a, const Batch& b) {
@@ -31,24 +51,32 @@ bool same(const Batch& a, const Batch& b) {
          a.mask == b.mask && a.answer_begin == b.answer_begin && a.answer_end == b.answer_end;
 }
 
-// Layout invariants of a sequence-task batch; returns the row lengths (tokens fed, before padding).
-std::vector<std::size_t> check_layout(const Task& t, const Batch& batch, std::size_t B) {
+// Layout invariants of a sequence-task batch in format f; returns the row lengths (tokens fed, before padding).
+std::vector<std::size_t> check_layout(const Task& t, const Batch& batch, std::size_t B, const SequenceFormat& f) {
   REQUIRE(batch.batch() == B);
   const std::size_t T = batch.length();
   REQUIRE(batch.targets.shape() == Shape{B, T});
   REQUIRE(batch.mask.shape() == Shape{B, T});
+  REQUIRE(batch.positions.shape() == Shape{B, T});  // 0..T-1, padding included (modes are the trainer's)
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < T; ++i) REQUIRE(batch.positions(b, i) == static_cast<std::int32_t>(i));
   REQUIRE(batch.answer_begin.size() == B);
   REQUIRE(batch.answer_end.size() == B);
+  const std::int32_t prompt = as_seq(t).prompt_id();
+  const std::size_t x0 = std::size_t(f.bos) + std::size_t(f.prompt);  // where x starts
   std::vector<std::size_t> lengths;
   for (std::size_t b = 0; b < B; ++b) {
-    const std::size_t a = batch.answer_begin[b], L = batch.answer_end[b];
+    const std::size_t a = batch.answer_begin[b], e = batch.answer_end[b];
+    // The row length: the EOS target (when present) ends it, else y's last target.
+    const std::size_t L = e + (f.eos == EosMode::unscored ? 1 : 0);
     REQUIRE(L <= T);
-    REQUIRE(a >= 1);
-    REQUIRE(a < L);
+    REQUIRE(a + 1 + (f.eos == EosMode::scored ? 1 : 0) <= e);  // y has at least one token
+    REQUIRE(a + (f.sep ? 0 : 1) > x0);                          // x has at least one token
     lengths.push_back(L);
-    CHECK(batch.tokens(b, 0) == seq::kBos);
-    CHECK(batch.tokens(b, a) == seq::kSep);  // the SEP is read right before the first y prediction
-    CHECK(batch.targets(b, L - 1) == seq::kEos);
+    if (f.bos) CHECK(batch.tokens(b, 0) == seq::kBos);
+    if (f.prompt) CHECK(batch.tokens(b, f.bos ? 1 : 0) == prompt);
+    if (f.sep) CHECK(batch.tokens(b, a) == seq::kSep);  // the SEP is read right before the first y prediction
+    if (f.eos != EosMode::absent) CHECK(batch.targets(b, L - 1) == seq::kEos);
     for (std::size_t i = 0; i < T; ++i) {
       if (i < L) {
         CHECK(batch.tokens(b, i) >= 0);
@@ -56,10 +84,13 @@ std::vector<std::size_t> check_layout(const Task& t, const Batch& batch, std::si
         CHECK(batch.targets(b, i) >= 0);
         CHECK(std::size_t(batch.targets(b, i)) < t.vocab_size());
         if (i + 1 < L) CHECK(batch.targets(b, i) == batch.tokens(b, i + 1));  // targets = tokens shifted
-        if (i >= 1 && i < a) {                                                 // x holds no specials
+        const std::size_t x_end = f.sep ? a : a + 1;
+        if (i >= x0 && i < x_end) {  // x holds task symbols only
           CHECK(batch.tokens(b, i) >= seq::kFirstSymbol);
+          CHECK(batch.tokens(b, i) != prompt);
         }
-        CHECK(batch.mask(b, i) == (i >= a ? 1.0f : 0.0f));
+        if (i >= a && i < e) CHECK(batch.targets(b, i) != prompt);
+        CHECK(batch.mask(b, i) == (i >= a && i < e ? 1.0f : 0.0f));
       } else {
         CHECK(batch.tokens(b, i) == seq::kPad);
         CHECK(batch.targets(b, i) == -1);
@@ -85,17 +116,17 @@ std::vector<int> symbols(const std::vector<std::int32_t>& ids, std::int32_t firs
   return s;
 }
 
-// Generic properties every sequence task must have, for one configuration.
-void check_sequence_task(const std::string& name, const Params_& p) {
-  INFO("task " << name);
+// Generic properties every sequence task must have, for one configuration and format.
+void check_sequence_task(const std::string& name, const Params_& p, const SequenceFormat& f = {}) {
+  INFO("task " << name << ", format " << describe(f));
   const std::size_t B = 64, lo = 2, hi = 7;
-  auto t = task(name, p, lo, hi);
+  auto t = task(name, p, lo, hi, f);
   REQUIRE(!t->is_language_model());
   Rng r1(7), r2(7), r3(8);
   const Batch a = t->sample(r1, B, lo, hi), a2 = t->sample(r2, B, lo, hi), c = t->sample(r3, B, lo, hi);
   CHECK(same(a, a2));
   CHECK(!same(a, c));
-  const auto lengths = check_layout(*t, a, B);
+  const auto lengths = check_layout(*t, a, B, f);
   std::set<std::size_t> sizes;
   for (auto L : lengths) {
     const std::size_t n = size_of(*t, L, hi + 5);
@@ -110,12 +141,19 @@ void check_sequence_task(const std::string& name, const Params_& p) {
   const Batch e1 = t->eval_batch(99, 16, n), e2 = t->eval_batch(99, 16, n), e3 = t->eval_batch(100, 16, n);
   CHECK(same(e1, e2));
   CHECK(!same(e1, e3));
-  for (auto L : check_layout(*t, e1, 16)) CHECK(L == t->sequence_length(n));
+  for (auto L : check_layout(*t, e1, 16, f)) CHECK(L == t->sequence_length(n));
   CHECK(e1.length() == t->sequence_length(n));
-  // Every row renders as "x: ... | y: ...".
+  // Decoding recovers x and y of the sizes the task promises; rendering shows the answer in brackets.
+  for (std::size_t r = 0; r < 16; ++r) {
+    const seq::Example ex = seq::decode(e1, r, f);
+    CHECK(seq::fed_length(ex.x.size(), ex.y.size(), f) == t->sequence_length(n));
+    CHECK(std::count(ex.x.begin(), ex.x.end(), seq::kSep) == 0);
+  }
   const std::string s = t->render(a, 0);
-  CHECK(s.rfind("x: ", 0) == 0);
-  CHECK(s.find(" | y: ") != std::string::npos);
+  CHECK(std::count(s.begin(), s.end(), '[') == 1);
+  CHECK(s.back() == (f.eos == EosMode::unscored ? '>' : ']'));
+  CHECK((s.rfind("<BOS>", 0) == 0) == f.bos);
+  CHECK((s.find("<EOS>") != std::string::npos) == (f.eos != EosMode::absent));
   CHECK_THROWS_AS(t->render(a, B), Error);
   // Bad sampling arguments are errors, not crashes.
   Rng r(1);
@@ -169,16 +207,18 @@ TEST_CASE("bad task parameters and common settings are errors naming the key", "
   CHECK_NOTHROW(task("copy", {{"symbols", Value(std::int64_t(2))}}));
 }
 
-TEST_CASE("every sequence task lays out batches correctly and is deterministic", "[tasks]") {
-  check_sequence_task("copy", {});
-  check_sequence_task("copy", {{"symbols", Value(std::int64_t(40))}});
-  check_sequence_task("reverse", {});
-  check_sequence_task("sort", {});
-  check_sequence_task("addition", {});
-  check_sequence_task("addition", {{"reverse_digits", Value(true)}});
-  check_sequence_task("parity", {});
-  check_sequence_task("assoc_recall", {{"keys", Value(std::int64_t(30))}});
-  check_sequence_task("assoc_recall", {{"keys", Value(std::int64_t(30))}, {"queries", Value(std::int64_t(3))}});
+TEST_CASE("every sequence task lays out batches correctly in every format and is deterministic", "[tasks]") {
+  for (const SequenceFormat& f : all_formats()) {
+    check_sequence_task("copy", {}, f);
+    check_sequence_task("copy", {{"symbols", Value(std::int64_t(40))}}, f);
+    check_sequence_task("reverse", {}, f);
+    check_sequence_task("sort", {}, f);
+    check_sequence_task("addition", {}, f);
+    check_sequence_task("addition", {{"reverse_digits", Value(true)}}, f);
+    check_sequence_task("parity", {}, f);
+    check_sequence_task("assoc_recall", {{"keys", Value(std::int64_t(30))}}, f);
+    check_sequence_task("assoc_recall", {{"keys", Value(std::int64_t(30))}, {"queries", Value(std::int64_t(3))}}, f);
+  }
 }
 
 TEST_CASE("copy reverse and sort answers are correct", "[tasks]") {
@@ -241,7 +281,8 @@ TEST_CASE("addition sums are correct in both digit orders", "[tasks]") {
     CHECK(carries_out > 0);
   }
   auto t = task("addition");
-  CHECK(t->render(seq::assemble({{{8, 9, 10, 14, 11, 12, 13}, {5, 6, 8, 9}}}), 0) == "x: 4 5 6 + 7 8 9 | y: 1 2 4 5");
+  CHECK(t->render(seq::assemble({{{8, 9, 10, 14, 11, 12, 13}, {5, 6, 8, 9}}}), 0) ==
+        "<BOS> 4 5 6 + 7 8 9 <SEP> [1 2 4 5 <EOS>]");
 }
 
 TEST_CASE("parity answers are the parity of the ones", "[tasks]") {
@@ -302,16 +343,17 @@ TEST_CASE("assoc_recall answers are the values stored under the queried keys", "
   CHECK_THROWS_WITH(t->eval_batch(1, 4, 21), Catch::Contains("keys"));
   // Rendering: keys as letters, values as digits, the query marker as '?'.
   auto d = task("assoc_recall");
-  CHECK(d->render(seq::assemble({{{5 + 2, 21 + 7, 5 + 0, 21 + 2, 4, 5 + 0}, {21 + 2}}}), 0) == "x: c 7 a 2 ? a | y: 2");
+  CHECK(d->render(seq::assemble({{{5 + 2, 21 + 7, 5 + 0, 21 + 2, 4, 5 + 0}, {21 + 2}}}), 0) ==
+        "<BOS> c 7 a 2 ? a <SEP> [2 <EOS>]");
 }
 
 TEST_CASE("copy renders symbol names and special tokens", "[tasks]") {
   auto t = task("copy");
   const Batch b = seq::assemble({{{7, 5, 8}, {7, 5, 8}}, {{4}, {4}}});
-  CHECK(t->render(b, 0) == "x: 3 1 4 | y: 3 1 4");
-  CHECK(t->render(b, 1) == "x: 0 | y: 0");
+  CHECK(t->render(b, 0) == "<BOS> 3 1 4 <SEP> [3 1 4 <EOS>]");
+  CHECK(t->render(b, 1) == "<BOS> 0 <SEP> [0 <EOS>]");  // a shorter, padded row
   auto big = task("copy", {{"symbols", Value(std::int64_t(30))}});
-  CHECK(big->render(seq::assemble({{{4, 30, 33}, {4}}}), 0) == "x: a A D | y: a");
+  CHECK(big->render(seq::assemble({{{4, 30, 33}, {4}}}), 0) == "<BOS> a A D <SEP> [a <EOS>]");
 }
 
 TEST_CASE("char_lm samples training windows and evaluates on the held-out tail", "[tasks][char_lm]") {
@@ -340,6 +382,9 @@ TEST_CASE("char_lm samples training windows and evaluates on the held-out tail",
   CHECK(L <= 16);
   REQUIRE(a.targets.shape() == Shape{8, L});
   REQUIRE(a.mask.shape() == Shape{8, L});
+  REQUIRE(a.positions.shape() == Shape{8, L});
+  CHECK(a.positions(7, L - 1) == static_cast<std::int32_t>(L - 1));
+  CHECK(a.positions(3, 0) == 0);
   CHECK(a.answer_begin.empty());
   CHECK(std::all_of(a.mask.begin(), a.mask.end(), [](real m) { return m == 1; }));
   std::set<std::size_t> lens;

@@ -34,7 +34,38 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "rope_half": ("rope", {"layout": "half"}),
     "rope_partial": ("rope", {"layout": "half", "fraction": 0.5}),  # 4 of 8 dims rotated, 4 pass through
     "alibi": ("alibi", {}),
+    "t5": ("t5", {}),                                                 # distances < 16: exact buckets only
+    "t5_small": ("t5", {"num_buckets": 8, "max_distance": 10, "shared_layers": False}),  # log buckets too
+    "t5_bidir": ("t5", {"num_buckets": 12, "max_distance": 7}),      # model.causal = false: both sides
+    "kerple": ("kerple", {}),
+    "kerple_power": ("kerple", {"variant": "power", "shared_layers": True}),
+    "fire": ("fire", {}),                                             # ids < L: one normalizer
+    "fire_small_L": ("fire", {"init_L": 8.0, "hidden": 8, "per_head": False, "shared_layers": True}),
+    # ---- h10: the history encodings ----
+    "integer": ("integer", {"scale": 0.5}),
+    "normalized": ("normalized", {}),                                 # row 2's ids 2..13: the same values as 0..11
+    "binary": ("binary", {}),                                         # 4 bits: ids up to 15
+    "multiplicative": ("multiplicative", {}),
+    "multiplicative_learned": ("multiplicative", {"kind": "learned", "max_len": 16}),
+    "concat": ("concat", {}),                                         # 8 position dims, 24-wide token table
+    "concat_learned": ("concat", {"kind": "learned", "d_pos": 4, "max_len": 16}),
+    "recurrent": ("recurrent", {}),                                   # GRU, replacing the embeddings
+    "recurrent_lstm": ("recurrent", {"cell": "lstm", "residual": True}),
+    # ---- end h10 ----
+    # ---- Shaw, xPos, CoPE
+    "shaw": ("shaw", {}),                                             # clip 16 > every distance here
+    "shaw_clip": ("shaw", {"clip": 3}),                               # distances past 3 share the edge buckets
+    "shaw_keys": ("shaw", {"clip": 5, "values": False}),              # relative keys only
+    "xpos": ("xpos", {}),                                             # scale_base 512: a mild decay
+    "xpos_strong": ("xpos", {"scale_base": 8.0, "gamma": 0.6}),       # a strong one
+    "cope": ("cope", {}),                                             # npos = seq_len + 1 = 13
+    "cope_small": ("cope", {"npos": 4, "shared_layers": True}),       # counts clamp at 3
 }
+BOUNDED_IDS = {"binary", "multiplicative_learned", "concat_learned"}  # h10: ids < 16 only (check_model)
+# Model settings of single fixtures, on top of CFG (recorded in their "config" metadata).
+FIXTURE_CFG = {"t5_bidir": {"causal": False}}
+# T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
+T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,
              weight_decay=0.1, clip_norm=1.0)
 # The training-loop fixture: pelab's Trainer on a stream of distinct batches, positions 0..T-1 (the
@@ -65,9 +96,8 @@ def build_fixture(fixture):
     enc, given = FIXTURES[fixture]
     torch.manual_seed(0)
     tokens, positions, targets, mask = make_inputs()
-    if ref.ENCODINGS[enc].shared_positions:
-        positions[:] = positions[2]                          # one position row for the batch: 2..13
-    model = ref.Model(CFG, enc, given)
+    cfg = dict(CFG, **FIXTURE_CFG.get(fixture, {}))
+    model = ref.Model(cfg, enc, given)
     ref.init_fixture_weights(model)
     names = [n for n, _ in model.named_parameters()]
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -109,7 +139,7 @@ def build_fixture(fixture):
         "fixture": fixture,
         "encoding": enc,
         "encoding_params": json.dumps(model.pos.p, sort_keys=True),
-        "config": json.dumps(CFG, sort_keys=True),
+        "config": json.dumps(cfg, sort_keys=True),
         "train": json.dumps(TRAIN, sort_keys=True),
         "torch_version": torch.__version__,
         "command": COMMAND,
@@ -178,7 +208,7 @@ def build_trainer_fixture():
 
 
 # ---------------------------------------------------------------- self-checks
-DIMS = dict(d_model=32, n_heads=4, head_dim=8, train_len=12)
+DIMS = dict(d_model=32, n_heads=4, head_dim=8, n_layers=2, train_len=12, causal=True)
 
 
 def check_encodings():
@@ -188,12 +218,12 @@ def check_encodings():
     pos = torch.tensor([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]])
     # The two RoPE layouts are the same rotation up to a permutation of dims.
     perm = torch.tensor([0, 4, 1, 5, 2, 6, 3, 7])  # half-layout dim of each interleaved slot
-    a = ref.make_encoding("rope", {"layout": "interleaved"}, DIMS).encode_qk(x[..., perm], x, pos, 0)[0]
-    b = ref.make_encoding("rope", {"layout": "half"}, DIMS).encode_qk(x, x, pos, 0)[0][..., perm]
+    a = ref.make_encoding("rope", {"layout": "interleaved"}, DIMS).encode_qk(x[..., perm], x, ref.Ctx(pos, 0, False))[0]
+    b = ref.make_encoding("rope", {"layout": "half"}, DIMS).encode_qk(x, x, ref.Ctx(pos, 0, False))[0][..., perm]
     assert torch.allclose(a, b, atol=1e-6), "rope layouts disagree"
     # A fraction rotates the first dims as RoPE of that head size would, and passes the rest through.
-    part = ref.make_encoding("rope", {"layout": "half", "fraction": 0.5}, DIMS).encode_qk(x, x, pos, 0)[0]
-    small = ref.make_encoding("rope", {"layout": "half"}, dict(DIMS, head_dim=4)).encode_qk(x[..., :4], x, pos, 0)[0]
+    part = ref.make_encoding("rope", {"layout": "half", "fraction": 0.5}, DIMS).encode_qk(x, x, ref.Ctx(pos, 0, False))[0]
+    small = ref.make_encoding("rope", {"layout": "half"}, dict(DIMS, head_dim=4)).encode_qk(x[..., :4], x, ref.Ctx(pos, 0, False))[0]
     assert torch.equal(part[..., 4:], x[..., 4:]) and torch.allclose(part[..., :4], small, atol=1e-6), "rope fraction"
     # Sinusoidal: PE[t, 2i] = sin(t / base^(2i/d)), PE[t, 2i+1] = cos(same).
     pe = ref.sinusoidal_table(torch.tensor([[0, 3, 13]]), 6, 10000.0)[0]
@@ -205,26 +235,120 @@ def check_encodings():
     # ALiBi: the paper's slopes (6 heads: 4 geometric, then every other one of 8), bias -m_h |i - j|.
     assert ref.alibi_slopes(4) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8]
     assert ref.alibi_slopes(6) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]
-    bias = ref.make_encoding("alibi", {"slope_scale": 2.0}, DIMS).attention_bias(pos[:1].repeat(3, 1), 0)
-    assert bias.shape == (4, 5, 5) and bias[1, 4, 1].item() == -2.0 * 2 ** -4 * 3 and bias[0, 2, 2].item() == 0.0
+    alibi = ref.make_encoding("alibi", {"slope_scale": 2.0}, DIMS)
+    bias = alibi.attention_bias(x, x, ref.Ctx(pos[:1].repeat(3, 1), 0, True))
+    assert bias.shape == (1, 4, 5, 5) and bias[0, 1, 4, 1].item() == -2.0 * 2 ** -4 * 3 and bias[0, 0, 2, 2].item() == 0.0
+    rows = alibi.attention_bias(x, x, ref.Ctx(pos, 0, False))               # row 1 holds 7..11
+    assert rows.shape == (2, 4, 5, 5) and torch.equal(rows[0], rows[1])    # the same distances
+    # T5 buckets: hand-computed values of the reference formula.
+    rel = torch.tensor([-1000, -128, -20, -16, -15, -3, 0, 3, 100])
+    assert ref.t5_bucket(rel, False, 32, 128).tolist() == [31, 31, 17, 16, 15, 3, 0, 0, 0]
+    assert ref.t5_bucket(rel, True, 32, 128).tolist() == [15, 15, 10, 10, 9, 3, 0, 19, 31]  # -16: log 2 / log 16 * 8 = 2 exactly
+    # Kerple: -r1 log(1 + r2 d) and -r1 d^r2 at one head, one distance.
+    for variant, want in (("log", lambda r1, r2, d: -r1 * math.log(1 + r2 * d)), ("power", lambda r1, r2, d: -r1 * d ** r2)):
+        ker = ref.make_encoding("kerple", {"variant": variant}, DIMS)
+        with torch.no_grad():
+            ker.tables[1]["r1"][2], ker.tables[1]["r2"][2] = 0.7, 1.3
+        b = ker.attention_bias(x, x, ref.Ctx(pos, 1, False))
+        assert abs(b[1, 2, 4, 1].item() - want(0.7, 1.3, 3.0)) < 1e-5, variant
+    # FIRE: one head's value written out, with a query id past L (so max(L, p_i) = p_i).
+    fire = ref.make_encoding("fire", {"init_L": 8.0, "hidden": 3}, DIMS)
+    torch.manual_seed(3)
+    f = fire.tables[0]
+    pos2 = torch.tensor([[5, 9, 20, 21, 30]])
+    b = fire.attention_bias(x, x, ref.Ctx(pos2, 0, True))
+    c, L = f.c.item(), abs(f.L_multiplier.item() * 8.0)
+    u = math.log(abs(c * (30 - 9)) + 1) / (math.log(abs(c * max(30, L)) + 1) + 1e-6)
+    hidden = [max(0.0, f.fc.weight[m, 0].item() * u + f.fc.bias[m].item()) for m in range(3)]
+    want = sum(f.out.weight[2, m].item() * hidden[m] for m in range(3)) + f.out.bias[2].item()
+    assert b.shape == (1, 4, 5, 5) and abs(b[0, 2, 4, 1].item() - want) < 1e-5, (b[0, 2, 4, 1].item(), want)
+
+
+# ---- Shaw, xPos, CoPE
+def check_encodings_part2():
+    """Shaw, xPos and CoPE against independent numbers."""
+    g = torch.Generator().manual_seed(4)
+    B, H, T, hs = 2, 4, 6, 8
+    q, k = torch.randn(B, H, T, hs, generator=g, dtype=torch.float64), torch.randn(B, H, T, hs, generator=g, dtype=torch.float64)
+    pos = torch.tensor([[0, 1, 2, 3, 4, 5], [3, 5, 6, 9, 10, 20]])
+    # Shaw: the bucket of (i, j) is clip(p_j - p_i, -k, k) + k, one table row per bucket.
+    shaw = ref.make_encoding("shaw", {"clip": 2}, DIMS)
+    index, a_k, a_v = shaw.relative_kv(ref.Ctx(pos, 1, False))
+    assert index.shape == (2, T, T) and index[1, 5, 0].item() == 0 and index[1, 0, 1].item() == 4
+    assert index[1, 2, 1].item() == 1 and index[0, 3, 3].item() == 2 and a_k is shaw.tables[1]["key"]
+    logit = ref.relative_key_logits(q, index, a_k.double())
+    assert abs(logit[1, 3, 4, 2].item() - float(q[1, 3, 4] @ a_k[index[1, 4, 2]].double())) < 1e-12
+    assert ref.make_encoding("shaw", {"values": False}, DIMS).relative_kv(ref.Ctx(pos, 0, False))[2] is None
+    # xPos: q_m . k_n = sum_i zeta_i^((m - n)/B) (rotated dot of pair i), zeta_i = (2i/hs + g) / (1 + g).
+    xpos = ref.make_encoding("xpos", {"scale_base": 4.0, "gamma": 0.5}, DIMS)
+    qx, kx = xpos.encode_qk(q, k, ref.Ctx(pos, 0, False))
+    b, h, m, n = 1, 2, 4, 1
+    want = 0.0
+    for i in range(hs // 2):
+        zeta = (2 * i / hs + 0.5) / 1.5
+        a = (pos[b, n] - pos[b, m]).item() * 10000.0 ** (-2 * i / hs)  # R(p_m)^T R(p_n) = R(p_n - p_m)
+        q1, q2, k1, k2 = q[b, h, m, 2 * i].item(), q[b, h, m, 2 * i + 1].item(), k[b, h, n, 2 * i].item(), k[b, h, n, 2 * i + 1].item()
+        want += zeta ** ((pos[b, m] - pos[b, n]).item() / 4.0) * ((q1 * k1 + q2 * k2) * math.cos(a) + (q2 * k1 - q1 * k2) * math.sin(a))
+    assert abs(float(qx[b, h, m] @ kx[b, h, n]) - want) < 1e-9, (float(qx[b, h, m] @ kx[b, h, n]), want)
+    # ... and the norm of a scaled pair: |pair i of q_m| = zeta_i^(s/B) |pair i of q|, s = p - (p_0 + ceil(T/2)).
+    s_m = (pos[b, m] - pos[b, 0]).item() - (T + 1) // 2
+    zeta0 = 0.5 / 1.5
+    assert abs(float(qx[b, h, m, :2].norm()) - zeta0 ** (s_m / 4.0) * float(q[b, h, m, :2].norm())) < 1e-9
+    # CoPE: gates forced to 1 count i - j + 1 keys, forced to 1/2 half that; with e[m] chosen so that
+    # q . e[m] = m, the bias is that count / sqrt(hs) (clamped at npos - 1), interpolation included.
+    cope = ref.make_encoding("cope", {"npos": 5}, dict(DIMS, train_len=T)).double()
+    u = torch.ones(B, H, T, hs, dtype=torch.float64)
+    with torch.no_grad():
+        cope.tables[0].weight.copy_(torch.arange(5.0)[:, None] * torch.ones(hs) / hs)       # u . e[m] = m
+    for gate, kk in ((1.0, 20 * u), (0.5, torch.cat([u[..., :4], -u[..., 4:]], dim=-1))):
+        bias = cope.attention_bias(u, kk, ref.Ctx(pos, 0, False))
+        for i in range(T):
+            for j in range(i + 1):
+                assert abs(bias[1, 3, i, j].item() - min(gate * (i - j + 1), 4) / math.sqrt(hs)) < 1e-9, (gate, i, j)
+# ---- end of Shaw, xPos, CoPE
 
 
 def check_model():
-    """Every fixture's model is causal; relative encodings (`Encoding.relative`) give the same logits when
-    every position is shifted by 4, absolute ones do not."""
+    """Every fixture's model is causal (unless built bidirectional); relative encodings
+    (`Encoding.relative`) give the same logits when every position is shifted by a constant, absolute ones
+    do not (FIRE only once a query id passes L: shift 1000 too); two rows with their own ids give what
+    two one-row batches give."""
     torch.manual_seed(2)
     tokens = torch.randint(0, CFG["vocab"], (2, CFG["seq_len"]))
     pos = torch.arange(CFG["seq_len"]).repeat(2, 1)
     for fixture, (enc, given) in FIXTURES.items():
-        model = ref.Model(CFG, enc, given)
+        cfg = dict(CFG, **FIXTURE_CFG.get(fixture, {}))
+        model = ref.Model(cfg, enc, given)
         ref.init_fixture_weights(model)
         with torch.no_grad():
             base = model(tokens, pos)
             changed = tokens.clone()
             changed[:, 7:] = (changed[:, 7:] + 1) % CFG["vocab"]
-            assert torch.equal(model(changed, pos)[:, :7], base[:, :7]), f"{fixture}: not causal"
-            same = torch.allclose(model(tokens, pos + 4), base, atol=1e-4)
-            assert same == ref.ENCODINGS[enc].relative, f"{fixture}: shift invariance {same}"
+            causal = torch.equal(model(changed, pos)[:, :7], base[:, :7])
+            assert causal == cfg.get("causal", True), f"{fixture}: causal {causal}"
+            shifts = [4] if enc == "learned" or fixture in BOUNDED_IDS else [4, 1000]  # learned: a 16-row table
+            same = [torch.allclose(model(tokens, pos + k), base, atol=1e-4) for k in shifts]
+            if ref.ENCODINGS[enc].relative:
+                assert all(same), f"{fixture}: declared relative, but a shift changes the logits"
+            else:
+                assert not all(same), f"{fixture}: declared absolute, but no shift changes the logits"
+            mixed = pos.clone()
+            mixed[1] = torch.tensor([0, 2, 3, 5, 6, 7, 9, 10, 11, 12, 14, 15])
+            both = model(tokens, mixed)
+            for r in range(2):
+                one = model(tokens[r:r + 1], mixed[r:r + 1])
+                assert torch.allclose(both[r:r + 1], one, atol=1e-5), f"{fixture}: row {r} depends on the other row"
+
+
+def t5_bucket_tables():
+    """HF's bucket function in torch for every T5_BUCKETS setting over relative distances -600..600."""
+    rel = torch.arange(-600, 601)
+    out = {"relative": rel.to(torch.int32).numpy()}
+    for nb, md, bidir in T5_BUCKETS:
+        out[f"buckets.{nb}_{md}_{'bidirectional' if bidir else 'causal'}"] = \
+            ref.t5_bucket(rel, bidir, nb, md).to(torch.int32).numpy()
+    return out, {"fixture": "t5_buckets", "settings": json.dumps(T5_BUCKETS), "torch_version": torch.__version__,
+                 "command": COMMAND}
 
 
 def main():
@@ -235,6 +359,7 @@ def main():
     missing = sorted(set(ref.ENCODINGS) - {enc for enc, _ in FIXTURES.values()})
     assert not missing, f"registered encodings without a fixture in FIXTURES: {missing}"
     check_encodings()
+    check_encodings_part2()
     check_model()
     os.makedirs(OUT_DIR, exist_ok=True)
     for fixture in FIXTURES:
@@ -246,6 +371,10 @@ def main():
         print(f"{fixture:12s} {os.path.getsize(path) / 1024:6.1f} KB  loss {tensors['out.loss']:.6f}")
         print(f"             train.losses     {losses}")
         print(f"             train.grad_norms {norms}")
+    tensors, meta = t5_bucket_tables()
+    path = os.path.join(OUT_DIR, "t5_buckets.safetensors")
+    ref.save_checked(path, tensors, meta)
+    print(f"t5_buckets   {os.path.getsize(path) / 1024:6.1f} KB  {len(T5_BUCKETS)} settings x {len(tensors['relative'])} distances")
     tensors, meta, clipped = build_trainer_fixture()
     path = os.path.join(OUT_DIR, f"trainer_{TRAINER['encoding']}.safetensors")
     ref.save_checked(path, tensors, meta)

@@ -20,6 +20,7 @@ Run with Debian's torch 1.13 (/usr/bin/python3), never a pyenv/venv python.
 import json
 import math
 import os
+import re
 import struct
 
 import numpy as np
@@ -100,13 +101,19 @@ def resolve_params(name, given):
     return {k: given.get(k, v) for k, v in spec.items()}
 
 
+class Ctx:
+    """What an encoding sees inside one attention layer (pelab's AttentionContext)."""
+
+    def __init__(self, positions, layer, shared):
+        self.positions, self.layer, self.shared = positions, layer, shared
+
+
 class Encoding(nn.Module):
-    """The four places an encoding may act, as in layers/positional/encoding.hpp; each defaults to nothing.
-    dims: d_model, n_heads, head_dim, train_len. Tensors: x (B, T, C), q and k (B, H, T, hs), positions (B, T)."""
+    """The hooks of layers/positional/encoding.hpp, each defaulting to nothing. dims: d_model, n_heads,
+    head_dim, n_layers, train_len, causal. Tensors: x (B, T, C), q and k (B, H, T, hs), positions (B, T)."""
     name = ""
     params = {}               # parameter -> default: the same keys and defaults as pelab's EncodingSpec
     relative = False          # logits unchanged when every position is shifted by the same offset
-    shared_positions = False  # every row of a batch must carry the same positions (one bias for the batch)
 
     def __init__(self, params, dims):
         super().__init__()
@@ -124,17 +131,41 @@ class Encoding(nn.Module):
     def begin_forward(self, positions):  # once per forward, before the first layer
         pass
 
-    def encode_input(self, x, positions):  # 1. token embeddings -> (B, T, C)
+    def encode_input(self, x, positions):  # token embeddings -> (B, T, C)
         return x
 
-    def encode_qk(self, q, k, positions, layer):  # 2. -> (q, k)
+    def token_width(self, d_model):  # the token embedding width it wants (concat: narrower)
+        return d_model
+
+    def encode_qk(self, q, k, ctx):  # -> (q, k)
         return q, k
 
-    def attention_bias(self, positions, layer):  # 3. additive logit bias (H or 1, T, T), or None
+    def attention_bias(self, q, k, ctx):  # additive logit bias (B or 1, H or 1, T, T), or None
         return None
 
-    def logit_scale(self, positions, layer):  # 4. per-head scales (H,) replacing 1/sqrt(hs), or None
+    def logit_scale(self, ctx):  # per-head scales (H,) replacing 1/sqrt(hs), or None
         return None
+
+    def relative_kv(self, ctx):
+        """Relative keys/values inside attention (Shaw): (index (rows, T, T) int64 in [0, R), a^K (R, hs),
+        a^V (R, hs) or None), or None."""
+        return None
+
+    def fixture_init(self, name, p):
+        """The fixtures' value of parameter `name` (a pos.* name), or False for the generic init: for
+        parameters whose meaning needs a range (Kerple's positive r1, r2)."""
+        return False
+
+
+def shared_rows(positions):
+    """True when every row of positions (B, T) holds the same ids (pelab's rows_share_positions)."""
+    return bool((positions == positions[:1]).all())
+
+
+def pair_difference(positions, shared):
+    """(rows, T, T) int64: p_i - p_j of each row; rows = 1 when the rows share their ids."""
+    p = positions[:1] if shared else positions
+    return p[:, :, None] - p[:, None, :]
 
 
 @register
@@ -219,7 +250,8 @@ class Rope(Encoding):
         self.rot = int(round(r))
         assert abs(r - self.rot) < 1e-9 and self.rot % 2 == 0 and self.rot > 0, f"rope: {r} rotated dims"
 
-    def encode_qk(self, q, k, positions, layer):
+    def encode_qk(self, q, k, ctx):
+        positions = ctx.positions
         cos, sin = self.cached("tables", positions, q.dtype, lambda: self._tables(positions, q.dtype))
         return self._rotate_heads(q, cos, sin), self._rotate_heads(k, cos, sin)
 
@@ -247,23 +279,351 @@ def alibi_slopes(n_heads):
 
 @register
 class Alibi(Encoding):
-    """bias[h, i, j] = -m_h |p_i - p_j|, computed in float64 and rounded to float32 as pelab's constant."""
+    """bias[b, h, i, j] = -m_h |p_i - p_j|, computed in float64 and rounded to float32 as pelab's constant;
+    (1, H, T, T) when the rows share their ids, else (B, H, T, T)."""
     name = "alibi"
     params = {"slope_scale": 1.0}
     relative = True
-    shared_positions = True
 
     def __init__(self, params, dims):
         super().__init__(params, dims)
         self.slopes = torch.tensor(alibi_slopes(dims["n_heads"]), dtype=torch.float64) * params["slope_scale"]
 
-    def attention_bias(self, positions, layer):
-        return self.cached("bias", positions, None, lambda: self._bias(positions))
+    def attention_bias(self, q, k, ctx):
+        return self.cached("bias", ctx.positions, None, lambda: self._bias(ctx.positions, ctx.shared))
 
-    def _bias(self, positions):
-        assert bool((positions == positions[:1]).all()), "alibi: every row of a batch must carry the same positions"
-        p = positions[0].to(torch.float64)
-        return (-self.slopes[:, None, None] * (p[:, None] - p[None, :]).abs()).to(torch.float32)  # (H, T, T)
+    def _bias(self, positions, shared):
+        d = pair_difference(positions, shared).to(torch.float64).abs()[:, None]     # (rows, 1, T, T)
+        return (-self.slopes[None, :, None, None] * d).to(torch.float32)             # (rows, H, T, T)
+
+
+def t5_bucket(relative, bidirectional, num_buckets, max_distance):
+    """Hugging Face transformers' T5Attention._relative_position_bucket (from Mesh TensorFlow), verbatim
+    in substance: relative = key - query (int64 tensor) -> bucket ids."""
+    ret = torch.zeros_like(relative)
+    if bidirectional:
+        num_buckets //= 2
+        ret += (relative > 0).to(torch.long) * num_buckets
+        n = torch.abs(relative)
+    else:
+        n = -torch.min(relative, torch.zeros_like(relative))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return ret + torch.where(is_small, n, large)
+
+
+@register
+class T5(Encoding):
+    """One learned scalar per (bucket, head) per table: pos.tables.<l>.weight (num_buckets, H), one table
+    (shared_layers) or one per layer; bidirectional buckets when the model is not causal."""
+    name = "t5"
+    params = {"num_buckets": 32, "max_distance": 128, "shared_layers": True}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        self.tables = nn.ModuleList(nn.Embedding(params["num_buckets"], dims["n_heads"]) for _ in range(n))
+
+    def attention_bias(self, q, k, ctx):
+        buckets = self.cached("buckets", ctx.positions, None, lambda: t5_bucket(
+            -pair_difference(ctx.positions, ctx.shared), not self.dims["causal"], self.p["num_buckets"],
+            self.p["max_distance"]))                                                 # (rows, T, T)
+        table = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        return table(buckets).permute(0, 3, 1, 2)                                   # (rows, H, T, T)
+
+
+@register
+class Kerple(Encoding):
+    """bias = -r1 log(1 + r2 d) or -r1 d^r2, d = |p_i - p_j|, r1 and r2 per head (pos.tables.<l>.r1, .r2),
+    projected into [0.01, inf) (power r2: [0.01, 2]) at every forward as the authors' code does."""
+    name = "kerple"
+    params = {"variant": "log", "shared_layers": False}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        H = dims["n_heads"]
+        self.tables = nn.ModuleList(nn.ParameterDict({"r1": nn.Parameter(torch.rand(H)),
+                                                      "r2": nn.Parameter(torch.rand(H))}) for _ in range(n))
+
+    def begin_forward(self, positions):
+        power = self.p["variant"] == "power"
+        for t in self.tables:  # as the authors: p.data = p.data.clamp(...)
+            t["r1"].data = t["r1"].data.clamp(min=0.01)
+            t["r2"].data = t["r2"].data.clamp(min=0.01, max=2.0 if power else None)
+
+    def attention_bias(self, q, k, ctx):
+        t = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        dtype = t["r1"].dtype
+        d = self.cached("distance", ctx.positions, dtype, lambda: pair_difference(
+            ctx.positions, ctx.shared).abs().to(dtype)[:, None])                    # (rows, 1, T, T)
+        r1, r2 = t["r1"][None, :, None, None], t["r2"][None, :, None, None]
+        if self.p["variant"] == "power":
+            return -r1 * d.pow(r2)
+        return -r1 * torch.log(1 + r2 * d)
+
+    def fixture_init(self, name, p):
+        hi = 1.8 if (self.p["variant"] == "power" and name.endswith("r2")) else 1.5
+        return 0.2 + (hi - 0.2) * torch.rand_like(p)
+
+
+class FireMLP(nn.Module):
+    def __init__(self, hidden, outputs, init_c):
+        super().__init__()
+        self.fc = nn.Linear(1, hidden)
+        self.out = nn.Linear(hidden, outputs)
+        self.c = nn.Parameter(torch.tensor([float(init_c)]))
+        self.L_multiplier = nn.Parameter(torch.tensor([1.0]))
+
+
+@register
+class Fire(Encoding):
+    """Li et al. 2023, as their reference module, on position ids: f(psi(p_i - p_j) / psi(max(L, p_i))),
+    psi(x) = log(|c x| + 1), L = |L_multiplier * init_L|, normalizer + 1e-6."""
+    name = "fire"
+    params = {"hidden": 32, "init_c": 0.1, "init_L": 512.0, "per_head": True, "shared_layers": False}
+    relative = False
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        outputs = dims["n_heads"] if params["per_head"] else 1
+        self.tables = nn.ModuleList(FireMLP(params["hidden"], outputs, params["init_c"]) for _ in range(n))
+
+    def attention_bias(self, q, k, ctx):
+        f = self.tables[0 if self.p["shared_layers"] else ctx.layer]
+        rows = ctx.positions[:1] if ctx.shared else ctx.positions
+        rel = pair_difference(ctx.positions, ctx.shared).to(f.c.dtype)               # (rows, T, T)
+        query = rows.to(f.c.dtype)[:, :, None]                                      # (rows, T, 1)
+        threshold = torch.abs(f.L_multiplier * self.p["init_L"])
+        normalizer = torch.log(torch.abs(f.c * torch.max(query, threshold)) + 1) + 1e-6
+        x = torch.log(torch.abs(f.c * rel) + 1) / normalizer
+        bias = f.out(torch.relu(f.fc(x[..., None])))                                  # (rows, T, T, H or 1)
+        return bias.permute(0, 3, 1, 2)
+
+    def fixture_init(self, name, p):
+        if name.endswith(".c"):
+            return 0.05 + 0.45 * torch.rand_like(p)
+        if name.endswith(".L_multiplier"):
+            return 0.5 + torch.rand_like(p)
+        return False
+
+
+# ---- h10: the history encodings (integer, normalized, binary, multiplicative, concat, recurrent) ----
+def scalar_pattern(v, C, pattern):
+    """v (B, T) float64 -> (B, T, C): +v on even and -v on odd components ("alternating"), or v on
+    every component ("constant"), as layers/positional/position_vectors.hpp."""
+    u = torch.ones(C, dtype=torch.float64)
+    if pattern == "alternating":
+        u[1::2] = -1.0
+    else:
+        assert pattern == "constant", pattern
+    return v[..., None] * u
+
+
+@register
+class Integer(Encoding):
+    """x + scale * p * u (integer.cpp); the vector is rounded to float32 as pelab's constant."""
+    name = "integer"
+    params = {"scale": 1.0, "pattern": "alternating"}
+
+    def encode_input(self, x, positions):
+        v = self.p["scale"] * positions.to(torch.float64)
+        return x + scalar_pattern(v, x.shape[-1], self.p["pattern"]).to(torch.float32).to(x.dtype)
+
+
+@register
+class Normalized(Encoding):
+    """x + (p - min_row) / (max_row - min_row) * u, 0 when the row's ids are all equal (normalized.cpp)."""
+    name = "normalized"
+    params = {"pattern": "alternating"}
+    relative = True
+
+    def encode_input(self, x, positions):
+        p = positions.to(torch.float64)
+        lo, hi = p.min(dim=1, keepdim=True).values, p.max(dim=1, keepdim=True).values
+        span = hi - lo
+        v = torch.where(span > 0, (p - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.zeros_like(p))
+        return x + scalar_pattern(v, x.shape[-1], self.p["pattern"]).to(torch.float32).to(x.dtype)
+
+
+@register
+class Binary(Encoding):
+    """Bit k of the id (least significant first) as -1/+1 in component k < bits, 0 elsewhere (binary.cpp);
+    bits = 0: just enough for the training ids."""
+    name = "binary"
+    params = {"bits": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.bits = params["bits"] or max(1, math.ceil(math.log2(dims["train_len"])))
+
+    def encode_input(self, x, positions):
+        assert int(positions.max()) < 2 ** self.bits, "binary: id beyond 2^bits"
+        k = torch.arange(self.bits)
+        bit = (positions[..., None] >> k) & 1                                  # (B, T, bits)
+        pe = torch.zeros(*positions.shape, x.shape[-1], dtype=x.dtype)
+        pe[..., :self.bits] = (2 * bit - 1).to(x.dtype)
+        return x + pe
+
+
+@register
+class Multiplicative(Encoding):
+    """x * p: the sinusoidal table (fixed), or a learned table of gains pos.gain (max_len, d)."""
+    name = "multiplicative"
+    params = {"kind": "sinusoidal", "base": 10000.0, "max_len": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        if params["kind"] == "learned":
+            self.gain = nn.Parameter(torch.ones(params["max_len"] or dims["train_len"], dims["d_model"]))
+
+    def encode_input(self, x, positions):
+        if self.p["kind"] == "learned":
+            return x * F.embedding(positions, self.gain)
+        return x * sinusoidal_table(positions, x.shape[-1], self.p["base"]).to(x.dtype)
+
+
+@register
+class Concat(Encoding):
+    """[token embedding (d - d_pos) | position vector (d_pos)]: sinusoidal at width d_pos, or a learned
+    table pos.weight (max_len, d_pos). The model asks token_width() for its token table's width."""
+    name = "concat"
+    params = {"kind": "sinusoidal", "d_pos": 0, "base": 10000.0, "max_len": 0}
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.d_pos = params["d_pos"] or max(2, dims["d_model"] // 8 * 2)
+        assert self.d_pos < dims["d_model"], "concat: d_pos >= d_model"
+        if params["kind"] == "learned":
+            self.weight = nn.Parameter(torch.empty(params["max_len"] or dims["train_len"], self.d_pos))
+            nn.init.normal_(self.weight)
+
+    def token_width(self, d_model):
+        return d_model - self.d_pos
+
+    def encode_input(self, x, positions):
+        if self.p["kind"] == "learned":
+            pe = F.embedding(positions, self.weight)
+        else:
+            pe = sinusoidal_table(positions, self.d_pos, self.p["base"]).to(x.dtype)
+        return torch.cat([x, pe], dim=-1)
+
+
+@register
+class Recurrent(Encoding):
+    """torch.nn.GRU / nn.LSTM (one layer, batch_first, hidden d_model, zero initial state) over the token
+    embeddings, replacing them (or added to them: residual). pelab's names: pos.rnn.weight_ih_l0, ..."""
+    name = "recurrent"
+    params = {"cell": "gru", "residual": False}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        d = dims["d_model"]
+        self.rnn = (nn.LSTM if params["cell"] == "lstm" else nn.GRU)(d, d, batch_first=True)
+
+    def encode_input(self, x, positions):
+        h = self.rnn(x)[0]                                                   # (B, T, d)
+        return x + h if self.p["residual"] else h
+# ---- end h10 ----
+
+
+# ---- Shaw, xPos, CoPE (issue 9, part 2)
+@register
+class Shaw(Encoding):
+    """Shaw et al. 2018: relative keys a^K and values a^V (2 clip + 1, hs) per layer, shared by the heads
+    (pos.tables.<l>.key, .value), indexed by clip(p_j - p_i, -clip, clip) + clip; values optional."""
+    name = "shaw"
+    params = {"clip": 16, "values": True}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        R, hs = 2 * params["clip"] + 1, dims["head_dim"]
+        def table():
+            t = nn.ParameterDict({"key": nn.Parameter(torch.randn(R, hs))})
+            if params["values"]:
+                t["value"] = nn.Parameter(torch.randn(R, hs))
+            return t
+        self.tables = nn.ModuleList(table() for _ in range(dims["n_layers"]))
+
+    def relative_kv(self, ctx):
+        c = self.p["clip"]
+        index = self.cached("index", ctx.positions, None, lambda: (
+            -pair_difference(ctx.positions, ctx.shared)).clamp(-c, c) + c)            # (rows, T, T): p_j - p_i
+        t = self.tables[ctx.layer]
+        return index, t["key"], t["value"] if self.p["values"] else None
+
+
+def xpos_scale_positions(positions):
+    """torchscale's centred scale positions t - ceil(T/2) for t = 0..T-1, on ids: p - (p_0 + ceil(T/2))."""
+    T = positions.shape[1]
+    return positions - (positions[:, :1] + (T + 1) // 2)
+
+
+@register
+class XPos(Encoding):
+    """Sun et al. 2022 as microsoft/torchscale's XPOS (component/xpos_relative_position.py): interleaved
+    rotation by p * base^(-2i/hs) of the whole head, both cos and sin multiplied by zeta_i^(s/scale_base)
+    for q and by its inverse for k (downscale), zeta_i = (2i/hs + gamma) / (1 + gamma), s centred."""
+    name = "xpos"
+    params = {"base": 10000.0, "scale_base": 512.0, "gamma": 0.4}
+    relative = True
+
+    def encode_qk(self, q, k, ctx):
+        hs = q.shape[-1]
+        pos = ctx.positions.to(torch.float64)
+        i = torch.arange(0, hs, 2, dtype=torch.float64)                             # 2i
+        zeta = (i + self.p["gamma"] * hs) / ((1 + self.p["gamma"]) * hs)            # torchscale's `scale` buffer
+        scale = zeta ** (xpos_scale_positions(ctx.positions).to(torch.float64)[..., None] / self.p["scale_base"])
+        ang = pos[..., None] * self.p["base"] ** (-i / hs)                           # (B, T, hs/2)
+        sin, cos = torch.sin(ang), torch.cos(ang)
+
+        def apply(x, m):  # torchscale's apply_rotary_pos_emb: x cos + rotate_every_two(x) sin, both times m
+            dup = lambda t: (t * m).repeat_interleave(2, dim=-1)[:, None].to(x.dtype)  # (B, 1, T, hs)
+            rot = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+            return x * dup(cos) + rot * dup(sin)
+        return apply(q, scale), apply(k, 1 / scale)
+
+
+@register
+class CoPE(Encoding):
+    """Golovneva et al. 2024 as facebookresearch/RAM's ContextPosSelfAttn (projects/cope/src/cope/
+    context_position.py): gates sigmoid(q.k / sqrt(hs)) masked to the causal keys, positions = reversed
+    cumsum clamped to npos - 1, logits q.e interpolated between floor and ceil, divided by sqrt(hs) with
+    the attention logits. e (npos, hs) per layer (pos.tables.<l>.weight; theirs is (1, hs, npos)), zero
+    at init as theirs."""
+    name = "cope"
+    params = {"npos": 0, "shared_layers": False}
+    relative = True  # ignores the ids
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        assert dims["causal"], "cope: causal attention only"
+        self.npos = params["npos"] or dims["train_len"] + 1
+        n = 1 if params["shared_layers"] else dims["n_layers"]
+        self.tables = nn.ModuleList(nn.Embedding(self.npos, dims["head_dim"]) for _ in range(n))
+        for t in self.tables:
+            nn.init.zeros_(t.weight)
+
+    def attention_bias(self, q, k, ctx):
+        hs, T = q.shape[-1], q.shape[-2]
+        e = self.tables[0 if self.p["shared_layers"] else ctx.layer].weight         # (npos, hs)
+        gates = torch.sigmoid((q @ k.transpose(-1, -2)) / math.sqrt(hs))
+        gates = gates * torch.ones(T, T, dtype=q.dtype).tril()                      # future keys count 0
+        positions = gates.flip(-1).cumsum(dim=-1).flip(-1).clamp(max=self.npos - 1)
+        pos_logits_fixed = q @ e.t()                                                # (B, H, T, npos)
+        ceil, floor = positions.ceil().long(), positions.floor().long()
+        w = positions - floor
+        pos_logits = pos_logits_fixed.gather(-1, ceil) * w + pos_logits_fixed.gather(-1, floor) * (1 - w)
+        return pos_logits / math.sqrt(hs)
+# ---- end of Shaw, xPos, CoPE
 
 
 def make_encoding(name, params, dims):
@@ -278,23 +638,45 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
 
-    def forward(self, x, positions, pe, layer, causal):
+    def forward(self, x, ctx, pe, causal):
         B, T, d = x.shape
         H, hs = self.n_heads, d // self.n_heads
         q, k, v = self.qkv(x).split(d, dim=-1)                           # each (B, T, d)
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
-        q, k = pe.encode_qk(q, k, positions, layer)
-        scale = pe.logit_scale(positions, layer)
+        q, k = pe.encode_qk(q, k, ctx)
+        scale = pe.logit_scale(ctx)
+        logits = q @ k.transpose(-2, -1)                                  # (B, H, T, T)
+        rel = pe.relative_kv(ctx)
+        if rel is not None:
+            logits = logits + relative_key_logits(q, rel[0], rel[1])
         if scale is None:
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)              # (B, H, T, T)
+            att = logits / math.sqrt(hs)
         else:
-            att = (q @ k.transpose(-2, -1)) * scale.to(q.dtype)[:, None, None]
-        bias = pe.attention_bias(positions, layer)
+            att = logits * scale.to(q.dtype)[:, None, None]
+        bias = pe.attention_bias(q, k, ctx)                              # (B or 1, H or 1, T, T)
         if bias is not None:
             att = att + bias
-        att = att.masked_fill(causal, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, d)                   # merge heads
+        if causal is not None:
+            att = att.masked_fill(causal, float("-inf"))
+        att = att.softmax(dim=-1)
+        y = att @ v                                                      # (B, H, T, hs)
+        if rel is not None and rel[2] is not None:
+            y = y + relative_values(att, rel[0], rel[2])
+        y = y.transpose(1, 2).reshape(B, T, d)                           # merge heads
         return self.proj(y)
+
+
+def relative_key_logits(q, index, a_k):
+    """Shaw's key term, materialised as the paper writes it: q_i . a^K_ij with a^K_ij = a_k[index_ij].
+    q (B, H, T, hs), index (rows, T, T) -> (B, H, T, T)."""
+    ak = a_k[index].expand(q.shape[0], -1, -1, -1)                       # (B, T, T, hs)
+    return torch.einsum("bhid,bijd->bhij", q, ak)
+
+
+def relative_values(att, index, a_v):
+    """Shaw's value term: sum_j P_ij a^V_ij. att (B, H, T, T) -> (B, H, T, hs)."""
+    av = a_v[index].expand(att.shape[0], -1, -1, -1)                     # (B, T, T, hs)
+    return torch.einsum("bhij,bijd->bhid", att, av)
 
 
 class MLP(nn.Module):
@@ -316,21 +698,24 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
 
-    def forward(self, x, positions, pe, layer, causal):
-        x = x + self.attn(self.ln1(x), positions, pe, layer, causal)
+    def forward(self, x, ctx, pe, causal):
+        x = x + self.attn(self.ln1(x), ctx, pe, causal)
         return x + self.mlp(self.ln2(x))
 
 
 class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
-    learned table with max_len 0). Parameter names are pelab's checkpoint names."""
+    learned table with max_len 0), causal (optional, default true). Parameter names are pelab's checkpoint
+    names."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
+        self.is_causal = cfg.get("causal", True)
         dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
-                    train_len=cfg["seq_len"])
-        self.tok_emb = nn.Embedding(cfg["vocab"], cfg["d_model"])
-        self.pos = make_encoding(encoding, encoding_params or {}, dims)
+                    n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=self.is_causal)
+        pos = make_encoding(encoding, encoding_params or {}, dims)  # first: it decides the token width
+        self.tok_emb = nn.Embedding(cfg["vocab"], pos.token_width(cfg["d_model"]))
+        self.pos = pos                                                # registered after tok_emb, as pelab
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
@@ -341,11 +726,12 @@ class Model(nn.Module):
         T = tokens.shape[1]
         if T not in self.causal:
             self.causal[T] = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        causal = self.causal[T]
+        causal = self.causal[T] if self.is_causal else None
         self.pos.begin_forward(positions)
         x = self.pos.encode_input(self.tok_emb(tokens), positions)         # (B, T, d)
+        shared = shared_rows(positions)
         for i, blk in enumerate(self.blocks):
-            x = blk(x, positions, self.pos, i, causal)
+            x = blk(x, Ctx(positions, i, shared), self.pos, causal)
         return self.head(self.ln_f(x))                                    # (B, T, V)
 
 
@@ -355,13 +741,18 @@ def default_positions(batch, T):
 
 # ---------------------------------------------------------------- initialization
 def param_kind(name):
-    """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias."""
+    """pelab's ParamKind from a checkpoint name: weight | embedding | bias | norm_gain | norm_bias.
+    Embeddings: the token table, a learned position table, T5's bias tables and CoPE's position embeddings
+    (pos.tables.<l>.weight), Shaw's relative keys and values (pos.tables.<l>.key, .value)."""
     parts = name.split(".")
     if parts[-2] in ("ln1", "ln2", "ln_f"):
         return "norm_gain" if parts[-1] == "weight" else "norm_bias"
-    if name in ("tok_emb.weight", "pos.weight"):
+    if name == "pos.gain":  # multiplicative's learned gains: 1 at init, not decayed
+        return "norm_gain"
+    if name in ("tok_emb.weight", "pos.weight") or re.fullmatch(r"pos\.tables\.\d+\.(weight|key|value)", name):
         return "embedding"
-    return "weight" if parts[-1] == "weight" else "bias"
+    # nn.GRU / nn.LSTM's weight_ih_l0, weight_hh_l0 (the recurrent encoding) are weights too
+    return "weight" if parts[-1] == "weight" or parts[-1].startswith("weight_") else "bias"
 
 
 def init_pelab(model, std=0.02, emb_std=0.02):
@@ -378,13 +769,17 @@ def init_pelab(model, std=0.02, emb_std=0.02):
 
 def init_fixture_weights(model):
     """Deliberately large, non-trivial values (a fixture, not a training init): N(0, 0.2) for weights and
-    embeddings, N(0, 0.1) for biases, 1 + N(0, 0.1) and N(0, 0.1) for LayerNorm gain and bias.
-    pos.weight is drawn last so every encoding shares the very same other weights."""
-    named = sorted(model.named_parameters(), key=lambda kv: kv[0] == "pos.weight")
+    embeddings, N(0, 0.1) for biases, 1 + N(0, 0.1) and N(0, 0.1) for LayerNorm gain and bias, unless the
+    encoding gives a value (Encoding.fixture_init). The encoding's parameters (pos.*) are drawn last so
+    every encoding shares the very same other weights."""
+    named = sorted(model.named_parameters(), key=lambda kv: kv[0].startswith("pos."))
     with torch.no_grad():
         for name, p in named:
             kind = param_kind(name)
-            if kind in ("norm_gain", "norm_bias"):
+            own = model.pos.fixture_init(name, p) if name.startswith("pos.") else False
+            if own is not False:
+                p.copy_(own)
+            elif kind in ("norm_gain", "norm_bias"):
                 p.copy_((1.0 if kind == "norm_gain" else 0.0) + 0.1 * torch.randn_like(p))
             elif kind == "bias":
                 p.normal_(0.0, 0.1)

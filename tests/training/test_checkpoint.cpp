@@ -6,12 +6,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "core/ops/cross_entropy.hpp"
 #include "core/rng.hpp"
 #include "core/tape.hpp"
 #include "layers/transformer.hpp"
 #include "training/checkpoint.hpp"
+#include "training/checksum.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;
@@ -322,4 +324,245 @@ TEST_CASE("load_checkpoint reports missing and corrupt files by name") {
     const std::string msg = error_of([&] { load_checkpoint(path + "-nope", target, &topt); });
     CHECK(contains(msg, "-nope"));
   }
+}
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::trunc) << s; }
+
+// Flips one bit of the byte at `offset` (from the end when negative).
+void flip_byte(const fs::path& p, long offset) {
+  std::string s = slurp(p);
+  REQUIRE(!s.empty());
+  const std::size_t at = offset >= 0 ? std::size_t(offset) : s.size() - std::size_t(-offset);
+  REQUIRE(at < s.size());
+  s[at] = static_cast<char>(s[at] ^ 0x04);
+  spit(p, s);
+}
+
+std::string crc_of(const fs::path& p) {
+  const std::string s = slurp(p);
+  return crc32c_hex(crc32c_reference(s.data(), s.size()));
+}
+
+// Rewrites a checkpoint's state.json the way pelab wrote it before checksums (format version 1).
+void make_version_1(const fs::path& dir) {
+  auto j = nlohmann::json::parse(slurp(dir / "state.json"));
+  j.erase("files");
+  j.erase("state_crc32c");
+  j["version"] = 1;
+  spit(dir / "state.json", j.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("state.json records the size and CRC32C of every file and of itself", "[checkpoint][checksum]") {
+  TempDir dir;
+  Tiny m(3);
+  AdamW opt(m.parameters(), adamw_cfg());
+  fill(m, 1);
+  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{4, {{"note", "state_crc32c"}}}, 0);
+  const std::string text = slurp(p / "state.json");
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j.at("version") == 2);
+  for (const char* f : {"weights.safetensors", "optimizer.safetensors"}) {
+    INFO(f);
+    CHECK(j.at("files").at(f).at("bytes") == fs::file_size(p / f));
+    CHECK(j.at("files").at(f).at("crc32c") == crc_of(p / f));
+  }
+  // The self-checksum: the file's bytes with its own eight digits read as zeros.
+  const std::string recorded = j.at("state_crc32c");
+  std::string zeroed = text;
+  const std::size_t at = zeroed.rfind("\"" + recorded + "\"");
+  REQUIRE(at != std::string::npos);
+  zeroed.replace(at + 1, 8, "00000000");
+  CHECK(crc32c_hex(crc32c_reference(zeroed.data(), zeroed.size())) == recorded);
+}
+
+TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and both checksums",
+          "[checkpoint][checksum]") {
+  TempDir dir;
+  Tiny m(3);
+  AdamW opt(m.parameters(), adamw_cfg());
+  fill(m, 2);
+  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  Tiny target(3);
+  fill(target, -1);
+  AdamW topt(target.parameters(), adamw_cfg());
+  auto untouched = [&] {
+    CHECK(target.parameter("w").data()[0] == -1);
+    CHECK(topt.steps() == 0);
+  };
+
+  for (const char* f : {"weights.safetensors", "optimizer.safetensors"}) {
+    DYNAMIC_SECTION("tensor data of " << f) {
+      const std::string recorded = crc_of(p / f);
+      flip_byte(p / f, -3);  // inside the last tensor's data: the header still parses
+      const std::string actual = crc_of(p / f);
+      REQUIRE(actual != recorded);
+      CHECK_NOTHROW(load_safetensors((p / f).string()));  // what went unnoticed before checksums
+      const std::string msg = error_of([&] { load_checkpoint(p.string(), target, &topt); });
+      INFO(msg);
+      CHECK(contains(msg, "checksum mismatch"));
+      CHECK(contains(msg, (p / f).string()));
+      CHECK(contains(msg, recorded));
+      CHECK(contains(msg, actual));
+      untouched();
+    }
+  }
+  SECTION("a truncated file names the file and both sizes") {
+    const auto size = fs::file_size(p / "weights.safetensors");
+    fs::resize_file(p / "weights.safetensors", size - 4);
+    const std::string msg = error_of([&] { load_checkpoint(p.string(), target, &topt); });
+    INFO(msg);
+    CHECK(contains(msg, (p / "weights.safetensors").string()));
+    CHECK(contains(msg, std::to_string(size)));
+    CHECK(contains(msg, std::to_string(size - 4)));
+    untouched();
+  }
+  SECTION("state.json itself") {
+    std::string s = slurp(p / "state.json");
+    const std::size_t at = s.find("\"step\": 1");
+    REQUIRE(at != std::string::npos);
+    s[at + 8] = '7';  // still valid JSON, a different step
+    spit(p / "state.json", s);
+    const std::string msg = error_of([&] { load_checkpoint(p.string(), target, &topt); });
+    INFO(msg);
+    CHECK(contains(msg, "checksum mismatch"));
+    CHECK(contains(msg, (p / "state.json").string()));
+    untouched();
+  }
+  SECTION("marking a checksummed state as version 1 does not skip verification") {
+    std::string s = slurp(p / "state.json");
+    const std::size_t at = s.find("\"version\": 2");
+    REQUIRE(at != std::string::npos);
+    s[at + 11] = '1';
+    spit(p / "state.json", s);
+    CHECK(contains(error_of([&] { load_checkpoint(p.string(), target, &topt); }), "checksum mismatch"));
+    untouched();
+  }
+  SECTION("a damaged manifest entry") {
+    auto j = nlohmann::json::parse(slurp(p / "state.json"));
+    j["files"]["weights.safetensors"]["crc32c"] = 12;
+    spit(p / "state.json", j.dump(2));  // (the self-checksum no longer matches either)
+    CHECK(contains(error_of([&] { load_checkpoint(p.string(), target, &topt); }), "state.json"));
+    untouched();
+  }
+  SECTION("the optimizer file is not read, nor verified, for weights only") {
+    flip_byte(p / "optimizer.safetensors", -3);
+    CHECK_NOTHROW(load_checkpoint(p.string(), target, nullptr));
+    CHECK(target.parameter("w").data()[0] == 2);
+  }
+}
+
+TEST_CASE("version 1 checkpoints (no checksums) still load and are reported unverified", "[checkpoint][checksum]") {
+  TempDir dir;
+  Tiny m(3);
+  AdamW opt(m.parameters(), adamw_cfg());
+  fill(m, 3);
+  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{8, {{"k", 1}}}, 0);
+  make_version_1(p);
+  Tiny target(3);
+  AdamW topt(target.parameters(), adamw_cfg());
+  const auto st = load_checkpoint(p.string(), target, &topt);
+  CHECK(st.step == 8);
+  CHECK(st.extra.at("k") == 1);
+  CHECK(target.parameter("w").data()[0] == 3);
+
+  const CheckpointChoice c = choose_checkpoint(dir.str(), true);
+  REQUIRE(c.path == p.string());
+  CHECK_FALSE(c.verified);
+  const auto notes = checkpoint_notes(c);
+  REQUIRE(notes.size() == 1);
+  CHECK(contains(notes[0], p.string()));
+  CHECK(contains(notes[0], "no checksums"));
+  // A version 1 file that does not even parse is still caught.
+  fs::resize_file(p / "weights.safetensors", 20);
+  const CheckpointChoice none = choose_checkpoint(dir.str(), false);
+  CHECK_FALSE(none.path.has_value());
+  REQUIRE(none.skipped.size() == 1);
+  CHECK(contains(none.skipped[0].reason, "weights.safetensors"));
+}
+
+TEST_CASE("choose_checkpoint falls back past damaged checkpoints and says why", "[checkpoint][resume]") {
+  TempDir dir;
+  Tiny m(3);
+  AdamW opt(m.parameters(), adamw_cfg());
+  std::vector<fs::path> ck;
+  for (std::size_t s : {10, 20, 30}) ck.push_back(save_checkpoint(dir.str(), m, opt, CheckpointState{s, {}}, 0));
+
+  SECTION("all good: the newest, nothing skipped, verified") {
+    const CheckpointChoice c = choose_checkpoint(dir.str(), true);
+    CHECK(c.path == ck[2].string());
+    CHECK(c.step == 30);
+    CHECK(c.verified);
+    CHECK(c.skipped.empty());
+    CHECK(checkpoint_notes(c).empty());
+  }
+  SECTION("emptied newest, then a corrupt one, then an optimizer-only problem") {
+    for (const auto& e : fs::directory_iterator(ck[2])) fs::remove(e.path());  // step_30 emptied
+    CheckpointChoice c = choose_checkpoint(dir.str(), true);
+    CHECK(c.path == ck[1].string());
+    REQUIRE(c.skipped.size() == 1);
+    CHECK(c.skipped[0].step == 30);
+    CHECK(c.skipped[0].path == ck[2].string());
+    CHECK(contains(c.skipped[0].reason, "incomplete"));
+    auto notes = checkpoint_notes(c);
+    REQUIRE(notes.size() == 1);
+    CHECK(contains(notes[0], ck[2].string()));
+    CHECK(contains(notes[0], "incomplete"));
+
+    flip_byte(ck[1] / "weights.safetensors", -1);
+    c = choose_checkpoint(dir.str(), true);
+    CHECK(c.path == ck[0].string());
+    REQUIRE(c.skipped.size() == 2);
+    CHECK(c.skipped[1].step == 20);
+    CHECK(contains(c.skipped[1].reason, "checksum mismatch"));
+    CHECK(contains(c.skipped[1].reason, "weights.safetensors"));
+
+    flip_byte(ck[0] / "optimizer.safetensors", -1);
+    CHECK(choose_checkpoint(dir.str(), false).path == ck[0].string());  // eval needs only the weights
+    c = choose_checkpoint(dir.str(), true);
+    CHECK_FALSE(c.path.has_value());
+    REQUIRE(c.skipped.size() == 3);
+    const std::string msg = no_usable_checkpoint(dir.str(), c);
+    INFO(msg);
+    CHECK(contains(msg, "no usable checkpoint"));
+    for (const char* name : {"step_000000010", "step_000000020", "step_000000030"}) CHECK(contains(msg, name));
+    CHECK(contains(msg, "optimizer.safetensors"));
+  }
+  SECTION("state.json deleted or unreadable") {
+    fs::remove(ck[2] / "state.json");
+    spit(ck[1] / "state.json", "{\"step\": ");
+    const CheckpointChoice c = choose_checkpoint(dir.str(), true);
+    CHECK(c.path == ck[0].string());
+    REQUIRE(c.skipped.size() == 2);
+    CHECK(contains(c.skipped[0].reason, "incomplete"));
+    CHECK(contains(c.skipped[1].reason, "not valid JSON"));
+  }
+  SECTION("an empty run directory: nothing chosen, nothing skipped") {
+    TempDir empty;
+    const CheckpointChoice c = choose_checkpoint(empty.str(), true);
+    CHECK_FALSE(c.path.has_value());
+    CHECK(c.skipped.empty());
+    CHECK(contains(no_usable_checkpoint(empty.str(), c), "no checkpoint in"));
+  }
+}
+
+TEST_CASE("a deeply nested state.json is an error, not a stack overflow", "[checkpoint]") {
+  TempDir dir;
+  Tiny m(3);
+  SGD opt(m.parameters(), SGDConfig{});
+  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  make_version_1(p);  // no checksum to stop it first
+  const std::size_t depth = 1000000;
+  spit(p / "state.json", "{\"version\": 1, \"step\": 1, \"extra\": " + std::string(depth, '[') + std::string(depth, ']') + "}");
+  const std::string msg = error_of([&] { load_checkpoint(p.string(), m, &opt); });
+  INFO(msg);
+  CHECK(contains(msg, (p / "state.json").string()));
+  CHECK(contains(msg, "nested"));
 }

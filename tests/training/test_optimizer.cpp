@@ -21,7 +21,11 @@ Parameter make_param(const std::string& name, const Shape& shape, ParamKind kind
   Tensor t = Tensor::zeros(shape, true);
   real* d = t.mutable_data();
   for (std::size_t i = 0; i < t.numel(); ++i) d[i] = real(rng.normal());
-  return {name, t, kind};
+  Parameter p;
+  p.name = name;
+  p.tensor = t;
+  p.kind = kind;
+  return p;
 }
 
 // One parameter of each kind.

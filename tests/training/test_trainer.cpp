@@ -3,6 +3,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
 
 #include <unistd.h>
@@ -42,8 +44,9 @@ Batch copy_batch(Rng& rng, std::size_t B, std::size_t n, std::size_t symbols) {
   return b;
 }
 
-ModelConfig tiny_model(const std::string& enc) {
+ModelConfig tiny_model(const std::string& enc, std::size_t max_position = 0) {
   ModelConfig c;
+  c.max_position = max_position;
   c.vocab = 3 + 6;
   c.d_model = 32;
   c.n_layers = 2;
@@ -71,8 +74,8 @@ std::string temp_dir(const std::string& name) {
   return p.string();
 }
 
-std::unique_ptr<Transformer> fresh_model(const std::string& enc, std::uint64_t seed) {
-  auto m = std::make_unique<Transformer>(tiny_model(enc));
+std::unique_ptr<Transformer> fresh_model(const std::string& enc, std::uint64_t seed, std::size_t max_position = 0) {
+  auto m = std::make_unique<Transformer>(tiny_model(enc, max_position));
   Rng r = init_rng(seed);
   init_parameters(*m, r);
   return m;
@@ -104,16 +107,23 @@ TEST_CASE("end to end: a small model learns to copy within seconds", "[trainer][
   fs::remove_all(dir);
 }
 
-TEST_CASE("resume is bit-identical: 2N steps straight equal N, interrupt, resume, N", "[trainer][resume]") {
-  const std::string a = temp_dir("straight"), b = temp_dir("resumed");
-  TrainConfig cfg = tiny_train(40);
-  cfg.checkpoint_every = 0;
+namespace {
+
+// Runs 2N steps straight, and N steps + interrupt + resume N on a fresh model in another directory;
+// returns both models' parameters.
+struct ResumePair {
+  std::vector<Parameter> straight, resumed;
+  std::unique_ptr<Transformer> a, c;
+};
+
+ResumePair straight_and_resumed(const TrainConfig& cfg, std::size_t max_position, const std::string& tag) {
+  const std::string a = temp_dir("straight_" + tag), b = temp_dir("resumed_" + tag);
   auto source = [](Rng& r) { return copy_batch(r, 8, 3, 6); };
+  ResumePair out;
+  out.a = fresh_model("learned", 3, max_position);
+  Trainer(*out.a, cfg, source, quiet_opts(a)).run();
 
-  auto ma = fresh_model("learned", 3);
-  Trainer(*ma, cfg, source, quiet_opts(a)).run();
-
-  auto mb = fresh_model("learned", 3);
+  auto mb = fresh_model("learned", 3, max_position);
   std::size_t calls = 0;
   clear_stop();
   auto interrupting = [&](Rng& r) {
@@ -126,26 +136,60 @@ TEST_CASE("resume is bit-identical: 2N steps straight equal N, interrupt, resume
   REQUIRE(first.steps == 20);
   CHECK(first.message.find("interrupted at step 20") != std::string::npos);
 
-  auto mc = fresh_model("learned", 99);  // different init: every weight must come from the checkpoint
-  const TrainResult second = Trainer(*mc, cfg, source, quiet_opts(b, true)).run();
+  out.c = fresh_model("learned", 99, max_position);  // different init: every weight must come from the checkpoint
+  const TrainResult second = Trainer(*out.c, cfg, source, quiet_opts(b, true)).run();
   REQUIRE(second.status == TrainResult::Status::finished);
   REQUIRE(second.steps == 40);
-  const auto pa = ma->parameters(), pc = mc->parameters();
-  REQUIRE(pa.size() == pc.size());
-  std::size_t identical = 0;
-  for (std::size_t i = 0; i < pa.size(); ++i) {
-    REQUIRE(pa[i].tensor.numel() == pc[i].tensor.numel());
-    identical += std::equal(pa[i].tensor.data(), pa[i].tensor.data() + pa[i].tensor.numel(), pc[i].tensor.data());
-  }
-  CHECK(identical == pa.size());
   // the resumed run's metrics hold each logged step once
   std::ifstream in(b + "/metrics.jsonl");
   std::string line;
   std::size_t lines = 0;
   while (std::getline(in, line)) ++lines;
   CHECK(lines == 4);  // steps 10, 20, 30, 40
+  out.straight = out.a->parameters();
+  out.resumed = out.c->parameters();
   fs::remove_all(a);
   fs::remove_all(b);
+  return out;
+}
+
+std::size_t identical_params(const std::vector<Parameter>& pa, const std::vector<Parameter>& pc) {
+  REQUIRE(pa.size() == pc.size());
+  std::size_t identical = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    REQUIRE(pa[i].tensor.numel() == pc[i].tensor.numel());
+    identical += std::equal(pa[i].tensor.data(), pa[i].tensor.data() + pa[i].tensor.numel(), pc[i].tensor.data());
+  }
+  return identical;
+}
+
+}  // namespace
+
+TEST_CASE("resume is bit-identical: 2N steps straight equal N, interrupt, resume, N", "[trainer][resume]") {
+  TrainConfig cfg = tiny_train(40);
+  cfg.checkpoint_every = 0;
+  const ResumePair p = straight_and_resumed(cfg, 0, "contiguous");
+  CHECK(identical_params(p.straight, p.resumed) == p.straight.size());
+}
+
+TEST_CASE("resume is bit-identical under offset and randomized positions (the position RNG is checkpointed)",
+          "[trainer][resume][positions]") {
+  TrainConfig contiguous = tiny_train(40);
+  const ResumePair base = straight_and_resumed(contiguous, 24, "base");
+  for (PositionMode mode : {PositionMode::offset, PositionMode::randomized}) {
+    INFO(position_mode_name(mode));
+    TrainConfig cfg = tiny_train(40);
+    cfg.positions = mode;
+    cfg.max_position = 24;  // the learned table has 24 rows
+    const ResumePair p = straight_and_resumed(cfg, 24, position_mode_name(mode));
+    CHECK(identical_params(p.straight, p.resumed) == p.straight.size());
+    // The ids reached the model: table row 20, past the 7 tokens of a copy of 3 symbols, got gradient
+    // here (same init and data as the contiguous run, where it only decays).
+    const Tensor table = p.a->parameter("pos.weight"), base_table = base.a->parameter("pos.weight");
+    REQUIRE(table.shape() == Shape{24, 32});
+    const std::size_t row = 20;
+    CHECK(!std::equal(table.data() + row * 32, table.data() + (row + 1) * 32, base_table.data() + row * 32));
+  }
 }
 
 TEST_CASE("a non-finite loss stops the run naming the step and keeps the last good checkpoint", "[trainer][nan]") {
@@ -172,5 +216,83 @@ TEST_CASE("a non-finite loss stops the run naming the step and keeps the last go
   load_checkpoint(*ck, *check, nullptr);
   const Tensor w = check->parameter("head.weight");
   CHECK(std::isfinite(w.data()[0]));
+  fs::remove_all(dir);
+}
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("resume says which checkpoint it uses and why it skipped newer ones and none usable is an error",
+          "[trainer][resume]") {
+  const std::string dir = temp_dir("fallback");
+  TrainConfig cfg = tiny_train(30);
+  cfg.checkpoint_every = 10;
+  cfg.keep_checkpoints = 0;
+  auto source = [](Rng& r) { return copy_batch(r, 4, 3, 6); };
+  auto m = fresh_model("none", 1);
+  REQUIRE(Trainer(*m, cfg, source, quiet_opts(dir)).run().status == TrainResult::Status::finished);
+  const std::string ck = dir + "/checkpoints/";
+  REQUIRE(list_checkpoints(dir).size() == 3);  // steps 10, 20, 30
+
+  SECTION("an emptied newest checkpoint: resume uses the previous one and says why") {
+    for (const auto& e : fs::directory_iterator(ck + "step_000000030")) fs::remove(e.path());
+    TrainerOptions o = quiet_opts(dir, true);
+    o.require_checkpoint = true;
+    auto m2 = fresh_model("none", 2);
+    const TrainResult r = Trainer(*m2, cfg, source, o).run();
+    CHECK(r.status == TrainResult::Status::finished);
+    const std::string log = read_all(dir + "/train.log");
+    INFO(log);
+    CHECK(has(log, "skipped checkpoint " + ck + "step_000000030"));
+    CHECK(has(log, "incomplete"));
+    CHECK(has(log, "resumed from " + ck + "step_000000020 at step 20"));
+  }
+  SECTION("every checkpoint damaged: an error naming each, even when starting fresh is allowed") {
+    for (const char* s : {"step_000000010", "step_000000020", "step_000000030"})
+      for (const auto& e : fs::directory_iterator(ck + s)) fs::remove(e.path());
+    for (bool required : {true, false}) {
+      TrainerOptions o = quiet_opts(dir, true);
+      o.require_checkpoint = required;
+      auto m2 = fresh_model("none", 2);
+      const std::string msg = error_of([&] { Trainer(*m2, cfg, source, o).run(); });
+      INFO(msg);
+      CHECK(has(msg, "no usable checkpoint"));
+      CHECK(has(msg, "step_000000010: incomplete"));
+      CHECK(has(msg, "step_000000030: incomplete"));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("resume in a run directory without checkpoints: an error if required, else step 0", "[trainer][resume]") {
+  const std::string dir = temp_dir("nockpt");
+  TrainConfig cfg = tiny_train(10);
+  auto source = [](Rng& r) { return copy_batch(r, 4, 3, 6); };
+  TrainerOptions o = quiet_opts(dir, true);
+  o.require_checkpoint = true;
+  auto m = fresh_model("none", 1);
+  const std::string msg = error_of([&] { Trainer(*m, cfg, source, o).run(); });
+  INFO(msg);
+  CHECK(has(msg, "no checkpoint in " + dir + "/checkpoints"));
+  CHECK_FALSE(fs::exists(dir));  // nothing written
+
+  o.require_checkpoint = false;
+  const TrainResult r = Trainer(*m, cfg, source, o).run();
+  CHECK(r.status == TrainResult::Status::finished);
+  CHECK(r.steps == 10);
+  CHECK(has(read_all(dir + "/train.log"), "starting from step 0"));
   fs::remove_all(dir);
 }

@@ -1,0 +1,28 @@
+#include "experiments/tasks/format.hpp"
+
+#include "core/tensor.hpp"  // Error
+
+namespace pelab {
+
+const char* eos_mode_name(EosMode m) {
+  switch (m) {
+    case EosMode::scored: return "scored";
+    case EosMode::unscored: return "unscored";
+    case EosMode::absent: return "absent";
+  }
+  return "?";
+}
+
+EosMode parse_eos_mode(const std::string& name) {
+  for (EosMode m : {EosMode::scored, EosMode::unscored, EosMode::absent})
+    if (name == eos_mode_name(m)) return m;
+  throw Error("unknown eos mode '" + name + "'; allowed: scored, unscored, absent");
+}
+
+std::string describe(const SequenceFormat& f) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  return std::string("bos = ") + b(f.bos) + ", eos = \"" + eos_mode_name(f.eos) + "\", sep = " + b(f.sep) +
+         ", prompt = " + b(f.prompt);
+}
+
+}  // namespace pelab

@@ -1,0 +1,113 @@
+// FIRE (Li et al. 2023, "Functional Interpolation for Relative Positions Improves Long Context
+// Transformers"): a small MLP of the normalized log distance, one output per head (or one for all):
+//   bias[h, i, j] = f_theta( psi(p_i - p_j) / psi(max(L, p_i)) )_h,   psi(x) = log(|c x| + 1),
+// with f_theta: 1 -> hidden -> ReLU -> H, and learned c and L = |L_multiplier * init_L|. p_i, p_j are
+// position ids (randomized or offset ids work). As in the paper's reference code: c starts at 0.1,
+// L_multiplier at 1 with init_L = 512 fixed, hidden width 32, eps = 1e-6 added to the normalizer; the
+// MLP's Linear layers are initialized as every pelab Linear (model.init_std). Dividing by psi(max(L, p_i))
+// makes the bias depend on the query's id once p_i > L: FIRE is not translation invariant.
+#include <algorithm>
+#include <cmath>
+
+#include "core/ops/elementwise.hpp"
+#include "core/ops/shape.hpp"
+#include "core/ops/unary.hpp"
+#include "layers/basic.hpp"
+#include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
+
+namespace pelab {
+namespace {
+
+constexpr real kEps = real(1e-6);  // keeps the normalizer away from 0 (the reference's eps)
+
+Initializer constant(double v) {
+  return [v](Array& a, Rng&) { a.fill(static_cast<real>(v)); };
+}
+
+struct FireTable : Module {
+  FireTable(std::size_t hidden, std::size_t outputs, double init_c) {
+    fc = &add_module("fc", std::make_unique<Linear>(1, hidden));
+    out = &add_module("out", std::make_unique<Linear>(hidden, outputs));
+    c = add_parameter("c", {1}, ParamKind::bias, constant(init_c));
+    L_multiplier = add_parameter("L_multiplier", {1}, ParamKind::bias, constant(1.0));
+  }
+  Linear *fc, *out;
+  Tensor c, L_multiplier;  // (1)
+};
+
+class Fire : public PositionalEncoding {
+ public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
+  Fire(const ModelDims& dims, std::size_t hidden, double init_c, double init_L, bool per_head, bool shared_layers)
+      : init_L_(static_cast<real>(init_L)), shared_layers_(shared_layers) {
+    const std::size_t tables = shared_layers ? 1 : dims.n_layers;
+    for (std::size_t l = 0; l < tables; ++l)
+      tables_.push_back(&add_module("tables." + std::to_string(l),
+                                    std::make_unique<FireTable>(hidden, per_head ? dims.n_heads : 1, init_c)));
+  }
+
+  // Constants of the ids: p_i - p_j (rows, T, T) and p_i (rows, T, 1).
+  void begin_forward(const IndexArray& positions) override {
+    biases_.clear();
+    if (seen_.same(positions)) return;
+    const bool shared = rows_share_positions(positions);
+    difference_ = Tensor(pairwise_difference(positions, shared));
+    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+    Array query(Shape{rows, T, 1});
+    std::transform(positions.data(), positions.data() + rows * T, query.data(),
+                   [](std::int32_t p) { return static_cast<real>(p); });
+    query_ = Tensor(std::move(query));
+    seen_.set(positions);
+  }
+
+  // (1 or B, H or 1, T, T)
+  Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
+    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    const std::size_t t = shared_layers_ ? 0 : ctx.layer;
+    if (biases_.size() <= t) biases_.resize(t + 1);
+    if (!biases_[t].defined()) biases_[t] = bias(*tables_.at(t));
+    return biases_[t];
+  }
+
+ private:
+  Tensor bias(const FireTable& f) const {
+    auto psi = [&](const Tensor& x) { return log(add_scalar(abs(mul(f.c, x)), 1)); };
+    const Tensor threshold = abs(mul_scalar(f.L_multiplier, init_L_));             // (1)
+    const Tensor normalizer = add_scalar(psi(maximum(query_, threshold)), kEps);  // (rows, T, 1)
+    const Tensor x = div(psi(difference_), normalizer);                           // (rows, T, T)
+    const Shape& s = x.shape();
+    const Tensor h = relu(f.fc->forward(reshape(x, {s[0], s[1], s[2], 1})));     // (rows, T, T, hidden)
+    return permute(f.out->forward(h), {0, 3, 1, 2});                              // (rows, H or 1, T, T)
+  }
+
+  real init_L_;
+  bool shared_layers_;
+  std::vector<FireTable*> tables_;
+  SeenPositions seen_;
+  Tensor difference_, query_;   // constants of the ids
+  std::vector<Tensor> biases_;  // this forward's bias per table
+};
+
+}  // namespace
+
+PELAB_REGISTER_ENCODING(fire, EncodingSpec{
+    "fire",
+    "MLP of the log distance normalized by log max(L, query id), per head (Li et al. 2023)",
+    false,  // relative only while every query id is below L
+    {
+        {"hidden", ValueType::integer, std::int64_t(32), 1.0, 4096.0, {}, "width of the MLP 1 -> hidden -> heads"},
+        {"init_c", ValueType::number, 0.1, 1e-6, 1e3, {}, "initial c of psi(x) = log(|c x| + 1)"},
+        {"init_L", ValueType::number, 512.0, 1.0, 1e9, {},
+         "L = |L_multiplier * init_L| with L_multiplier learned from 1: query ids below L share one normalizer"},
+        {"per_head", ValueType::boolean, true, {}, {}, {}, "one MLP output per head; false: one shared by all heads"},
+        {"shared_layers", ValueType::boolean, false, {}, {}, {}, "one FIRE for all layers; false: one per layer"},
+    },
+    nullptr,
+    [](const Params& p, const ModelDims& dims) {
+      return std::make_unique<Fire>(dims, static_cast<std::size_t>(p.get_int("hidden")), p.get_number("init_c"),
+                                    p.get_number("init_L"), p.get_bool("per_head"), p.get_bool("shared_layers"));
+    },
+});
+
+}  // namespace pelab

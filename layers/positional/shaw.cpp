@@ -1,0 +1,93 @@
+// Shaw et al. 2018 ("Self-Attention with Relative Position Representations"): learned relative keys
+// and values inside attention. Each (query i, key j) pair looks up the clipped id distance
+//   c_ij = clip(p_j - p_i, -k, k) + k   in [0, 2k]
+// in two tables a^K, a^V (2k + 1, hs) per layer, shared by the heads (as in the paper):
+//   logits_ij = (q_i . k_j + q_i . a^K[c_ij]) / sqrt(hs),   out_i = sum_j P_ij (v_j + a^V[c_ij]).
+// `values = false` keeps the key term only. The fused attention core (core/ops/attention.hpp) does the
+// work without materialising (B, H, T, T, hs); this file only builds the bucket index table, once per
+// forward, from the position ids: (1, T, T) when every row has the same ids, else (B, T, T). Distances
+// past the clip share the edge buckets, so any length (and a clip longer than any length) works. A
+// function of id differences only: relative. Under a causal mask only c_ij <= k is ever read.
+#include <algorithm>
+#include <memory>
+
+#include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
+
+namespace pelab {
+namespace {
+
+struct ShawTables : Module {
+  ShawTables(std::size_t buckets, std::size_t hs, bool values) {
+    key = add_parameter("key", {buckets, hs}, ParamKind::embedding);  // a^K (2k + 1, hs)
+    if (values) value = add_parameter("value", {buckets, hs}, ParamKind::embedding);  // a^V
+  }
+  Tensor key, value;
+};
+
+class Shaw : public PositionalEncoding {
+ public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
+  Shaw(const ModelDims& dims, std::int64_t clip, bool values) : clip_(clip) {
+    const std::size_t buckets = std::size_t(2 * clip + 1);
+    for (std::size_t l = 0; l < dims.n_layers; ++l)  // pos.tables.<l>.key, pos.tables.<l>.value
+      tables_.push_back(&add_module("tables." + std::to_string(l),
+                                    std::make_unique<ShawTables>(buckets, dims.head_dim, values)));
+  }
+
+  // The bucket of every (query, key) pair, kept while the same ids come back (the tables' values
+  // change every step, the index does not).
+  void begin_forward(const IndexArray& positions) override {
+    if (seen_.same(positions)) return;
+    const bool shared = rows_share_positions(positions);
+    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+    auto index = std::make_shared<IndexArray>(Shape{rows, T, T});  // (rows, Tq, Tk)
+    std::int32_t* out = index->data();
+    for (std::size_t b = 0; b < rows; ++b) {
+      const std::int32_t* p = positions.data() + b * T;
+      for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) {
+          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
+          *out++ = static_cast<std::int32_t>(std::clamp(rel, -clip_, clip_) + clip_);
+        }
+    }
+    index_ = std::move(index);
+    seen_.set(positions);
+  }
+
+  RelativeKV relative_kv(const AttentionContext& ctx) override {
+    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    const ShawTables& t = *tables_.at(ctx.layer);
+    RelativeKV r;
+    r.index = index_;
+    r.key = t.key;
+    r.value = t.value;  // undefined when keys only
+    return r;
+  }
+
+ private:
+  std::int64_t clip_;
+  std::vector<ShawTables*> tables_;
+  SeenPositions seen_;
+  std::shared_ptr<const IndexArray> index_;  // shared with every layer's tape node
+};
+
+}  // namespace
+
+PELAB_REGISTER_ENCODING(shaw, EncodingSpec{
+    "shaw",
+    "learned relative keys (and values) of the clipped distance inside attention (Shaw et al. 2018)",
+    true,  // relative
+    {
+        {"clip", ValueType::integer, std::int64_t(16), 1.0, 100000.0, {},
+         "clip distance k: distances beyond +-k share the edge buckets (2k + 1 per layer)"},
+        {"values", ValueType::boolean, true, {}, {}, {},
+         "relative values a^V too (keys and values); false: relative keys only"},
+    },
+    nullptr,
+    [](const Params& p, const ModelDims& dims) {
+      return std::make_unique<Shaw>(dims, p.get_int("clip"), p.get_bool("values"));
+    },
+});
+
+}  // namespace pelab

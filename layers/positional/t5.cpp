@@ -1,0 +1,133 @@
+// T5 relative position bias (Raffel et al. 2020): each (query, key) pair falls into a bucket of its
+// distance (exact for short distances, logarithmic up to max_distance, one shared bucket beyond), and
+// every head adds one learned scalar per bucket to its logits. T5 shares one table across layers (as
+// Kazemnejad et al. 2023 do); `shared_layers = false` gives each layer its own. The buckets depend on
+// id differences only, so the bias is relative and defined for any length.
+#include "layers/positional/t5.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/ops/embedding.hpp"
+#include "core/ops/shape.hpp"
+#include "layers/basic.hpp"
+#include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
+
+namespace pelab {
+
+std::int32_t t5_bucket(std::int64_t relative, bool bidirectional, std::int32_t num_buckets, std::int32_t max_distance) {
+  std::int32_t ret = 0, buckets = num_buckets;
+  std::int64_t n;
+  if (bidirectional) {
+    buckets /= 2;
+    if (relative > 0) ret += buckets;
+    n = relative < 0 ? -relative : relative;
+  } else {
+    n = relative < 0 ? -relative : 0;
+  }
+  const std::int32_t max_exact = buckets / 2;
+  if (n < max_exact) return ret + static_cast<std::int32_t>(n);
+  // float32 throughout, as the reference: log(float(n) / max_exact) / float(log(max_distance / max_exact))
+  const float scaled = std::log(static_cast<float>(n) / static_cast<float>(max_exact)) /
+                       static_cast<float>(std::log(double(max_distance) / double(max_exact))) *
+                       static_cast<float>(buckets - max_exact);
+  const std::int64_t large = max_exact + static_cast<std::int64_t>(scaled);
+  return ret + static_cast<std::int32_t>(std::min<std::int64_t>(large, buckets - 1));
+}
+
+namespace {
+
+std::int32_t max_exact(std::int64_t num_buckets, bool causal) { return std::int32_t((causal ? num_buckets : num_buckets / 2) / 2); }
+
+class T5Bias : public PositionalEncoding {
+ public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
+  T5Bias(const ModelDims& dims, std::int32_t num_buckets, std::int32_t max_distance, bool shared_layers)
+      : num_buckets_(num_buckets), max_distance_(max_distance), bidirectional_(!dims.causal),
+        shared_layers_(shared_layers) {
+    const std::size_t tables = shared_layers ? 1 : dims.n_layers;
+    for (std::size_t l = 0; l < tables; ++l)  // pos.tables.<l>.weight (num_buckets, H), an embedding table
+      tables_.push_back(&add_module("tables." + std::to_string(l),
+                                    std::make_unique<Embedding>(std::size_t(num_buckets), dims.n_heads)));
+    // One bucket per distance 0..max_distance on each side; every larger distance has the last one.
+    for (std::int64_t n = 0; n <= max_distance; ++n) {
+      ahead_.push_back(t5_bucket(n, bidirectional_, num_buckets, max_distance));
+      behind_.push_back(t5_bucket(-n, bidirectional_, num_buckets, max_distance));
+    }
+  }
+
+  // The bucket of every (query, key) pair: (1, T, T) for shared ids, else (B, T, T).
+  void begin_forward(const IndexArray& positions) override {
+    biases_.clear();  // the tables change with every optimizer step: recompute the bias per forward
+    if (seen_.same(positions)) return;
+    const bool shared = rows_share_positions(positions);
+    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+    buckets_ = IndexArray(Shape{rows, T, T});
+    std::int32_t* out = buckets_.data();
+    const auto last = static_cast<std::int64_t>(max_distance_);
+    for (std::size_t b = 0; b < rows; ++b) {
+      const std::int32_t* p = positions.data() + b * T;
+      for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) {
+          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
+          *out++ = rel >= 0 ? ahead_[std::size_t(std::min(rel, last))] : behind_[std::size_t(std::min(-rel, last))];
+        }
+    }
+    seen_.set(positions);
+  }
+
+  // (1 or B, H, T, T): bias[b, h, i, j] = table[bucket(p_j - p_i), h].
+  Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
+    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    const std::size_t t = shared_layers_ ? 0 : ctx.layer;
+    if (biases_.size() <= t) biases_.resize(t + 1);
+    if (!biases_[t].defined())
+      biases_[t] = permute(tables_.at(t)->forward(buckets_), {0, 3, 1, 2});  // (rows, T, T, H) -> (rows, H, T, T)
+    return biases_[t];
+  }
+
+ private:
+  std::int32_t num_buckets_, max_distance_;
+  bool bidirectional_, shared_layers_;
+  std::vector<Embedding*> tables_;
+  std::vector<std::int32_t> ahead_, behind_;  // bucket of key - query = +n, -n for n in [0, max_distance]
+  SeenPositions seen_;
+  IndexArray buckets_;
+  std::vector<Tensor> biases_;  // this forward's bias per table
+};
+
+void check(const Params& p, const ModelDims& dims) {
+  const std::int64_t nb = p.get_int("num_buckets"), md = p.get_int("max_distance");
+  const std::int32_t exact = max_exact(nb, dims.causal);
+  if (md <= exact)
+    throw Error("encoding 't5': max_distance " + std::to_string(md) + " must be greater than num_buckets/" +
+                (dims.causal ? "2" : "4") + " = " + std::to_string(exact) + " (num_buckets " + std::to_string(nb) +
+                ", " + (dims.causal ? "causal" : "bidirectional: half the buckets per side") +
+                "): distances below that have exact buckets and the logarithmic ones span [" +
+                std::to_string(exact) + ", max_distance)");
+}
+
+}  // namespace
+
+PELAB_REGISTER_ENCODING(t5, EncodingSpec{
+    "t5",
+    "learned scalar bias per head for bucketed relative distances (Raffel et al. 2020)",
+    true,  // relative
+    {
+        {"num_buckets", ValueType::integer, std::int64_t(32), 4.0, 4096.0, {},
+         "distance buckets (per side when model.causal = false)"},
+        {"max_distance", ValueType::integer, std::int64_t(128), 1.0, 1e6, {},
+         "distances from here on share the last bucket; must exceed num_buckets/2 (causal) or num_buckets/4"},
+        {"shared_layers", ValueType::boolean, true, {}, {}, {},
+         "one bias table for all layers (as T5); false: one per layer"},
+    },
+    check,
+    [](const Params& p, const ModelDims& dims) {
+      check(p, dims);
+      return std::make_unique<T5Bias>(dims, static_cast<std::int32_t>(p.get_int("num_buckets")),
+                                      static_cast<std::int32_t>(p.get_int("max_distance")), p.get_bool("shared_layers"));
+    },
+});
+
+}  // namespace pelab
