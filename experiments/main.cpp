@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
   sweep->add_option("--out", out_dir, "sweep directory (default: output.dir of the config)");
   sweep->add_option("--jobs,-j", jobs, "cells run in parallel (one process each)")->check(CLI::Range(1, 256));
+  sweep->add_option("--threads", threads, "step threads per cell (default: the cores / --jobs, at least 1)")->check(CLI::Range(1, 256));
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
 
   // eval
@@ -237,6 +238,7 @@ int main(int argc, char** argv) {
       SweepOptions so;
       so.out_dir = out_dir;
       so.jobs = jobs;
+      so.threads = threads;
       so.report = !no_report;
       so.self_exe = self_exe();
       return run_sweep(loaded, so);

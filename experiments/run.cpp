@@ -102,6 +102,19 @@ MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
   return rec;
 }
 
+// A config's TOML without its "threads = N" line (train.threads).
+std::string without_threads(const std::string& toml) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < toml.size()) {
+    std::size_t e = toml.find('\n', i);
+    e = e == std::string::npos ? toml.size() : e + 1;
+    if (toml.compare(i, 10, "threads = ") != 0) out.append(toml, i, e - i);
+    i = e;
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_experiment(const RunSpec& spec, const RunOptions& opt) {
@@ -110,8 +123,10 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   fs::create_directories(opt.run_dir);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
-  // Never mix two configs in one run directory (a finished result is never overwritten).
-  if (fs::exists(opt.run_dir + "/config.toml") && read_file(opt.run_dir + "/config.toml") != toml &&
+  // Never mix two configs in one run directory (a finished result is never overwritten). The thread
+  // count may change on resume: results do not depend on it (README "Threads").
+  if (fs::exists(opt.run_dir + "/config.toml") &&
+      without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
       (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
     throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
                 "config.toml); choose another output directory");
