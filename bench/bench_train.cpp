@@ -40,6 +40,8 @@
 #include "core/allocator.hpp"
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
 #include "core/ops/cross_entropy.hpp"
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
@@ -119,7 +121,7 @@ double measure_peak_gflops() {
   double best = 1e30;
   for (int r = 0; r < 8; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    blas::gemm(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    blas::gemm_serial(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best = std::min(best, s);  // run 0 warms caches and OpenBLAS buffers
   }
@@ -137,7 +139,7 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   const double rss_base = proc_status_mb("VmRSS");
   const int steps = opt.steps > 0 ? opt.steps : bc.steps;
   const int warmup = opt.warmup >= 0 ? opt.warmup : bc.warmup;
-  blas::set_num_threads(opt.threads);
+  parallel::set_threads(opt.threads, "--threads");  // pelab's pool; OpenBLAS stays at 1 thread
 
   ModelConfig mc;
   mc.vocab = kVocab;
@@ -220,12 +222,12 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
         "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
         "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
         "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
-        "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\"}\n",
+        "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
         bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, B, T, d, L, bc.n_heads, kVocab,
         model.num_parameters(), warmup, steps, step_s * 1e3, cpu_s * 1e3, tok_s, double(B * T) / cpu_s,
         flops, gflops, peak_gflops, util, rss_base, peak_rss, rss_warm, rss_end, rss_end - rss_warm,
         heap_end - heap_warm, sys_allocs, sys_mb_delta, mem_end.system_bytes / double(1 << 20), loss_first,
-        loss_last, blas::core_name().c_str());
+        loss_last, blas::core_name().c_str(), simd::summary().c_str());
   } else {
     std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %s positions, "
                 "%d thread(s)\n", bc.name.c_str(), d, L, bc.n_heads, B, T, encoding.c_str(), opt.positions.c_str(),
@@ -265,7 +267,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--positions") o.positions = value();
     else if (a == "--steps") o.steps = parse_int(a, value(), 1);
     else if (a == "--warmup") o.warmup = parse_int(a, value(), 0);
-    else if (a == "--threads") o.threads = parse_int(a, value(), 1);
+    else if (a == "--threads") {
+      o.threads = parse_int(a, value(), 1);
+      const std::string why = parallel::check_threads(o.threads, "--threads");
+      if (!why.empty()) throw Error(why);
+    }
     else if (a == "--peak-gflops") {
       const char* s = value();
       char* end = nullptr;

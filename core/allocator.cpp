@@ -1,5 +1,6 @@
 #include "core/allocator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -27,10 +28,11 @@ Cache& cache() {
 
 std::size_t size_class(std::size_t bytes) {
   if (bytes <= 256) return (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0);
-  // 8 classes per power of two: round up to a multiple of 2^(floor(log2 bytes) - 3)
+  // 8 classes per power of two: round up to a multiple of 2^(floor(log2 bytes) - 3), and of 64:
+  // aligned_alloc requires the size to be a multiple of the alignment (ASan aborts otherwise).
   std::size_t top = 1;
   while ((top << 1) <= bytes) top <<= 1;
-  const std::size_t step = top / 8;
+  const std::size_t step = std::max(top / 8, kAlign);
   return (bytes + step - 1) / step * step;
 }
 

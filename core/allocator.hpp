@@ -22,7 +22,8 @@ struct Stats {
 Stats stats();
 void release_cache();  // gives every cached block back to the system
 
-// The byte size actually reserved for a request (size classes: at most 1/8 larger than asked).
+// The byte size actually reserved for a request (size classes: at most 1/8 or 64 bytes larger than
+// asked, always a multiple of 64).
 std::size_t size_class(std::size_t bytes);
 
 template <class T>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/blas_coretype.hpp"
+#include "core/parallel.hpp"
 
 extern "C" {
 void openblas_set_num_threads(int);
@@ -36,9 +37,9 @@ inline void gemm_impl(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int 
 }
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
-          const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
-          std::size_t ldc) {
+void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                 const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                 std::size_t ldc) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // BLAS leaves C untouched for K = 0 only when beta = 1: make beta explicit
     for (std::size_t i = 0; i < M; ++i)
@@ -47,6 +48,25 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   }
   gemm_impl(tr(trans_a), tr(trans_b), static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
             A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+}
+
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+          const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+          std::size_t ldc) {
+  // Split the larger of M and N over the pool, into pieces of at least kMinSplitWork multiply-adds.
+  const bool by_rows = M >= N;
+  const std::size_t dim = by_rows ? M : N, other = (by_rows ? N : M) * K;
+  const std::size_t grain = other ? (kMinSplitWork + other - 1) / other : dim;
+  const std::size_t k = parallel::chunks(dim, grain < 1 ? 1 : grain);
+  if (k <= 1) return gemm_serial(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  parallel::for_range(dim, grain, [&](std::size_t, std::size_t b, std::size_t e) {
+    if (by_rows)  // rows [b, e) of C and of op(A)
+      gemm_serial(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + b * lda, lda, B, ldb, beta,
+                  C + b * ldc, ldc);
+    else  // columns [b, e) of C and of op(B)
+      gemm_serial(trans_a, trans_b, M, e - b, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta,
+                  C + b, ldc);
+  });
 }
 
 void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
@@ -147,7 +167,7 @@ double measure_peak_gflops(double seconds) {
   double best = 1e30, spent = 0;
   for (int r = 0; r < 1000 && (r < 4 || spent < seconds); ++r) {
     const auto t0 = clock::now();
-    gemm(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    gemm_serial(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
     const double dt = std::chrono::duration<double>(clock::now() - t0).count();
     spent += dt;
     if (r > 0) best = std::min(best, dt);  // the first product warms caches and OpenBLAS's buffers

@@ -11,17 +11,27 @@ namespace pelab::blas {
 
 // C (M x N) = alpha * op(A) * op(B) + beta * C, all row-major with leading dimensions.
 // op(A) is M x K (A stored K x M when trans_a), op(B) is K x N (B stored N x K when trans_b).
-// beta = 1 accumulates, which is how backward adds into existing gradients.
+// beta = 1 accumulates, which is how backward adds into existing gradients. With more than one
+// thread (core/parallel.hpp) a large product is split along the larger of M and N into contiguous
+// pieces, one single-threaded OpenBLAS call per thread; every piece has at least kMinSplitWork
+// multiply-adds, so it takes OpenBLAS's blocked path as the whole product does (its small-matrix kernels
+// stop at 1e6): the result is the same for every thread count (tests/core_f32/test_parallel.cpp).
+constexpr std::size_t kMinSplitWork = std::size_t(1) << 21;
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);
+
+// The same, always on the calling thread.
+void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                 const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                 std::size_t ldc);
 
 // Naive triple loop with the same contract: the reference the GEMM tests compare against.
 void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                     const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                     std::size_t ldc);
 
-// OpenBLAS threads. pelab sets this explicitly (1 by default: fastest at toy sizes).
+// OpenBLAS threads. pelab keeps OpenBLAS at 1 (parallel::set_threads sets it): its own pool splits GEMMs.
 void set_num_threads(int n);
 int num_threads();
 

@@ -69,6 +69,15 @@ real* BackwardCtx::grad(std::size_t i) const {
   return needs_grad(i) ? grad_buffer(*n_.inputs[i]).data() : nullptr;
 }
 
+real* BackwardCtx::grad_write(std::size_t i, bool& fresh) const {
+  fresh = false;
+  return needs_grad(i) ? grad_buffer_for_write(*n_.inputs[i], fresh).data() : nullptr;
+}
+
+bool BackwardCtx::same_input(std::size_t i, std::size_t j) const {
+  return needs_grad(i) && needs_grad(j) && n_.inputs[i] == n_.inputs[j];
+}
+
 void Tape::clear() {
   nodes_.clear();
   ++epoch_;

@@ -109,8 +109,12 @@ struct Node {
 };
 
 // What a node's backward sees. grad(i) hands out input i's gradient buffer, zero-filled on first
-// use, to accumulate (+=) into. (A later "overwrite when this node is the gradient's only producer"
-// mode fits here: the context knows whether the buffer is fresh, see TensorImpl::has_grad.)
+// use, to accumulate (+=) into. grad_write(i, fresh) is for a backward that writes EVERY element of
+// input i's gradient: when no other node has contributed yet the buffer comes unzeroed with fresh =
+// true and the op writes (=, GEMM beta 0) instead of accumulating, which saves zeroing it (same bits:
+// 0 + x = x). Call it right before writing that input's gradient and finish before asking for another
+// input's: two inputs may be one tensor (add(x, x)), and the second call then sees the first's writes
+// as earlier contributions.
 class BackwardCtx {
  public:
   BackwardCtx(const Node& n, const Array& grad_out) : n_(n), g_(grad_out) {}
@@ -120,6 +124,10 @@ class BackwardCtx {
   bool needs_grad(std::size_t i) const;  // input i requires grad
   // Input i's gradient buffer (allocated as zeros on first use); nullptr when input i needs none.
   real* grad(std::size_t i) const;
+  // Input i's gradient buffer for a writer of every element (see above); nullptr when input i needs none.
+  real* grad_write(std::size_t i, bool& fresh) const;
+  // True when inputs i and j are the same tensor (both needing a gradient).
+  bool same_input(std::size_t i, std::size_t j) const;
 
  private:
   const Node& n_;

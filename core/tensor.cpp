@@ -1,5 +1,6 @@
 #include "core/tensor.hpp"
 
+#include <limits>
 #include <sstream>
 
 #include "core/tape.hpp"
@@ -116,6 +117,19 @@ void Tensor::backward() const { Tape::current().backward(*this, nullptr); }
 void Tensor::backward(const Array& seed) const { Tape::current().backward(*this, &seed); }
 
 Tensor Tensor::detach() const { return Tensor(Array(value()), false); }
+
+Array& grad_buffer_for_write(TensorImpl& t, bool& fresh) {
+  fresh = !t.has_grad;
+  if (fresh) {
+    const Shape& shape = t.released ? t.released_shape : t.value.shape();
+    if (t.grad.shape() != shape) t.grad.resize(shape);
+#ifdef PELAB_POISON_FRESH_GRADS
+    t.grad.fill(std::numeric_limits<real>::quiet_NaN());
+#endif
+    t.has_grad = true;
+  }
+  return t.grad;
+}
 
 Array& grad_buffer(TensorImpl& t) {
   if (!t.has_grad) {

@@ -129,6 +129,13 @@ class Tensor {
 // Gradient buffer of t, allocated as zeros on first use. Ops reach it through BackwardCtx::grad
 // (core/tape.hpp) and accumulate (+=) into it.
 Array& grad_buffer(TensorImpl& t);
+// Gradient buffer of t for a writer of every element: when t has no gradient yet, a buffer of the right
+// shape is handed out WITHOUT zeroing and fresh = true (the caller must write, not accumulate, every
+// element); otherwise the existing one with fresh = false (accumulate). Writing instead of zeroing then
+// adding gives the same bits (0 + x = x) and saves a pass over the buffer. BackwardCtx::grad_write.
+// Builds defining PELAB_POISON_FRESH_GRADS (the double build the gradient checks use) fill fresh
+// buffers with NaN, so an element a writer forgot shows up in every gradient check.
+Array& grad_buffer_for_write(TensorImpl& t, bool& fresh);
 
 }  // namespace pelab
 

@@ -196,7 +196,7 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("keep_checkpoints", train.keep_checkpoints, 1.0, 1e6, "checkpoints kept"),
                 early,
                 PELAB_FIELD("early_stop_target", train.early_stop_target, none, none, "early-stop threshold"),
-                PELAB_FIELD("threads", train.threads, 1.0, 1024.0, "OpenBLAS threads")},
+                PELAB_FIELD("threads", train.threads, 1.0, 1024.0, "threads of a training step (core/parallel.hpp); at most the cores this process may use")},
                {"[train.<optimizer>] subtables"}});
   s.push_back({"eval",
                {PELAB_FIELD("samples", eval.samples, 1.0, 1e9, "held-out examples per length"),

@@ -15,6 +15,7 @@
 
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
+#include "core/parallel.hpp"
 #include "experiments/config.hpp"
 #include "experiments/config_schema.hpp"
 #include "experiments/eval_named.hpp"
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
   auto* resume_flag = train->add_flag("--resume", resume, "continue from the latest usable checkpoint (error if none)");
   train->add_flag("--resume-or-start", resume_or_start, "like --resume, but a run directory without checkpoints "
                   "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
-  train->add_option("--threads", threads, "OpenBLAS threads (default: train.threads)")->check(CLI::Range(1, 256));
+  train->add_option("--threads", threads, "threads of a training step, 1 to the cores this process may use (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
   train->add_option("--memory-limit", memory_mb, memory_help);
   std::string cell_text;
@@ -154,6 +155,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
   sweep->add_option("--out", out_dir, "sweep directory (default: output.dir of the config)");
   sweep->add_option("--jobs,-j", jobs, "cells run in parallel (one process each)")->check(CLI::Range(1, 256));
+  sweep->add_option("--threads", threads, "step threads per cell (default: the cores / --jobs, at least 1)")->check(CLI::Range(1, 256));
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
   bool sweep_probe = false;
   sweep->add_flag("--probe", sweep_probe, "run `pelab probe run` on every finished cell (the report shows the probes)");
@@ -308,7 +310,7 @@ int main(int argc, char** argv) {
         throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
       }
       for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
-      blas::set_num_threads(spec.config.train.threads);
+      parallel::set_threads(spec.config.train.threads, "train.threads");
       set_phase("building the model");
       Transformer model(spec.model);
       const CheckpointChoice choice = choose_checkpoint(run_dir, false);
@@ -356,6 +358,7 @@ int main(int argc, char** argv) {
       SweepOptions so;
       so.out_dir = out_dir;
       so.jobs = jobs;
+      so.threads = threads;
       so.report = !no_report;
       so.probe = sweep_probe;
       so.self_exe = self_exe();

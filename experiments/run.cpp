@@ -16,6 +16,8 @@
 
 #include "core/allocator.hpp"
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/evaluate.hpp"
 #include "training/checkpoint.hpp"
@@ -92,6 +94,7 @@ std::string config_table(const RunSpec& spec, std::size_t n_params) {
   };
   row("position ids", "train " + ids(t.positions, t.max_position) + ", eval " + ids(ep.mode, ep.max_position));
   row("blas", blas::blas_summary());
+  row("simd", simd::summary());
   return os.str();
 }
 
@@ -121,6 +124,19 @@ MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
   return rec;
 }
 
+// A config's TOML without its "threads = N" line (train.threads).
+std::string without_threads(const std::string& toml) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < toml.size()) {
+    std::size_t e = toml.find('\n', i);
+    e = e == std::string::npos ? toml.size() : e + 1;
+    if (toml.compare(i, 10, "threads = ") != 0) out.append(toml, i, e - i);
+    i = e;
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_experiment(const RunSpec& spec, const RunOptions& opt) {
@@ -133,13 +149,15 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const EvalBatches batches = check_memory(spec, opt.memory, true);
   if (opt.console && writer)
     for (const auto& note : describe(batches, spec, opt.memory)) std::printf("note: %s\n", note.c_str());
-  blas::set_num_threads(cfg.train.threads);
+  parallel::set_threads(cfg.train.threads, "train.threads (or --threads)");  // before the run directory exists
   set_phase("preparing the run directory");
   if (writer) make_directory(opt.run_dir, "run directory", opt.dir_source);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
-  // Never mix two configs in one run directory (a finished result is never overwritten).
-  if (fs::exists(opt.run_dir + "/config.toml") && read_file(opt.run_dir + "/config.toml") != toml &&
+  // Never mix two configs in one run directory (a finished result is never overwritten). The thread
+  // count may change on resume: results do not depend on it (README "Threads").
+  if (fs::exists(opt.run_dir + "/config.toml") &&
+      without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
       (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
     throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
                 "config.toml); choose another output directory");

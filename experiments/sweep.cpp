@@ -17,6 +17,7 @@
 #include "experiments/report.hpp"
 #include "experiments/run.hpp"
 #include "training/distributed.hpp"
+#include "core/parallel.hpp"
 #include "training/fs.hpp"
 #include "training/metrics_table.hpp"
 #include "training/signals.hpp"
@@ -99,6 +100,14 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const ExperimentConfig& cfg = loaded.config;
   const std::vector<RunSpec>& cells = loaded.runs;
   const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
+  const int jobs = std::max(1, opt.jobs);
+  if (opt.threads > 0) {
+    const std::string why = parallel::check_threads(opt.threads, "--threads");
+    if (!why.empty()) throw Error(why);
+  }
+  // cells x threads = cores unless --threads says otherwise (results do not depend on the count).
+  const int threads = opt.threads > 0 ? opt.threads : std::max(1, parallel::hardware_threads() / jobs);
+
   // Before anything is written: every cell's training and evaluation must fit in memory.
   for (const RunSpec& c : cells) {
     try {
@@ -123,12 +132,13 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
       continue;
     }
     make_directory(dir, "cell directory", "under the sweep directory from " + opt.dir_source);
-    write_file_atomic(dir + "/cell.toml", to_toml(cells[i].config));
+    ExperimentConfig cell = cells[i].config;
+    cell.train.threads = threads;
+    write_file_atomic(dir + "/cell.toml", to_toml(cell));
     todo.push_back(i);
   }
-  const int jobs = std::max(1, opt.jobs);
-  std::printf("sweep %s: %zu cells (%zu already finished), %zu to run, %d at a time\n", root.c_str(), cells.size(),
-              skipped, todo.size(), jobs);
+  std::printf("sweep %s: %zu cells (%zu already finished), %zu to run, %d at a time, %d thread(s) each\n",
+              root.c_str(), cells.size(), skipped, todo.size(), jobs, threads);
   std::fflush(stdout);
 
   install_stop_handlers();

@@ -1,7 +1,9 @@
-// Sweeps: every cell of the [sweep] grid runs as its own `pelab train` process (one BLAS thread each
-// by default), up to `jobs` at a time, in its own process group (experiments/cell_process.hpp): Ctrl-C
-// or SIGTERM to the sweep is forwarded to the cells, which checkpoint and exit; if the sweep dies, they
-// stop too. Finished cells (eval.json present) are skipped, so re-running a
+// Sweeps: every cell of the [sweep] grid runs as its own `pelab train` process, up to `jobs` at a time,
+// each with `threads` step threads (train.threads; by default cores / jobs, so that cells x threads =
+// the cores this process may use; results do not depend on the thread count: README "Threads"), in its
+// own process group (experiments/cell_process.hpp): Ctrl-C or SIGTERM to the sweep is forwarded to the
+// cells, which checkpoint and exit; if the sweep dies, they stop too. Finished cells (eval.json
+// present) are skipped, so re-running a
 // sweep resumes it; unfinished cells resume from their last checkpoint. Each cell's directory is
 // locked by the process training it.
 #pragma once
@@ -17,6 +19,7 @@ namespace pelab {
 struct SweepOptions {
   std::string out_dir;          // the sweep directory (default: output.dir of the config)
   int jobs = 1;
+  int threads = 0;              // step threads per cell (train.threads); 0: max(1, cores / jobs)
   bool report = true;           // run `pelab report` at the end
   bool probe = false;           // run `pelab probe run` on every finished cell before the report
   std::string self_exe;         // the pelab binary to spawn for each cell

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
 #include "training/checkpoint.hpp"
 
 namespace pelab {
@@ -15,7 +16,7 @@ TrainedRun load_trained_run(const std::string& run_dir) {
   TrainedRun r;
   r.dir = run_dir;
   r.spec = load_config(cfg).runs.at(0);
-  blas::set_num_threads(r.spec.config.train.threads);
+  parallel::set_threads(r.spec.config.train.threads, "train.threads");
   r.model = std::make_unique<Transformer>(r.spec.model);
   const CheckpointChoice choice = choose_checkpoint(run_dir, false);
   for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());

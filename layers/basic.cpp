@@ -48,6 +48,10 @@ MLP::MLP(std::size_t dim, std::size_t hidden, Activation a) : act(a) {
   proj = &add_module("proj", std::make_unique<Linear>(hidden, dim, true, /*residual=*/true));
 }
 
-Tensor MLP::forward(const Tensor& x) const { return proj->forward(activate(fc->forward(x), act)); }
+Tensor MLP::forward(const Tensor& x) const {
+  // GELU fused with its linear layer (bias, activation and their gradients in one pass each).
+  if (act == Activation::gelu) return proj->forward(linear_gelu(x, fc->weight, fc->bias));
+  return proj->forward(activate(fc->forward(x), act));
+}
 
 }  // namespace pelab

@@ -73,23 +73,32 @@ SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const Attenti
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                               Array* probs_out) const {
   const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
+  AttentionOptions o;
+  o.causal = causal;
+  o.probs_out = probs_out;
+  auto rest = [&] {
+    o.rel = pe.relative_kv(ctx);
+    o.head_scale = pe.logit_scale(ctx);
+  };
+  if (packed && pe.leaves_qk_alone() && !scales_queries()) {
+    // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
+    o.bias = pe.attention_bias(Tensor(), Tensor(), ctx);  // such an encoding does not read q, k
+    rest();
+    return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
+  }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
   pe.encode_qk(q, k, ctx);
-  AttentionOptions o;
-  o.causal = causal;
   o.bias = pe.attention_bias(q, k, ctx);  // (B or 1, H or 1, T, T) or undefined
-  o.rel = pe.relative_kv(ctx);
-  o.head_scale = pe.logit_scale(ctx);
+  rest();
   // Temperature / log-length scaling: after the encoding (CoPE's gates read the unscaled q).
   if (log_scale.defined()) {
     q = scale_queries(q, pelab::exp(log_scale), nullptr);
-  } else if (scaling.scaling == "fixed" || scaling.scaling == "log_length") {
+  } else if (scales_queries()) {
     const std::size_t T = q.size(2);
     if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base);
     q = scale_queries(q, Tensor(), rows_);
   }
-  o.probs_out = probs_out;
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
 

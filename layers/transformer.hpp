@@ -62,10 +62,17 @@ class SelfAttention : public Module {
   Tensor log_scale;  // (H) learned temperature: logits * exp(log_scale[h]); undefined unless "learned"
   std::size_t n_heads;
   bool causal;
+  // false: always split heads (the reference the packed path is tested against); true: attention on
+  // the packed projection when the encoding allows it (PositionalEncoding::leaves_qk_alone).
+  bool packed = true;
   AttentionScalingSettings scaling;
   std::size_t log_base;
 
  private:
+  // q is scaled per head or per query row ([attention] scaling): the packed path cannot.
+  bool scales_queries() const {
+    return log_scale.defined() || scaling.scaling == "fixed" || scaling.scaling == "log_length";
+  }
   mutable std::shared_ptr<const std::vector<real>> rows_;  // query_row_scales for the last T
 };
 
@@ -88,6 +95,10 @@ class Transformer : public Module {
   const ModelConfig& config() const { return cfg_; }
   PositionalEncoding& encoding() { return *pos_; }
   const PositionalEncoding& encoding() const { return *pos_; }
+  // Whether the attention layers may take the packed path (SelfAttention::packed); tests turn it off.
+  void set_packed_attention(bool on) {
+    for (Block* b : blocks_) b->attn->packed = on;
+  }
 
  private:
   ModelConfig cfg_;

@@ -43,7 +43,7 @@ echo "date $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, OPENBLAS_CORETYPE=${OPEN
 declare -A secs
 for jobs in 1 2; do
   start=$(date +%s.%N)
-  "$build/pelab" sweep "$tmp/scaling.toml" --out "$tmp/jobs$jobs" --jobs "$jobs" --no-report > "$tmp/log$jobs" 2>&1
+  "$build/pelab" sweep "$tmp/scaling.toml" --out "$tmp/jobs$jobs" --jobs "$jobs" --threads 1 --no-report > "$tmp/log$jobs" 2>&1
   end=$(date +%s.%N)
   secs[$jobs]=$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')
   awk -v j="$jobs" -v s="${secs[$jobs]}" -v c="$cells" 'BEGIN { printf "  --jobs %d: %6.1f s  %7.1f cells/hour\n", j, s, c * 3600 / s }'

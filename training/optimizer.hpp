@@ -86,6 +86,14 @@ class AdamW : public Optimizer {
  private:
   AdamWConfig cfg_;
   std::vector<bool> decay_;
+  struct Slot {  // one parameter's update within step()
+    real *p, *m, *v;
+    const real* g;
+    std::size_t begin, n;  // its elements in the run of all updated parameters
+    real neg_step, bc2_sqrt;
+    bool decay;
+  };
+  std::vector<Slot> slots_;
 };
 
 struct SGDConfig {

@@ -34,7 +34,7 @@ struct TrainConfig {
   std::size_t keep_checkpoints = 2;
   std::string early_stop_metric;     // "" (off) or a metric of training/metrics_table.hpp (in-distribution eval)
   double early_stop_target = 1.0;    // stop once the metric reaches it (accuracies >= target, loss <= target)
-  int threads = 1;                   // OpenBLAS threads
+  int threads = 1;                   // threads of a training step (core/parallel.hpp)
 };
 
 }  // namespace pelab

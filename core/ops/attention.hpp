@@ -44,4 +44,11 @@ struct AttentionOptions {
 // "attention".
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt = {});
 
+// The same attention reading q, k and v straight from the fused projection qkv (B, T, 3C) (q = columns
+// [0, C), k = [C, 2C), v = [2C, 3C), head h = columns [h hs, (h + 1) hs) of each, C = n_heads hs) and
+// writing the heads merged, (B, T, C): merge_heads(attention(split_heads(qkv, H, 3, 0), split_heads(...,
+// 1), split_heads(..., 2), opt)) without the split and merge copies (the GEMMs take the row strides),
+// and backward writes qkv's gradient directly. Same options; Tq = Tk = T.
+Tensor attention_packed(const Tensor& qkv, std::size_t n_heads, const AttentionOptions& opt = {});
+
 }  // namespace pelab

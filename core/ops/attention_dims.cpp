@@ -68,21 +68,10 @@ void check_relative(const RelativeKV& rel, bool causal, AttnDims& d, const std::
 
 }  // namespace
 
-AttnDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt) {
-  require_defined(q, kOp, "q");
-  require_defined(k, kOp, "k");
-  require_defined(v, kOp, "v");
-  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
-  const std::string shapes = " (q " + shape_str(qs) + ", k " + shape_str(ks) + ", v " + shape_str(vs) + ")";
-  require(qs.size() == 4 && ks.size() == 4 && vs.size() == 4, kOp, "q, k and v must be 4-D (B, H, T, hs)" + shapes);
-  require(qs[0] == ks[0] && qs[1] == ks[1] && qs[3] == ks[3], kOp, "q and k differ in batch, heads or head size" + shapes);
-  require(ks == vs, kOp, "k and v must have the same shape" + shapes);
-  AttnDims d;
-  d.B = qs[0];
-  d.H = qs[1];
-  d.Tq = qs[2];
-  d.Tk = ks[2];
-  d.hs = qs[3];
+namespace {
+
+// The options' checks, once the dimensions are known.
+void check_options(const AttentionOptions& opt, AttnDims& d, const std::string& shapes) {
   require(d.Tk > 0 && d.hs > 0, kOp, "need at least one key and a non-empty head size" + shapes);
   require(!opt.causal || d.Tq <= d.Tk, kOp,
           "causal attention needs Tq <= Tk (query i sees keys j <= i + Tk - Tq)" + shapes);
@@ -100,6 +89,41 @@ AttnDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const
           "head_scale has " + std::to_string(opt.head_scale.size()) + " entries for " + std::to_string(d.H) +
               " heads" + shapes);
   check_relative(opt.rel, opt.causal, d, shapes);
+}
+
+}  // namespace
+
+AttnDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt) {
+  require_defined(q, kOp, "q");
+  require_defined(k, kOp, "k");
+  require_defined(v, kOp, "v");
+  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
+  const std::string shapes = " (q " + shape_str(qs) + ", k " + shape_str(ks) + ", v " + shape_str(vs) + ")";
+  require(qs.size() == 4 && ks.size() == 4 && vs.size() == 4, kOp, "q, k and v must be 4-D (B, H, T, hs)" + shapes);
+  require(qs[0] == ks[0] && qs[1] == ks[1] && qs[3] == ks[3], kOp, "q and k differ in batch, heads or head size" + shapes);
+  require(ks == vs, kOp, "k and v must have the same shape" + shapes);
+  AttnDims d;
+  d.B = qs[0];
+  d.H = qs[1];
+  d.Tq = qs[2];
+  d.Tk = ks[2];
+  d.hs = qs[3];
+  check_options(opt, d, shapes);
+  return d;
+}
+
+AttnDims attention_packed_dims(const Tensor& qkv, std::size_t n_heads, const AttentionOptions& opt) {
+  require_defined(qkv, kOp, "qkv");
+  const Shape& s = qkv.shape();
+  const std::string shapes = " (qkv " + shape_str(s) + ", " + std::to_string(n_heads) + " heads)";
+  require(s.size() == 3 && n_heads > 0 && s[2] % (3 * n_heads) == 0, kOp,
+          "packed q, k, v must be (B, T, 3 C) with C divisible by the heads" + shapes);
+  AttnDims d;
+  d.B = s[0];
+  d.H = n_heads;
+  d.Tq = d.Tk = s[1];
+  d.hs = s[2] / (3 * n_heads);
+  check_options(opt, d, shapes);
   return d;
 }
 

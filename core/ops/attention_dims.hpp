@@ -31,5 +31,7 @@ struct AttnDims {
 // Checks every argument (shapes, options, and the buckets of the pairs each query sees) and returns
 // the dimensions; throws Error naming "attention" and the offending shapes or entry.
 AttnDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt);
+// The same for attention_packed: qkv (B, T, 3C), C = n_heads * hs; Tq = Tk = T.
+AttnDims attention_packed_dims(const Tensor& qkv, std::size_t n_heads, const AttentionOptions& opt);
 
 }  // namespace pelab::detail

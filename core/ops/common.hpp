@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/parallel.hpp"
 #include "core/tape.hpp"
 #include "core/tensor.hpp"
 
@@ -17,6 +18,31 @@ namespace pelab::detail {
 
 // Uninitialized output of the given shape (every op fills all of it).
 inline Tensor empty(const Shape& shape) { return Tensor(Array(shape), false); }
+
+// Splitting an op's loops over the step's threads (core/parallel.hpp). A chunk gets at least
+// kParallelWork elements (below that, waking a thread costs more than it saves).
+constexpr std::size_t kParallelWork = std::size_t(1) << 15;
+
+// f(r0, r1) over row ranges of `rows` rows of `row_len` elements each.
+inline std::size_t row_grain(std::size_t row_len) {
+  return row_len >= kParallelWork ? 1 : kParallelWork / (row_len ? row_len : 1);
+}
+template <class F>
+void for_rows(std::size_t rows, std::size_t row_len, F&& f) {
+  parallel::for_range(rows, row_grain(row_len), [&](std::size_t, std::size_t r0, std::size_t r1) { f(r0, r1); });
+}
+
+// f(j0, j1) over column ranges of a (rows, cols) matrix, in units of 16 columns (64-byte lines of
+// floats: two threads never write one line), for sums over rows that keep their row order.
+template <class F>
+void for_cols(std::size_t rows, std::size_t cols, F&& f) {
+  constexpr std::size_t kUnit = 16;
+  const std::size_t units = (cols + kUnit - 1) / kUnit, per_unit = kUnit * (rows ? rows : 1);
+  const std::size_t grain = per_unit >= kParallelWork ? 1 : kParallelWork / per_unit;
+  parallel::for_range(units, grain, [&](std::size_t, std::size_t u0, std::size_t u1) {
+    f(u0 * kUnit, std::min(cols, u1 * kUnit));
+  });
+}
 
 // Normalizes a possibly negative axis; throws naming the op on out-of-range axes.
 inline std::size_t norm_axis(int axis, std::size_t ndim, const char* op) {

@@ -23,22 +23,47 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, Fwd fwd, GradA d
   detail::require_defined(b, op, "b");
   const Shape out_shape = detail::broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = detail::empty(out_shape);
+  const bool same = a.shape() == b.shape();  // no broadcasting: the common case, split over threads
   {
     const real* pa = a.data();
     const real* pb = b.data();
     real* po = out.mutable_data();
-    detail::for_each_broadcast(out_shape, a.shape(), b.shape(),
-                               [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = fwd(pa[ia], pb[ib]); });
+    if (same)
+      detail::for_rows(out.numel(), 1, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) po[i] = fwd(pa[i], pb[i]);
+      });
+    else
+      detail::for_each_broadcast(out_shape, a.shape(), b.shape(),
+                                 [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = fwd(pa[ia], pb[ib]); });
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&a, &b})) {
     // Save only the values the needed derivatives read: add / sub none, mul(x, const) only const.
     const unsigned reads = (a.requires_grad() ? DaReads : 0) | (b.requires_grad() ? DbReads : 0);
-    auto backward = [a_shape = a.shape(), b_shape = b.shape(), out_shape, da, db](const BackwardCtx& c) {
+    auto backward = [a_shape = a.shape(), b_shape = b.shape(), out_shape, same, da, db](const BackwardCtx& c) {
       const real* pa = c.saved(0);  // nullptr when not read
       const real* pb = c.saved(1);
       const real* pg = c.grad_out().data();
       auto value = [](const real* p, std::size_t i) { return p ? p[i] : real(0); };
+      if (same) {  // each input's gradient written whole (into a fresh buffer) or added, split over threads
+        const std::size_t n = shape_numel(out_shape);
+        bool fresh = false;
+        if (real* ga = c.grad_write(0, fresh))
+          detail::for_rows(n, 1, [&, fresh](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) {
+              const real v = pg[i] * da(value(pa, i), value(pb, i));
+              ga[i] = fresh ? v : ga[i] + v;
+            }
+          });
+        if (real* gb = c.grad_write(1, fresh))
+          detail::for_rows(n, 1, [&, fresh](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) {
+              const real v = pg[i] * db(value(pa, i), value(pb, i));
+              gb[i] = fresh ? v : gb[i] + v;
+            }
+          });
+        return;
+      }
       if (real* ga = c.grad(0))
         detail::for_each_broadcast(out_shape, a_shape, b_shape, [&](std::size_t i, std::size_t ia, std::size_t ib) {
           ga[ia] += pg[i] * da(value(pa, ia), value(pb, ib));

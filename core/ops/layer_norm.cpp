@@ -4,8 +4,37 @@
 #include <cmath>
 
 #include "core/ops/common.hpp"
+#include "core/ops/kernels.hpp"
 
 namespace pelab {
+
+namespace detail {
+
+void layer_norm_backward(const BackwardCtx& c, std::size_t rows, std::size_t C, const real* mean, const real* rstd) {
+  const real* px = c.saved(0);
+  const real* pgam = c.saved(1);
+  const real* pg = c.grad_out().data();
+  real* ggam = c.grad(1);
+  real* gbet = c.grad(2);
+  bool fresh = false;
+  real* gx = c.grad_write(0, fresh);
+  if (parallel::chunks(rows, row_grain(C)) <= 1) {  // one pass for everything
+    kernels::layer_norm_backward_rows(px, pg, pgam, mean, rstd, gx, !fresh, ggam, gbet, 0, rows, C);
+    return;
+  }
+  // Split: dx by rows; dgamma and dbeta by columns, each summed over the rows in row order (the same
+  // bits as the single pass).
+  if (gx)
+    for_rows(rows, C, [&](std::size_t r0, std::size_t r1) {
+      kernels::layer_norm_backward_rows(px, pg, pgam, mean, rstd, gx, !fresh, nullptr, nullptr, r0, r1, C);
+    });
+  if (ggam || gbet)
+    for_cols(rows, C, [&](std::size_t j0, std::size_t j1) {
+      kernels::layer_norm_param_cols(px, pg, mean, rstd, ggam, gbet, rows, C, j0, j1);
+    });
+}
+
+}  // namespace detail
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, real eps) {
   const char* op = "layer_norm";
@@ -30,29 +59,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, real
     const real* pgam = gamma.data();
     const real* pbet = beta.defined() ? beta.data() : nullptr;
     real* py = out.mutable_data();
-    real* pm = mean.data();
-    real* pr = rstd.data();
-    for (std::size_t r = 0; r < rows; ++r) {
-      const real* xr = px + r * C;
-      real* yr = py + r * C;
-      // Two passes with double accumulators: no cancellation from E[x^2] - E[x]^2.
-      double s = 0;
-      for (std::size_t j = 0; j < C; ++j) s += xr[j];
-      const double mu = s / double(C);
-      double v = 0;
-      for (std::size_t j = 0; j < C; ++j) {
-        const double d = double(xr[j]) - mu;
-        v += d * d;
-      }
-      const real m = static_cast<real>(mu);
-      const real rs = static_cast<real>(1.0 / std::sqrt(v / double(C) + double(eps)));
-      pm[r] = m;
-      pr[r] = rs;
-      if (pbet)
-        for (std::size_t j = 0; j < C; ++j) yr[j] = (xr[j] - m) * rs * pgam[j] + pbet[j];
-      else
-        for (std::size_t j = 0; j < C; ++j) yr[j] = (xr[j] - m) * rs * pgam[j];
-    }
+    detail::for_rows(rows, C, [&](std::size_t r0, std::size_t r1) {
+      kernels::layer_norm_rows(px, nullptr, nullptr, nullptr, pgam, pbet, py, mean.data(), rstd.data(), r0, r1, C, eps);
+    });
   }
 
   Tape& tape = Tape::current();
@@ -61,39 +70,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, real
     const Tensor save_x = x.requires_grad() || gamma.requires_grad() ? x : Tensor();
     const Tensor save_gamma = x.requires_grad() ? gamma : Tensor();
     auto backward = [rows, C, mean = std::move(mean), rstd = std::move(rstd)](const BackwardCtx& c) {
-      const real* px = c.saved(0);
-      const real* pgam = c.saved(1);
-      const real* pg = c.grad_out().data();
-      const real* pm = mean.data();
-      const real* pr = rstd.data();
-      real* gx = c.grad(0);
-      real* ggam = c.grad(1);
-      real* gbet = c.grad(2);
-      const real invC = real(1) / static_cast<real>(C);
-      for (std::size_t r = 0; r < rows; ++r) {
-        const real* xr = px ? px + r * C : nullptr;  // read only for dgamma and dx
-        const real* gr = pg + r * C;
-        const real m = pm[r], rs = pr[r];
-        if (ggam)
-          for (std::size_t j = 0; j < C; ++j) ggam[j] += gr[j] * (xr[j] - m) * rs;
-        if (gbet)
-          for (std::size_t j = 0; j < C; ++j) gbet[j] += gr[j];
-        if (gx) {
-          // With xhat = (x - mean) * rstd and dxhat = g * gamma:
-          // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-          real sd = 0, sdx = 0;
-          for (std::size_t j = 0; j < C; ++j) {
-            const real dxh = gr[j] * pgam[j];
-            sd += dxh;
-            sdx += dxh * (xr[j] - m) * rs;
-          }
-          sd *= invC;
-          sdx *= invC;
-          real* dr = gx + r * C;
-          for (std::size_t j = 0; j < C; ++j)
-            dr[j] += rs * (gr[j] * pgam[j] - sd - (xr[j] - m) * rs * sdx);
-        }
-      }
+      detail::layer_norm_backward(c, rows, C, mean.data(), rstd.data());
     };
     tape.record(op, out, {x, gamma, beta}, {save_x, save_gamma}, std::move(backward));
   }

@@ -4,6 +4,8 @@
 
 #include "core/blas.hpp"
 #include "core/ops/common.hpp"
+#include "core/ops/kernels.hpp"
+#include "core/ops/linear_dims.hpp"
 
 namespace pelab {
 
@@ -45,6 +47,39 @@ MatmulDims matmul_dims(const Shape& a, const Shape& b, bool ta, bool tb) {
 
 }  // namespace
 
+namespace detail {
+
+LinearDims linear_dims(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  require_defined(x, op, "x");
+  require_defined(w, op, "w");
+  const Shape& xs = x.shape();
+  require(w.ndim() == 2, op, "weight must be 2-D (out, in), got " + shape_str(w.shape()));
+  require(xs.size() >= 1 && xs.back() == w.size(1), op,
+          "input " + shape_str(xs) + " does not end in the weight's in-features " + shape_str(w.shape()));
+  LinearDims d;
+  d.in = w.size(1);
+  d.out = w.size(0);
+  d.rows = x.numel() / (d.in ? d.in : 1);
+  if (bias.defined())
+    require(bias.ndim() == 1 && bias.size(0) == d.out, op,
+            "bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(w.shape()));
+  d.out_shape = xs;
+  d.out_shape.back() = d.out;
+  return d;
+}
+
+void linear_backward(const BackwardCtx& c, const real* g, std::size_t rows, std::size_t in, std::size_t out_f) {
+  bool fresh = false;
+  if (real* gx = c.grad_write(0, fresh))  // dx (rows, in) = g (rows, out) w (out, in)
+    blas::gemm(false, false, rows, in, out_f, 1, g, out_f, c.saved(1), in, fresh ? 0 : 1, gx, in);
+  if (real* gw = c.grad_write(1, fresh))  // dw (out, in) = g^T (out, rows) x (rows, in)
+    blas::gemm(true, false, out_f, in, rows, 1, g, out_f, c.saved(0), in, fresh ? 0 : 1, gw, in);
+  if (real* gb = c.grad(2))  // db = column sums of g in row order, columns split over threads
+    for_cols(rows, out_f, [&](std::size_t j0, std::size_t j1) { kernels::colsum(g, gb, rows, out_f, j0, j1); });
+}
+
+}  // namespace detail
+
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   detail::require_defined(a, "matmul", "a");
   detail::require_defined(b, "matmul", "b");
@@ -74,30 +109,42 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     tape.record("matmul", out, {a, b}, {save_a, save_b}, [d, ta, tb, lda, ldb, sa, sb, sc, fold](const BackwardCtx& c) {
       const std::size_t M = d.M, N = d.N, K = d.K;
       const real *pa = c.saved(0), *pb = c.saved(1), *pg = c.grad_out().data();
-      if (real* ga = c.grad(0)) {
+      // Each gradient is written whole by its GEMMs: beta 0 into a fresh buffer, 1 to accumulate.
+      bool fresh = false;
+      if (real* ga = c.grad_write(0, fresh)) {
+        const real beta = fresh ? 0 : 1;
         if (fold) {
-          blas::gemm(false, !tb, d.batch * M, K, N, 1, pg, N, pb, ldb, 1, ga, K);  // dA = dC op(B)^T
+          blas::gemm(false, !tb, d.batch * M, K, N, 1, pg, N, pb, ldb, beta, ga, K);  // dA = dC op(B)^T
         } else {
           for (std::size_t i = 0; i < d.batch; ++i) {
             if (!ta)  // dA (M,K) = dC op(B)^T
-              blas::gemm(false, !tb, M, K, N, 1, pg + i * sc, N, pb + i * sb, ldb, 1, ga + i * sa, lda);
+              blas::gemm(false, !tb, M, K, N, 1, pg + i * sc, N, pb + i * sb, ldb, beta, ga + i * sa, lda);
             else  // dA stored (K,M) = op(B) dC^T
-              blas::gemm(tb, true, K, M, N, 1, pb + i * sb, ldb, pg + i * sc, N, 1, ga + i * sa, lda);
+              blas::gemm(tb, true, K, M, N, 1, pb + i * sb, ldb, pg + i * sc, N, beta, ga + i * sa, lda);
           }
         }
       }
-      if (real* gb = c.grad(1)) {
+      if (real* gb = c.grad_write(1, fresh)) {
+        const real beta = fresh ? 0 : 1;
         if (fold) {
           if (!tb)  // dB (K,N) = A^T dC over the folded batch
-            blas::gemm(true, false, K, N, d.batch * M, 1, pa, lda, pg, N, 1, gb, ldb);
+            blas::gemm(true, false, K, N, d.batch * M, 1, pa, lda, pg, N, beta, gb, ldb);
           else  // dB stored (N,K) = dC^T A
-            blas::gemm(true, false, N, K, d.batch * M, 1, pg, N, pa, lda, 1, gb, ldb);
-        } else {
+            blas::gemm(true, false, N, K, d.batch * M, 1, pg, N, pa, lda, beta, gb, ldb);
+        } else if (d.b_batched) {
           for (std::size_t i = 0; i < d.batch; ++i) {
             if (!tb)  // dB (K,N) = op(A)^T dC
-              blas::gemm(!ta, false, K, N, M, 1, pa + i * sa, lda, pg + i * sc, N, 1, gb + i * sb, ldb);
+              blas::gemm(!ta, false, K, N, M, 1, pa + i * sa, lda, pg + i * sc, N, beta, gb + i * sb, ldb);
             else  // dB stored (N,K) = dC^T op(A)
-              blas::gemm(true, ta, N, K, M, 1, pg + i * sc, N, pa + i * sa, lda, 1, gb + i * sb, ldb);
+              blas::gemm(true, ta, N, K, M, 1, pg + i * sc, N, pa + i * sa, lda, beta, gb + i * sb, ldb);
+          }
+        } else {  // a shared 2-D B: every batch adds into the same gradient
+          for (std::size_t i = 0; i < d.batch; ++i) {
+            const real bi = i == 0 ? beta : real(1);
+            if (!tb)
+              blas::gemm(!ta, false, K, N, M, 1, pa + i * sa, lda, pg + i * sc, N, bi, gb, ldb);
+            else
+              blas::gemm(true, ta, N, K, M, 1, pg + i * sc, N, pa + i * sa, lda, bi, gb, ldb);
           }
         }
       }
@@ -108,24 +155,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const char* op = "linear";
-  detail::require_defined(x, op, "x");
-  detail::require_defined(w, op, "w");
-  const Shape& xs = x.shape();
-  detail::require(w.ndim() == 2, op, "weight must be 2-D (out, in), got " + shape_str(w.shape()));
-  detail::require(xs.size() >= 1 && xs.back() == w.size(1), op,
-                  "input " + shape_str(xs) + " does not end in the weight's in-features " + shape_str(w.shape()));
-  const std::size_t in = w.size(1), out_f = w.size(0), rows = x.numel() / (in ? in : 1);
-  if (bias.defined())
-    detail::require(bias.ndim() == 1 && bias.size(0) == out_f, op,
-                    "bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(w.shape()));
-  Shape out_shape = xs;
-  out_shape.back() = out_f;
-  Tensor out = detail::empty(out_shape);
+  const detail::LinearDims ld = detail::linear_dims(op, x, w, bias);
+  const std::size_t in = ld.in, out_f = ld.out, rows = ld.rows;
+  Tensor out = detail::empty(ld.out_shape);
   {
     real* py = out.mutable_data();
     if (bias.defined()) {  // y = bias (broadcast rows), then y += x w^T with beta = 1
       const real* pbias = bias.data();
-      for (std::size_t r = 0; r < rows; ++r) std::copy(pbias, pbias + out_f, py + r * out_f);
+      detail::for_rows(rows, out_f, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) std::copy(pbias, pbias + out_f, py + r * out_f);
+      });
     }
     blas::gemm(false, true, rows, out_f, in, 1, x.data(), in, w.data(), in, bias.defined() ? 1 : 0, py, out_f);
   }
@@ -135,17 +174,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     const Tensor save_x = w.requires_grad() ? x : Tensor();
     const Tensor save_w = x.requires_grad() ? w : Tensor();
     tape.record(op, out, {x, w, bias}, {save_x, save_w}, [rows, in, out_f](const BackwardCtx& c) {
-      const real* pg = c.grad_out().data();
-      if (real* gx = c.grad(0))  // dx (rows, in) = g (rows, out) w (out, in)
-        blas::gemm(false, false, rows, in, out_f, 1, pg, out_f, c.saved(1), in, 1, gx, in);
-      if (real* gw = c.grad(1))  // dw (out, in) = g^T (out, rows) x (rows, in)
-        blas::gemm(true, false, out_f, in, rows, 1, pg, out_f, c.saved(0), in, 1, gw, in);
-      if (real* gb = c.grad(2)) {  // db = column sums of g, row by row (cache friendly)
-        for (std::size_t r = 0; r < rows; ++r) {
-          const real* gr = pg + r * out_f;
-          for (std::size_t j = 0; j < out_f; ++j) gb[j] += gr[j];
-        }
-      }
+      detail::linear_backward(c, c.grad_out().data(), rows, in, out_f);
     });
   }
   return out;

@@ -14,4 +14,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // GEMMs and a row sum backward.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 
+// gelu(linear(x, w, bias)) (exact, erf GELU) as one op: the bias is added and GELU applied in one pass
+// over the GEMM's output, which also stores GELU's derivative for backward (instead of the
+// pre-activation, the same memory); backward multiplies it into the incoming gradient and sums the
+// bias gradient in the same pass. Same values as the two ops (tests/core/test_linear_gelu.cpp).
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
+
 }  // namespace pelab

@@ -30,6 +30,7 @@ std::vector<double> alibi_slopes(std::size_t H) {
 
 class Alibi : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }
   Alibi(std::size_t n_heads, double slope_scale) : slopes_(alibi_slopes(n_heads)) {
     for (auto& m : slopes_) m *= slope_scale;
   }

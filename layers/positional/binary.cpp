@@ -31,6 +31,7 @@ std::size_t bits_of(const Params& p, const ModelDims& dims) {
 
 class Binary : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   explicit Binary(std::size_t bits) : bits_(bits) {}
 
   Tensor encode_input(const Tensor& x, const IndexArray& positions) override {

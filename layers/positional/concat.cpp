@@ -35,6 +35,7 @@ std::size_t pos_width(const Params& p, const ModelDims& dims) {
 
 class Concat : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Concat(bool learned, double base, std::size_t max_len, std::size_t d_pos)
       : learned_(learned), base_(base), max_len_(max_len), d_pos_(d_pos) {
     if (learned_) weight_ = add_parameter("weight", {max_len, d_pos}, ParamKind::embedding);

@@ -87,6 +87,12 @@ class PositionalEncoding : public Module {
   virtual RelativeKV relative_kv(const AttentionContext& ctx) { return RelativeKV(); }
   // Per-head logit scales (size H), or empty for the default 1/sqrt(hs).
   virtual std::vector<real> logit_scale(const AttentionContext& ctx) { return {}; }
+  // True when the model may run this encoding's attention straight on the fused q/k/v projection,
+  // without splitting heads (a speed-up only: core/ops/attention.hpp attention_packed, which takes the
+  // bias, relative_kv and logit_scale as usual). Only if encode_qk does nothing AND attention_bias
+  // does not read q or k (it is then called with undefined q, k). The default, false, is right for
+  // every encoding; tests/layers/test_fast_paths.cpp checks every encoding that says true.
+  virtual bool leaves_qk_alone() const { return false; }
   // Why this encoding cannot represent position ids up to max_position, or nullopt if it can.
   // Evaluation reports such lengths as "n/a" with this reason instead of failing.
   virtual std::optional<std::string> unsupported(std::int64_t max_position) const { return std::nullopt; }

@@ -38,6 +38,7 @@ struct FireTable : Module {
 
 class Fire : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Fire(const ModelDims& dims, std::size_t hidden, double init_c, double init_L, bool per_head, bool shared_layers)
       : init_L_(static_cast<real>(init_L)), shared_layers_(shared_layers) {
     const std::size_t tables = shared_layers ? 1 : dims.n_layers;

@@ -14,6 +14,7 @@ namespace {
 
 class Integer : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Integer(double scale, ScalarPattern pattern) : scale_(scale), pattern_(pattern) {}
 
   Tensor encode_input(const Tensor& x, const IndexArray& positions) override {

@@ -40,6 +40,7 @@ struct KerpleTable : Module {
 
 class Kerple : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Kerple(const ModelDims& dims, bool power, bool shared_layers)
       : H_(dims.n_heads), power_(power), shared_layers_(shared_layers) {
     const std::size_t tables = shared_layers ? 1 : dims.n_layers;

@@ -12,6 +12,7 @@ namespace {
 
 class Learned : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }
   Learned(std::size_t max_len, std::size_t d, bool clamp) : max_len_(max_len), clamp_(clamp) {
     weight_ = add_parameter("weight", {max_len, d}, ParamKind::embedding);
   }

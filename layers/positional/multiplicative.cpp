@@ -18,6 +18,7 @@ namespace {
 
 class Multiplicative : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Multiplicative(bool learned, double base, std::size_t max_len, std::size_t d)
       : learned_(learned), base_(base), max_len_(max_len) {
     // ParamKind::norm_gain: initialized to 1 under every scheme, never decayed.

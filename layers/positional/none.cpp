@@ -5,7 +5,10 @@
 namespace pelab {
 namespace {
 
-class NoPE : public PositionalEncoding {};
+class NoPE : public PositionalEncoding {
+ public:
+  bool leaves_qk_alone() const override { return true; }
+};
 
 PELAB_REGISTER_ENCODING(none, EncodingSpec{
     "none",

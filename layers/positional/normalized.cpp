@@ -21,6 +21,7 @@ namespace {
 
 class Normalized : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   explicit Normalized(ScalarPattern pattern) : pattern_(pattern) {}
 
   Tensor encode_input(const Tensor& x, const IndexArray& positions) override {

@@ -38,6 +38,7 @@ struct RnnParams : Module {
 
 class Recurrent : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Recurrent(bool lstm_cell, bool residual, std::size_t d) : lstm_(lstm_cell), residual_(residual) {
     rnn_ = &add_module("rnn", std::make_unique<RnnParams>(lstm_ ? 4 : 3, d));
   }

@@ -27,6 +27,7 @@ struct ShawTables : Module {
 
 class Shaw : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Shaw(const ModelDims& dims, std::int64_t clip, bool values) : clip_(clip) {
     const std::size_t buckets = std::size_t(2 * clip + 1);
     for (std::size_t l = 0; l < dims.n_layers; ++l)  // pos.tables.<l>.key, pos.tables.<l>.value

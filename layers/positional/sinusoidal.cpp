@@ -37,6 +37,7 @@ namespace {
 
 class Sinusoidal : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }
   Sinusoidal(double base, std::size_t d) : base_(base), d_(d) {}
 
   Tensor encode_input(const Tensor& x, const IndexArray& positions) override {

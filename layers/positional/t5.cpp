@@ -42,6 +42,7 @@ std::int32_t max_exact(std::int64_t num_buckets, bool causal) { return std::int3
 
 class T5Bias : public PositionalEncoding {
  public:
+  bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   T5Bias(const ModelDims& dims, std::int32_t num_buckets, std::int32_t max_distance, bool shared_layers)
       : num_buckets_(num_buckets), max_distance_(max_distance), bidirectional_(!dims.causal),
         shared_layers_(shared_layers) {

@@ -17,6 +17,18 @@ TEST_CASE("size classes are at most 1/8 larger than the request", "[allocator]")
   }
 }
 
+TEST_CASE("size classes are multiples of the 64-byte alignment (aligned_alloc's contract)", "[allocator]") {
+  for (std::size_t b = 0; b < 70000; ++b) {
+    const std::size_t c = memory::size_class(b);
+    if (c % 64 != 0) {
+      INFO("request " << b << " bytes -> class " << c);
+      CHECK(c % 64 == 0);
+      break;
+    }
+  }
+  CHECK(memory::size_class(257) % 64 == 0);
+}
+
 TEST_CASE("a freed block is handed to the next request of its class", "[allocator]") {
   void* p = memory::allocate(100000);
   memory::deallocate(p, 100000);

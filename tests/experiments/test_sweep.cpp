@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/config.hpp"
+#include "core/parallel.hpp"
 #include "experiments/run.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
@@ -57,6 +58,9 @@ TEST_CASE("a sweep runs every cell in parallel processes, reports, and a re-run 
     const std::string cell_toml = read_file(out + "/" + c + "/cell.toml");
     CHECK(cell_toml.find("\n[cell]\nindex = " + std::to_string(i) + "\n") != std::string::npos);
     CHECK(read_file(out + "/" + c + "/config.toml") == cell_toml);
+    // cells x threads = cores: with 2 jobs, each cell gets half of them (at least 1).
+    CHECK(cell_toml.find("\nthreads = " + std::to_string(std::max(1, parallel::hardware_threads() / 2)) + "\n") !=
+          std::string::npos);
   }
   CHECK(fs::exists(out + "/summary.md"));
   CHECK(fs::exists(out + "/summary.csv"));
@@ -65,13 +69,20 @@ TEST_CASE("a sweep runs every cell in parallel processes, reports, and a re-run 
   REQUIRE(md.find("| rope") != std::string::npos);
   CHECK(md.find("| rope") < md.find("| none"));  // rows in the grid's order, not the alphabet's
 
-  // Forget one cell's result: a re-run trains only that cell and leaves the others untouched.
+  // Forget one cell's result: a re-run trains only that cell and leaves the others untouched. It runs
+  // with another thread count (1 job: all the cores), which the cell's checkpoints do not object to.
   const auto kept = fs::last_write_time(out + "/" + cells[0] + "/eval.json");
   fs::remove(out + "/" + cells[3] + "/eval.json");
-  REQUIRE(run_cli("sweep " + cfg + " --out " + out + " --jobs 2", dir + "/log2.txt") == 0);
+  REQUIRE(run_cli("sweep " + cfg + " --out " + out + " --jobs 1", dir + "/log2.txt") == 0);
   const std::string log2 = read_file(dir + "/log2.txt");
   INFO(log2);
   CHECK(log2.find("3 already finished") != std::string::npos);
+  CHECK(log2.find("1 at a time, " + std::to_string(parallel::hardware_threads()) + " thread(s) each") !=
+        std::string::npos);
+  // More threads per cell than the machine has: refused before anything runs.
+  CHECK(run_cli("sweep " + cfg + " --out " + out + " --threads " + std::to_string(parallel::hardware_threads() + 1),
+                dir + "/log3.txt") == 2);
+  CHECK(read_file(dir + "/log3.txt").find("--threads") != std::string::npos);
   CHECK(fs::exists(out + "/" + cells[3] + "/eval.json"));
   CHECK(fs::last_write_time(out + "/" + cells[0] + "/eval.json") == kept);
   fs::remove_all(dir);

@@ -128,7 +128,8 @@ TEST_CASE("a sweep over 2 MPI ranks gives the single-process sweep's eval.json, 
   const std::string dir = temp_dir("sweep");
   const std::string cfg = dir + "/tiny.toml";
   std::ofstream(cfg) << sweep_config(60);
-  REQUIRE(run_pelab("sweep " + cfg + " --out " + dir + "/one --no-report", dir + "/one.log") == 0);
+  // One step thread per cell, as every MPI rank runs its cells (the local default is cores / jobs).
+  REQUIRE(run_pelab("sweep " + cfg + " --out " + dir + "/one --no-report --threads 1", dir + "/one.log") == 0);
   const int rc = pelab_np2("sweep " + cfg + " --out " + dir + "/two", dir + "/two.log");
   const std::string log = read_file(dir + "/two.log");
   INFO(log);

@@ -1,0 +1,101 @@
+// The model's fast paths against what they replace.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/ops/cross_entropy.hpp"
+#include "core/rng.hpp"
+#include "core/tape.hpp"
+#include "layers/positional/encoding.hpp"
+#include "model_helpers.hpp"
+
+using namespace pelab;
+
+namespace {
+
+std::vector<std::string> claiming_encodings() {
+  std::vector<std::string> out;
+  ModelDims dims = test::small_config("none").dims();
+  for (const std::string& name : EncodingRegistry::instance().names())
+    if (make_encoding(name, resolve_encoding_params(name, {}, dims), dims)->leaves_qk_alone()) out.push_back(name);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an encoding that says it leaves q and k alone does nothing to them and never reads them",
+          "[fast_paths][positional]") {
+  // The transformer skips the head split and encode_qk for these encodings, and asks for the bias with
+  // undefined q and k.
+  const ModelDims dims = test::small_config("none").dims();
+  Rng rng(3);
+  const std::vector<std::string> names = claiming_encodings();
+  for (const std::string& name : names) {
+    INFO(name);
+    auto enc = make_encoding(name, resolve_encoding_params(name, {}, dims), dims);
+    const IndexArray pos = default_positions(2, 6);
+    enc->begin_forward(pos);
+    const std::size_t hs = dims.head_dim;
+    Array qa(Shape{2, dims.n_heads, 6, hs}), ka(Shape{2, dims.n_heads, 6, hs});
+    for (auto& v : qa) v = static_cast<real>(rng.normal());
+    for (auto& v : ka) v = static_cast<real>(rng.normal());
+    Tensor q(qa, true), k(ka, true);
+    const Tensor q0 = q, k0 = k;
+    for (std::size_t layer = 0; layer < dims.n_layers; ++layer) {
+      const AttentionContext ctx{pos, layer, true};
+      enc->encode_qk(q, k, ctx);
+      const Tensor with = enc->attention_bias(q, k, ctx), without = enc->attention_bias(Tensor(), Tensor(), ctx);
+      REQUIRE(with.defined() == without.defined());
+      if (with.defined()) {
+        REQUIRE(with.shape() == without.shape());
+        CHECK(with.value() == without.value());
+      }
+    }
+    CHECK(q.impl() == q0.impl());
+    CHECK(k.impl() == k0.impl());
+    CHECK(q.version() == 0);
+    CHECK(k.version() == 0);
+  }
+  CHECK(names.size() >= 1);
+  // Those that do touch q and k (or read them) must not claim it.
+  for (const std::string name : {"rope", "xpos", "cope"}) CHECK(std::find(names.begin(), names.end(), name) == names.end());
+}
+
+TEST_CASE("the packed attention path computes what the split-heads path computes, for every encoding that takes it",
+          "[fast_paths][positional]") {
+  const std::vector<std::string> names = claiming_encodings();
+  REQUIRE(names.size() >= 1);
+  for (const std::string& name : names) {
+    INFO(name);
+    const ModelConfig cfg = test::small_config(name);
+    auto fast = test::make_model(cfg, 5), ref = test::make_model(cfg, 5);
+    ref->set_packed_attention(false);
+    Rng rng(9);
+    const IndexArray tokens = test::random_tokens(3, 9, cfg.vocab, rng);
+    const IndexArray targets = test::random_tokens(3, 9, cfg.vocab, rng);
+    IndexArray pos = default_positions(3, 9);
+    pos(1, 0) = 2;  // rows with different ids: the per-row (B, ...) bias path
+    for (std::size_t t = 1; t < 9; ++t) pos(1, t) = pos(1, t - 1) + 1 + static_cast<std::int32_t>(t % 2);
+    for (auto* m : {fast.get(), ref.get()}) {
+      Tape::current().clear();
+      m->zero_grad();
+      cross_entropy(m->forward(tokens, pos), targets).backward();
+    }
+    const auto pf = fast->parameters(), pr = ref->parameters();
+    REQUIRE(pf.size() == pr.size());
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+      INFO(pf[i].name);
+      REQUIRE(pf[i].tensor.has_grad() == pr[i].tensor.has_grad());
+      if (!pf[i].tensor.has_grad()) continue;
+      const Array &gf = pf[i].tensor.grad(), &gr = pr[i].tensor.grad();
+      REQUIRE(gf.shape() == gr.shape());
+      double mx = 0, diff = 0;
+      for (std::size_t j = 0; j < gf.size(); ++j) {
+        mx = std::max(mx, std::abs(double(gr.data()[j])));
+        diff = std::max(diff, std::abs(double(gf.data()[j]) - double(gr.data()[j])));
+      }
+      CHECK(diff <= 1e-5 * (mx + 1e-3));
+    }
+  }
+}
