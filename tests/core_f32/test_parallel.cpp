@@ -31,7 +31,7 @@ std::vector<real> lcg(std::size_t n, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("for_range covers [0, n) once, in equal contiguous chunks, one per thread", "[parallel]") {
+TEST_CASE("for_range covers 0..n-1 once, in equal contiguous chunks, one per thread", "[parallel]") {
   const int hw = parallel::hardware_threads();
   for (int t = 1; t <= std::min(hw, 4); ++t) {
     ThreadsGuard g(t);

@@ -100,7 +100,7 @@ TEST_CASE("probe encoding: sinusoidal <PE(t), PE(t+k)> = sum_i cos(w_i k), symme
   fs::remove_all(a.out_dir);
 }
 
-TEST_CASE("probe encoding: rope's all-ones logit is sum_i cos(m theta_i); the RoFormer bound", "[probe]") {
+TEST_CASE("probe encoding: rope's all-ones logit is sum_i cos(m theta_i), the RoFormer bound", "[probe]") {
   EncodingProbeArgs a;
   a.name = "rope";
   a.len = 32;
@@ -128,7 +128,7 @@ TEST_CASE("probe encoding: rope's all-ones logit is sum_i cos(m theta_i); the Ro
     CHECK(b2[m] == Approx((1 + std::abs(std::polar(1.0, double(m)) + std::polar(1.0, double(m) / 10.0))) / 2));
 }
 
-TEST_CASE("probe encoding: alibi's bias is -slope_h * distance; bad names and parameters are errors", "[probe]") {
+TEST_CASE("probe encoding: alibi's bias is -slope_h * distance, bad names and parameters are errors", "[probe]") {
   EncodingProbeArgs a;
   a.name = "alibi";
   a.len = 12;
@@ -258,7 +258,7 @@ TEST_CASE("attention maps through the transformer are causal probability rows", 
   }
 }
 
-TEST_CASE("typed input in each task's notation; bad tokens name what is allowed", "[probe][predict]") {
+TEST_CASE("typed input in each task's notation, bad tokens name what is allowed", "[probe][predict]") {
   const Batch c = task_of("copy").parse_input("3 1 4");
   CHECK(task_of("copy").render(c, 0) == "<BOS> 3 1 4 <SEP> [3 1 4 <EOS>]");
   CHECK(task_of("copy").render(task_of("copy").parse_input("314"), 0) == "<BOS> 3 1 4 <SEP> [3 1 4 <EOS>]");
@@ -284,7 +284,7 @@ TEST_CASE("typed input in each task's notation; bad tokens name what is allowed"
   CHECK_THROWS_WITH(task_of("assoc_recall").parse_input("c 7 a"), Catch::Contains("expected"));
 }
 
-TEST_CASE("char_lm reads a prompt as tokens with next-character targets; unknown bytes are named", "[probe][predict]") {
+TEST_CASE("char_lm reads a prompt as tokens with next-character targets, unknown bytes are named", "[probe][predict]") {
   const Task& lm = task_of("char_lm", {"task.train_len=8", "task.min_len=8"});
   const Batch b = lm.parse_input("To be");
   REQUIRE(b.batch() == 1);
@@ -302,7 +302,7 @@ TEST_CASE("char_lm reads a prompt as tokens with next-character targets; unknown
   CHECK_THROWS_WITH(lm.parse_input(""), Catch::Contains("empty"));
 }
 
-TEST_CASE("probe memory estimate: grows with T^2 when maps are kept; refuses before work", "[probe]") {
+TEST_CASE("probe memory estimate: grows with T^2 when maps are kept, refuses before work", "[probe]") {
   ModelConfig m;
   m.vocab = 14;
   m.d_model = 64;

@@ -47,7 +47,7 @@ Array logits(Transformer& m, const IndexArray& tok, const IndexArray& pos) {
 
 }  // namespace
 
-TEST_CASE("integer adds scale * id with alternating signs; the notes' constant form is erased by pre-LN",
+TEST_CASE("integer adds scale * id with alternating signs, the notes' constant form is erased by pre-LN",
           "[positional][history][integer]") {
   auto e = encoding("integer", {{"scale", Value(0.5)}});
   const Array pe = position_part(*e, rows({{0, 3, 10}}), 4);
@@ -157,7 +157,7 @@ TEST_CASE("binary writes the id's bits as +-1 in the first components, with just
   CHECK_THROWS_WITH(encoding("binary", {{"bits", Value(std::int64_t(7))}}, dims), Catch::Contains("exceed d_model 6"));
 }
 
-TEST_CASE("multiplicative: x times the sinusoidal table; learned gains start at 1 and are not decayed",
+TEST_CASE("multiplicative: x times the sinusoidal table, learned gains start at 1 and are not decayed",
           "[positional][history][multiplicative]") {
   Rng rng(5);
   Array x(Shape{1, 3, 8});
@@ -248,7 +248,7 @@ TEST_CASE("recurrent: the embeddings go through torch.nn.GRU / nn.LSTM's recurre
     }
 }
 
-TEST_CASE("recurrent is not permutation-equivariant even without a causal mask; NoPE is", "[positional][history][recurrent]") {
+TEST_CASE("recurrent is not permutation-equivariant even without a causal mask, NoPE is", "[positional][history][recurrent]") {
   // Bidirectional attention with no positions treats the input as a set: permuting the tokens permutes
   // the outputs. A recurrence in front reads the tokens in order and breaks that.
   Rng rng(11);

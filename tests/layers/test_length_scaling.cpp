@@ -40,7 +40,7 @@ IndexArray ids(std::vector<std::int32_t> v) {
 
 }  // namespace
 
-TEST_CASE("NTK-aware base change: base * s^(d/(d-2)); highest frequency kept, lowest divided by s", "[rope_scaling]") {
+TEST_CASE("NTK-aware base change: base * s^(d/(d-2)), highest frequency kept, lowest divided by s", "[rope_scaling]") {
   // 10000 * 4^(16/14) = 48760.546... (Python: 10000 * 4 ** (16 / 14))
   CHECK(ntk_base(10000, 4, 16) == Approx(48760.54616817902).epsilon(1e-12));
   RopeScaling sc;
@@ -140,7 +140,7 @@ TEST_CASE("rope scaling settings are range-checked", "[rope_scaling][config]") {
   CHECK_THROWS_WITH(resolve_encoding_params("rope", c.encoding_params, c.dims()), Catch::Contains("at least 4"));
 }
 
-TEST_CASE("log-length scale: log n / log L, floored at 1 with clamp; n counts keys (1-based)", "[attention_scaling]") {
+TEST_CASE("log-length scale: log n / log L, floored at 1 with clamp, n counts keys (1-based)", "[attention_scaling]") {
   CHECK(log_length_scale(256, 64, true) == Approx(8.0 / 6.0));  // log2 256 / log2 64
   CHECK(log_length_scale(8, 64, true) == 1);
   CHECK(log_length_scale(8, 64, false) == Approx(0.5));

@@ -57,7 +57,7 @@ TEST_CASE("t5 buckets by hand: exact below num_buckets/2, logarithmic up to max_
   CHECK(t5_bucket(0, true, 32, 128) == 0);
 }
 
-TEST_CASE("t5 bias: one table shared by the layers or one per layer; bidirectional when not causal", "[positional][t5]") {
+TEST_CASE("t5 bias: one table shared by the layers or one per layer, bidirectional when not causal", "[positional][t5]") {
   const IndexArray pos = default_positions(1, 6);
   Rng rng(3);
   const IndexArray tok = random_tokens(1, 6, 11, rng);

@@ -148,7 +148,7 @@ TEST_CASE("a sweep over 2 MPI ranks gives the single-process sweep's eval.json, 
   fs::remove_all(dir);
 }
 
-TEST_CASE("20 data-parallel steps on 2 ranks match one process within tolerance; two runs are bit-identical",
+TEST_CASE("20 data-parallel steps on 2 ranks match one process within tolerance, two runs are bit-identical",
           "[data_parallel_matches_single_process]") {
   const std::string dir = temp_dir("dp");
   const std::string cfg = dir + "/tiny.toml";

@@ -67,7 +67,7 @@ TEST_CASE("each rank's shard is its contiguous block of rows of the global batch
   CHECK(DataParallel(4, 1, 2).shard(lm).answer_begin.empty());
 }
 
-TEST_CASE("the global batch must divide by the ranks; a batch of another size is an error", "[data_parallel]") {
+TEST_CASE("the global batch must divide by the ranks, a batch of another size is an error", "[data_parallel]") {
   CHECK_THROWS_WITH(DataParallel(7, 0, 2), Catch::Contains("batch_size = 7 is the global batch and must divide by the 2"));
   CHECK_THROWS_AS(DataParallel(0, 0, 1), Error);
   CHECK_THROWS_WITH(DataParallel(8, 0, 2).shard(numbered_batch(6, 2)), Catch::Contains("expected 8"));
