@@ -18,28 +18,17 @@
 #include "experiments/resources.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
+#include "cli_helpers.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("pelab_test_limits_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+using test::has;
+using test::run_cli;
 
-// Runs pelab with a hard time limit, so a hang fails the test instead of stalling the suite.
-int run_cli(const std::string& args, const std::string& log, int timeout_s = 120) {
-  const std::string cmd = "timeout -s KILL " + std::to_string(timeout_s) + " " + std::string(PELAB_BINARY) + " " +
-                          args + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+std::string temp_dir(const std::string& name) { return test::fresh_temp_dir("limits_" + name); }
 
 // Starts pelab in the background (its own pid, output to `log`).
 pid_t start_cli(const std::string& args, const std::string& log) {

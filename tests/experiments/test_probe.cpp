@@ -23,26 +23,17 @@
 #include "layers/transformer.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
+#include "cli_helpers.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("pelab_test_probe_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+using test::has;
+using test::run_cli;
 
-int run_cli(const std::string& args, const std::string& log) {
-  const std::string cmd = std::string(PELAB_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+std::string temp_dir(const std::string& name) { return test::fresh_temp_dir("probe_" + name); }
 
 // A CSV with a header line -> rows of numbers.
 std::vector<std::vector<double>> read_csv(const std::string& path) {

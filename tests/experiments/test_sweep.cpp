@@ -14,24 +14,17 @@
 #include "experiments/run.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
+#include "cli_helpers.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("pelab_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+using test::has;
+using test::run_cli;
 
-int run_cli(const std::string& args, const std::string& log) {
-  const std::string cmd = std::string(PELAB_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+std::string temp_dir(const std::string& name) { return test::fresh_temp_dir("" + name); }
 
 const std::string kTinySweep = test::tiny_config(40) + "[sweep]\n\"encoding.name\" = [\"rope\", \"none\"]\n\"train.seed\" = [0, 1]\n";
 

@@ -67,7 +67,10 @@ TEST_CASE("PyTorch parity: logits, loss and every gradient for each fixture", "[
     Loaded l = load_fixture(path);
     Tensor logits = l.model->forward(l.st.get_int("input.tokens"), l.st.get_int("input.positions"));
     Compare cl;
-    allclose(logits.value(), l.st.get_float("out.logits"), 1e-5, 1e-6, "logits", cl);
+    // atol 3e-6: float32 logits near 0 of a 2-layer model carry a few ulps of its O(1) intermediates;
+    // gcc's build uses up to 0.84 of 1e-6, clang's sanitized -O1 build (other contraction and
+    // association) up to 1.35 (alibi_fixed_temperature).
+    allclose(logits.value(), l.st.get_float("out.logits"), 1e-5, 3e-6, "logits", cl);
     Tape::current().clear();
     Tensor loss = run(l);
     Compare closs;
