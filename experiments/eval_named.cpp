@@ -76,6 +76,9 @@ void check_eval_name(const std::string& name) {
   for (char c : name)
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
   if (!ok) throw Error("--name '" + name + "': expected letters, digits, '_', '-' or '.' (not starting with '.')");
+  if (name == "trained")
+    throw Error("--name trained: 'trained' is the name the report gives the training's own evaluation (eval.json); "
+                "choose another");
 }
 
 std::string write_named_eval(const std::string& run_dir, const std::string& name, const std::vector<std::string>& sets,

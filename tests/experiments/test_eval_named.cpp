@@ -65,6 +65,8 @@ TEST_CASE("pelab eval --set/--name: evaluation settings only, each evaluation in
   CHECK(has(read_file(log), "factor"));
   CHECK(run_cli("eval " + run + " --name ../x", log) == 2);
   CHECK(!fs::exists(run + "/eval-x.json"));
+  CHECK(run_cli("eval " + run + " --name trained", log) == 2);  // the report's name for eval.json
+  CHECK(has(read_file(log), "'trained' is the name the report gives"));
 
   REQUIRE(run_cli("eval " + run + " --set encoding.rope.scaling=yarn --set encoding.rope.factor=2 --name yarn2", log) == 0);
   REQUIRE(run_cli("eval " + run + " --set attention.scaling=log_length --lengths 8 --name logn", log) == 0);
