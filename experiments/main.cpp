@@ -16,6 +16,7 @@
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
 #include "core/parallel.hpp"
+#include "experiments/cli_args.hpp"
 #include "experiments/config.hpp"
 #include "experiments/config_schema.hpp"
 #include "experiments/eval_named.hpp"
@@ -280,18 +281,8 @@ int main(int argc, char** argv) {
       std::vector<std::string> sets;
       if (!lengths_csv.empty()) {
         std::string items;
-        std::stringstream ss(lengths_csv);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-          std::size_t pos = 0;
-          long v = -1;
-          try {
-            v = std::stol(item, &pos);
-          } catch (const std::exception&) {
-          }
-          if (v <= 0 || pos != item.size()) throw Error("--lengths: '" + item + "' is not a positive integer");
+        for (std::size_t v : parse_positive_list("--lengths", lengths_csv, LONG_MAX, "a positive integer"))
           items += (items.empty() ? "" : ", ") + std::to_string(v);
-        }
         sets.push_back("eval.lengths=[" + items + "]");
       }
       if (samples) sets.push_back("eval.samples=" + std::to_string(samples));

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/cli_args.hpp"
 #include "experiments/probe.hpp"
 #include "experiments/run.hpp"
 
@@ -14,21 +15,8 @@ namespace pelab {
 namespace {
 
 std::vector<std::size_t> parse_factors(const std::string& csv) {
-  std::vector<std::size_t> out;
-  std::stringstream ss(csv);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t pos = 0;
-    long v = -1;
-    try {
-      v = std::stol(item, &pos);
-    } catch (const std::exception&) {
-    }
-    if (v <= 0 || v > 1024 || pos != item.size())
-      throw Error("--lengths: '" + item + "' is not a multiple of the training length in [1, 1024] (e.g. --lengths 1,2,4)");
-    out.push_back(std::size_t(v));
-  }
-  return out;
+  return parse_positive_list("--lengths", csv, 1024,
+                             "a multiple of the training length in [1, 1024] (e.g. --lengths 1,2,4)");
 }
 
 }  // namespace
