@@ -435,8 +435,12 @@ def write_page(name, run_dir, config, quick, out, copy=None):
                "than the recipe's full setting") if quick else "full setting"
     if times:
         cpu = "CPU time not recorded" if times["cpu"] is None else f"{times['cpu'] / 60:.1f} min CPU (user + sys of the training processes)"
+        # CPU over wall says how many cores the sweep actually had: near --jobs on a quiet machine, less
+        # when other work shared it (then the wall time is an upper bound).
+        used = "" if times["cpu"] is None or times["wall"] <= 0 else \
+            f"; the training processes kept {times['cpu'] / times['wall']:.1f} cores busy on average"
         timing = (f"{times['wall'] / 60:.1f} min wall, {cpu}, `--jobs {times['jobs']}`, over {times['runs']} invocation(s) of reproduce.sh, last "
-                  f"{times['last']}; on a 2-core machine shared with other jobs, so the wall time is an upper bound")
+                  f"{times['last']}, on a machine with {os.cpu_count()} cores{used}")
     else:
         timing = "not recorded (no reproduce_times.txt: the sweep was not run by scripts/reproduce.sh)"
     rel_config = os.path.relpath(config, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))

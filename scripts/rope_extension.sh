@@ -2,13 +2,14 @@
 # issue 10's rope_extension experiment: train experiments/configs/rope_extension.toml (RoPE, context
 # L = 64), then re-evaluate the checkpoint with every [encoding.rope] scaling method at 2L and 4L
 # (each its own RUN/eval-NAME.json) and report: one table row and one loss-by-position curve per method.
-#   scripts/rope_extension.sh [RUN_DIR]     (default runs/rope_extension; PELAB=path/to/pelab)
+#   scripts/rope_extension.sh [RUN_DIR]     (default runs/rope_extension; PELAB=path/to/pelab;
+#   THREADS=threads of the training step, default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PELAB=${PELAB:-build/pelab}
 OUT=${1:-runs/rope_extension}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
-"$PELAB" train experiments/configs/rope_extension.toml --out "$OUT" --quiet
+"$PELAB" train experiments/configs/rope_extension.toml --out "$OUT" --quiet --threads "${THREADS:-2}"
 ev() { "$PELAB" eval "$OUT" --name "$1" "${@:2}" >/dev/null; echo "eval $1 done"; }
 # Static methods with the factor of the target length: s = 4 over 64..256, s = 2 at 128 only.
 for m in pi ntk yarn; do
