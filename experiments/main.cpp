@@ -205,6 +205,9 @@ int main(int argc, char** argv) {
   auto* predict = add_predict_command(app, predict_args);
   ProbeCommand probe;
   add_probe_command(app, probe);
+  // The inspection commands check the same estimate (experiments/resources.hpp) as train, sweep and eval.
+  predict->add_option("--memory-limit", memory_mb, memory_help);
+  probe.run->add_option("--memory-limit", memory_mb, memory_help);
 
   // CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
   if (argc > 1 && argv[1][0] != '-') {
@@ -229,10 +232,11 @@ int main(int argc, char** argv) {
   try {
     set_phase("starting");
     if (*list) return cmd_list();
-    if (*predict) return run_predict(predict_args);
-    if (*probe.app) return run_probe_command(probe);
     const MemoryLimit limit =
         memory_limit(parse_count("--memory-limit", memory_mb, "a size in MiB (an integer >= 0; 0: no check)"));
+    predict_args.memory = probe.run_args.memory = limit;
+    if (*predict) return run_predict(predict_args);
+    if (*probe.app) return run_probe_command(probe);
 
     if (*show) {
       // Built through the config loader: the same checks and messages as a config's [task.NAME].

@@ -10,7 +10,6 @@
 
 #include "core/tape.hpp"
 #include "experiments/evaluate.hpp"
-#include "experiments/probe_memory.hpp"
 #include "experiments/run.hpp"
 #include "training/positions.hpp"
 
@@ -88,7 +87,9 @@ int predict_sequence(TrainedRun& run, const PredictArgs& a) {
     n = a.len ? a.len : cfg.train_len;
     batch = task.eval_batch(a.seed, a.count, n);
   }
-  check_probe_memory(run.spec.model, 1, batch.length(), false, a.max_memory_gib, "pelab predict");
+  // Decoded one row at a time: one row of the batch's length.
+  check_memory("pelab predict: a forward of " + std::to_string(batch.length()) + " tokens",
+               forward_bytes(run.spec.model, 1, batch.length()), a.input.empty() ? "--len" : "--input", a.memory);
   Rng position_rng(a.seed, 4);
   assign_positions(batch, eval_positions(cfg), position_rng);
   NoGrad ng;
@@ -153,7 +154,8 @@ int predict_lm(TrainedRun& run, const PredictArgs& a) {
   if (text.empty()) throw Error("pelab predict: " + run.spec.config.task + " is a language model: give --prompt TEXT");
   const Batch b = task.parse_input(text);
   std::vector<std::int32_t> ids(b.tokens.data(), b.tokens.data() + b.length());
-  check_probe_memory(run.spec.model, 1, ids.size() + a.tokens, false, a.max_memory_gib, "pelab predict");
+  check_memory("pelab predict: a forward of " + std::to_string(ids.size() + a.tokens) + " tokens (prompt and generated)",
+               forward_bytes(run.spec.model, 1, ids.size() + a.tokens), "--tokens", a.memory);
   Rng rng(a.seed);
   NoGrad ng;
   std::string out;
@@ -227,8 +229,6 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& a) {
   c->add_option("--temperature", a.temperature, "language models: 0 = greedy, else sample from softmax(logits / T)")
       ->check(CLI::Range(0.0, 100.0));
   c->add_flag("--json", a.json, "print JSON instead of text");
-  c->add_option("--max-memory", a.max_memory_gib, "refuse lengths whose forward pass would need more GiB")
-      ->check(CLI::Range(0.001, 1e6));
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/resources.hpp"
 #include "experiments/trained_run.hpp"
 
 namespace CLI {
@@ -26,7 +27,7 @@ struct PredictArgs {
   std::size_t tokens = 200;  // LM: characters to generate
   double temperature = 0;    // LM: 0 = greedy
   bool json = false;
-  double max_memory_gib = 4;
+  MemoryLimit memory;  // --memory-limit (main.cpp); default-constructed: no check
 };
 
 // One decoded example of a sequence task.

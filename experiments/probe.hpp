@@ -25,6 +25,7 @@
 
 #include "core/tensor.hpp"
 #include "experiments/config.hpp"
+#include "experiments/resources.hpp"
 #include "training/batch.hpp"
 
 namespace CLI {
@@ -72,7 +73,7 @@ struct RunProbeArgs {
   std::vector<std::size_t> factors = {1, 2, 4};  // lengths as multiples of train_len
   std::size_t samples = 0;  // 0 = the run's [probe] samples
   std::uint64_t seed = 0;
-  double max_memory_gib = 4;
+  MemoryLimit memory;  // --memory-limit (main.cpp); default-constructed: no check
   std::string out_dir;  // default RUN_DIR/probe
 };
 // The trained-model probes of one finished run; returns the files written. Lengths the encoding cannot
@@ -82,7 +83,8 @@ std::vector<std::string> probe_run(const RunProbeArgs& args);
 
 // `pelab sweep --probe`: probe_run on every finished cell of a sweep directory (cells with eval.json);
 // failures are printed and counted, not thrown. Returns the number of cells that failed.
-int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::string>& cell_dirs);
+int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::string>& cell_dirs,
+                      const MemoryLimit& memory);
 
 // The registration (one call in main.cpp) and the command.
 struct ProbeCommand {

@@ -38,8 +38,6 @@ void add_probe_command(CLI::App& app, ProbeCommand& c) {
   c.run->add_option("--samples", c.run_args.samples, "held-out samples per length (default: the run's [probe] samples, 32)")
       ->check(CLI::Range(1, 100000));
   c.run->add_option("--seed", c.run_args.seed, "seed of the samples");
-  c.run->add_option("--max-memory", c.run_args.max_memory_gib, "refuse lengths whose forward would need more GiB")
-      ->check(CLI::Range(0.001, 1e6));
   c.run->add_option("--out", c.run_args.out_dir, "output directory (default RUN_DIR/probe)");
 }
 
@@ -57,7 +55,8 @@ int run_probe_command(ProbeCommand& c) {
   return kOk;
 }
 
-int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::string>& cell_dirs) {
+int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::string>& cell_dirs,
+                      const MemoryLimit& memory) {
   int failed = 0;
   for (const auto& name : cell_dirs) {
     const std::string dir = sweep_dir + "/" + name;
@@ -66,6 +65,7 @@ int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::strin
     try {
       RunProbeArgs a;
       a.run_dir = dir;
+      a.memory = memory;
       probe_run(a);
       std::printf("probe  %-45s %5.1fs\n", name.c_str(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

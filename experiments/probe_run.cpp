@@ -10,7 +10,6 @@
 #include "core/tape.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/probe.hpp"
-#include "experiments/probe_memory.hpp"
 #include "experiments/probe_plot.hpp"
 #include "experiments/report_detail.hpp"
 #include "experiments/trained_run.hpp"
@@ -179,15 +178,17 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
   Transformer& model = *run.model;
   const std::size_t L = mc.n_layers, H = mc.n_heads;
 
-  // Every length checked before any work.
+  // Every length checked before any work (the estimate keeps every layer's attention maps).
+  const ResourceModel resources(run.spec);
   std::vector<LengthProbe> lps;
   for (std::size_t f : a.factors) {
     LengthProbe lp;
     lp.factor = f;
     lp.n = f * cfg.train_len;
     lp.T = task.sequence_length(lp.n);
-    check_probe_memory(mc, samples, lp.T, true, a.max_memory_gib,
-                       "pelab probe run at " + factor_tag(f) + " (n = " + std::to_string(lp.n) + ")");
+    check_memory("pelab probe run at " + factor_tag(f) + " (n = " + std::to_string(lp.n) + ", " +
+                     std::to_string(samples) + " samples of " + std::to_string(lp.T) + " tokens)",
+                 resources.probe(lp.n, samples).total(), "--lengths / --samples", a.memory);
     lps.push_back(lp);
   }
 

@@ -96,6 +96,9 @@ struct Sweep {
 // report_load.cpp. Throws Error as write_report documents.
 Sweep load_sweep(const std::string& sweep_dir);
 bool natural_less(const std::string& a, const std::string& b);
+// Legend names of sweep keys: "train.seed" -> "seed", "task.name" -> "task" (a key ending in "name" is
+// named by its section), the whole key where two names would read the same.
+std::vector<std::string> short_key_names(const std::vector<std::string>& keys);
 
 // Mean ± sample std of one metric over a group's runs at one eval length.
 struct CellStats {
@@ -183,6 +186,10 @@ std::string gp_string(const std::string& s);
 std::string gp_num(double x);
 std::string plot_color(std::size_t i);
 int plot_point_type(std::size_t i);
+// Dash type of group g's line: 1 (solid) for every group when the sweep has one key; with several keys,
+// one dash type per value of the first (e.g. solid for copy, dashed for reverse), so that groups that
+// share a colour (the palette repeats every 10) stay apart.
+int plot_dash_type(const Sweep& s, std::size_t g);
 std::string plot_preamble(const std::string& png, const std::string& title);
 std::string task_text(const Sweep& s);  // "copy + reverse"
 // The program's path (a name is looked up in PATH), or "" when not found.

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +90,16 @@ std::string render_gnuplot(const std::string& gnuplot, const std::string& dir_pa
 
 std::string plot_color(std::size_t i) { return kColors[i % (sizeof kColors / sizeof *kColors)]; }
 int plot_point_type(std::size_t i) { return kPoints[i % (sizeof kPoints / sizeof *kPoints)]; }
+
+int plot_dash_type(const Sweep& s, std::size_t g) {
+  if (s.group_keys.size() < 2 || s.groups[g].values.empty()) return 1;
+  std::vector<std::string> firsts;  // distinct first values, in group order
+  for (const Group& other : s.groups)
+    if (!other.values.empty() && std::find(firsts.begin(), firsts.end(), other.values[0]) == firsts.end())
+      firsts.push_back(other.values[0]);
+  const auto at = std::find(firsts.begin(), firsts.end(), s.groups[g].values[0]) - firsts.begin();
+  return 1 + int(at % 5);  // gnuplot's dash types 1..5
+}
 
 std::string gp_string(const std::string& s) {
   std::string q = "\"";

@@ -283,11 +283,8 @@ void build_groups(Sweep& s) {
       if (values.size() == 1) {
         g.label = values[0];
       } else {
-        for (std::size_t i = 0; i < values.size(); ++i) {
-          const std::string& k = s.group_keys[i];
-          const std::size_t dot = k.rfind('.');
-          g.label += (i ? ", " : "") + k.substr(dot == std::string::npos ? 0 : dot + 1) + "=" + values[i];
-        }
+        const std::vector<std::string> names = short_key_names(s.group_keys);
+        for (std::size_t i = 0; i < values.size(); ++i) g.label += (i ? ", " : "") + names[i] + "=" + values[i];
       }
       s.groups.push_back(g);
       it = s.groups.end() - 1;
@@ -297,6 +294,28 @@ void build_groups(Sweep& s) {
 }
 
 }  // namespace
+
+// Legend names of the sweep keys: the last component ("train.seed" -> "seed"), the section for a key
+// that ends in "name" ("task.name" -> "task", "encoding.name" -> "encoding"), the whole key where two
+// of them would still read the same.
+std::vector<std::string> short_key_names(const std::vector<std::string>& keys) {
+  std::vector<std::string> names;
+  for (const std::string& k : keys) {
+    std::vector<std::string> parts;
+    for (std::size_t start = 0;;) {
+      const std::size_t dot = k.find('.', start);
+      parts.push_back(k.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    names.push_back(parts.size() >= 2 && parts.back() == "name" ? parts[parts.size() - 2] : parts.back());
+  }
+  std::vector<bool> clash(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) clash[i] = std::count(names.begin(), names.end(), names[i]) > 1;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (clash[i]) names[i] = keys[i];
+  return names;
+}
 
 Sweep load_sweep(const std::string& sweep_dir) {
   Sweep s;

@@ -101,8 +101,9 @@ Script length_plot(const Sweep& s, const std::string& metric) {
     for (const auto& [g, idx] : blocks) {
       parts.push_back("\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
                       "\" notitle");
-      parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 pt " +
-                      std::to_string(plot_point_type(g)) + " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
+      parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 dt " +
+                      std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) +
+                      " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
                       gp_string(s.groups[g].label));
     }
     for (std::size_t k = 0; k < chance_blocks.size(); ++k)

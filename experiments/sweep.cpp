@@ -66,7 +66,7 @@ int finish_sweep(const LoadedConfig& loaded, const std::string& root, const Swee
   if ((opt.probe || loaded.config.probe.run) && !interrupted) {
     std::vector<std::string> dirs;
     for (const auto& c : loaded.runs) dirs.push_back(c.dir_name);
-    probe_sweep_cells(root, dirs);  // prints per cell; a failed probe does not fail the sweep
+    probe_sweep_cells(root, dirs, opt.memory);  // prints per cell; a failed probe does not fail the sweep
   }
   if (opt.report && !interrupted) {
     restore_default_stop_handlers();  // the report writes whole files only: a signal may end it at once

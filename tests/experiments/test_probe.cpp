@@ -17,7 +17,6 @@
 #include "experiments/config.hpp"
 #include "experiments/predict.hpp"
 #include "experiments/probe.hpp"
-#include "experiments/probe_memory.hpp"
 #include "experiments/tasks/sequence.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/transformer.hpp"
@@ -293,22 +292,6 @@ TEST_CASE("char_lm reads a prompt as tokens with next-character targets, unknown
   CHECK_THROWS_WITH(lm.parse_input(""), Catch::Contains("empty"));
 }
 
-TEST_CASE("probe memory estimate: grows with T^2 when maps are kept, refuses before work", "[probe]") {
-  ModelConfig m;
-  m.vocab = 14;
-  m.d_model = 64;
-  m.n_layers = 3;
-  m.n_heads = 4;
-  const double a = probe_forward_bytes(m, 32, 1000, true), b = probe_forward_bytes(m, 32, 2000, true);
-  CHECK(b / a > 3.5);
-  CHECK(probe_forward_bytes(m, 32, 1000, false) < a);
-  // maps alone: 32 rows * 4 heads * 1000^2 * 3 layers values
-  CHECK(a >= 32.0 * 4 * 1e6 * 3 * sizeof(real));
-  CHECK_NOTHROW(check_probe_memory(m, 32, 100, true, 4, "x"));
-  CHECK_THROWS_WITH(check_probe_memory(m, 32, 100000, true, 4, "probe at 1000x"),
-                    Catch::Contains("probe at 1000x") && Catch::Contains("GiB") && Catch::Contains("--max-memory"));
-}
-
 TEST_CASE("pelab predict and pelab probe run on a tiny trained run (CLI)", "[probe][predict][cli]") {
   const std::string dir = temp_dir("cli"), cfg = dir + "/tiny.toml", run = dir + "/run", log = dir + "/log.txt";
   std::ofstream(cfg) << test::tiny_config(40) << "[encoding]\nname = \"sinusoidal\"\n";
@@ -343,11 +326,22 @@ TEST_CASE("pelab predict and pelab probe run on a tiny trained run (CLI)", "[pro
     if (!std::isnan(r[1])) CHECK(r[1] <= r.back() + 1e-4);
   // The attention CSV is causal: key <= query everywhere.
   for (const auto& r : read_csv(run + "/probe/attention_1x.csv")) CHECK(r[3] <= r[2]);
-  // Absurd lengths are refused before anything is written, naming the memory.
+  // Lengths over the memory limit are refused before anything is written, naming the estimate, the limit
+  // and the setting (the estimate of experiments/resources.hpp, as train, sweep and eval).
   fs::remove_all(run + "/probe");
-  CHECK(run_cli("probe run " + run + " --lengths 1,1000", log) == 2);
-  CHECK(has(read_file(log), "GiB"));
+  CHECK(run_cli("probe run " + run + " --lengths 1,200 --memory-limit 64", log) == 2);
+  std::string msg = read_file(log);
+  CHECK(has(msg, "--lengths / --samples: pelab probe run at 200x"));
+  CHECK(has(msg, "needs about"));
+  CHECK(has(msg, "--memory-limit 64"));
   CHECK(!fs::exists(run + "/probe"));
+  REQUIRE(run_cli("probe run " + run + " --lengths 1 --samples 2 --memory-limit 64", log) == 0);  // fits
+  CHECK(run_cli("predict " + run + " --len 20000 --memory-limit 64", log) == 2);
+  msg = read_file(log);
+  CHECK(has(msg, "--len: pelab predict: a forward of"));
+  CHECK(has(msg, "--memory-limit 64"));
+  CHECK(run_cli("predict " + run + " --len 6 --memory-limit x", log) == 2);
+  CHECK(has(read_file(log), "--memory-limit x: expected"));
   CHECK(run_cli("probe run " + run + " --lengths 0", log) == 2);
   CHECK(run_cli("probe encoding rope --out " + dir + "/enc --set fraction=0.3", log) == 2);
   CHECK(has(read_file(log), "fraction"));

@@ -21,6 +21,7 @@
 #include "experiments/config.hpp"
 #include "experiments/eval_result.hpp"
 #include "experiments/report.hpp"
+#include "experiments/report_detail.hpp"
 #include "experiments/run.hpp"
 #include "report_fixture.hpp"
 #include "tiny_config.hpp"
@@ -365,6 +366,29 @@ TEST_CASE("eval.json round-trips through to_json and eval_result_from_json") {
   CHECK_FALSE(lm.cell.has_value());
   CHECK(lm.results[0].metrics.count("exact_match") == 0);
   CHECK(lm.results[0].metrics.count("loss") == 1);
+}
+
+TEST_CASE("legend names of sweep keys stay distinct", "[report]") {
+  using report_detail::short_key_names;
+  using V = std::vector<std::string>;
+  CHECK(short_key_names({"task.name", "encoding.name"}) == V{"task", "encoding"});  // not "name", "name"
+  CHECK(short_key_names({"encoding.name", "train.positions"}) == V{"encoding", "positions"});
+  CHECK(short_key_names({"attention.scaling", "encoding.rope.scaling"}) ==
+        V{"attention.scaling", "encoding.rope.scaling"});  // the same last component: whole keys
+  CHECK(short_key_names({"encoding.rope.factor", "train.lr"}) == V{"factor", "lr"});
+  CHECK(short_key_names({}).empty());
+  // One dash type per value of the first key when there are several keys; solid with one key.
+  report_detail::Sweep sw;
+  sw.group_keys = {"task.name", "encoding.name"};
+  for (const char* task : {"copy", "reverse"})
+    for (const char* enc : {"none", "rope"}) sw.groups.push_back({{task, enc}, "", {}});
+  REQUIRE(sw.groups.size() == 4);
+  CHECK(report_detail::plot_dash_type(sw, 0) == 1);
+  CHECK(report_detail::plot_dash_type(sw, 1) == 1);
+  CHECK(report_detail::plot_dash_type(sw, 2) == 2);
+  CHECK(report_detail::plot_dash_type(sw, 3) == 2);
+  sw.group_keys = {"encoding.name"};
+  CHECK(report_detail::plot_dash_type(sw, 3) == 1);
 }
 
 TEST_CASE("report of real runs follows the grid and shows what the runs wrote", "[e2e]") {

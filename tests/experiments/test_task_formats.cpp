@@ -13,6 +13,7 @@
 #include "experiments/evaluate.hpp"
 #include "experiments/tasks/sequence.hpp"
 #include "training/metrics.hpp"
+#include "task_helpers.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;
@@ -20,32 +21,14 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-using Params_ = std::map<std::string, Value>;
+using Params_ = test::TaskParams;
+using test::all_formats;
+using test::as_seq;
+using test::fmt;
 
 std::unique_ptr<Task> task(const std::string& name, const SequenceFormat& f, const Params_& p = {},
                            std::size_t train_len = 8) {
-  TaskCommon c;
-  c.min_len = 1;
-  c.train_len = train_len;
-  c.format = f;
-  return make_task(name, c, p);
-}
-
-const SequenceTask& as_seq(const Task& t) { return dynamic_cast<const SequenceTask&>(t); }
-
-SequenceFormat fmt(bool bos, EosMode eos, bool sep, bool prompt) {
-  SequenceFormat f;
-  f.bos = bos, f.eos = eos, f.sep = sep, f.prompt = prompt;
-  return f;
-}
-
-std::vector<SequenceFormat> all_formats() {
-  std::vector<SequenceFormat> v;
-  for (bool bos : {true, false})
-    for (EosMode eos : {EosMode::scored, EosMode::unscored, EosMode::absent})
-      for (bool sep : {true, false})
-        for (bool prompt : {false, true}) v.push_back(fmt(bos, eos, sep, prompt));
-  return v;
+  return test::make_seq_task(name, p, 1, train_len, f);
 }
 
 // The formats of the golden tests: every value of every key appears at least once.
