@@ -16,15 +16,22 @@ using report_detail::gp_string;
 
 Output open_output(const std::string& dir) {
   std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) throw Error("cannot create " + dir + ": " + ec.message());
   Output o;
   o.dir = dir;
+  o.created = !existed;
   o.gnuplot = report_detail::find_program("gnuplot");
   if (o.gnuplot.empty())
     o.warnings.push_back("gnuplot not found: no PNGs rendered; the data (.csv) and scripts (.gp) are in " + dir +
                          " (install gnuplot, then run gnuplot on each .gp there)");
   return o;
+}
+
+void discard_if_unused(const Output& o) {
+  std::error_code ec;
+  if (o.created && o.files.empty() && fs::is_empty(o.dir, ec) && !ec) fs::remove(o.dir, ec);
 }
 
 std::string num(double x) {

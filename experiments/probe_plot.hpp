@@ -14,8 +14,12 @@ struct Output {
   std::string dir;
   std::string gnuplot;                 // path, "" when not installed (then no PNGs, a warning)
   std::vector<std::string> files, warnings;
+  bool created = false;                // open_output made dir (it did not exist before)
 };
 Output open_output(const std::string& dir);  // creates dir; finds gnuplot
+// Removes the directory open_output made when nothing was written into it, so that a probe that fails
+// after opening its output leaves no empty directory behind; a directory that existed is left alone.
+void discard_if_unused(const Output& o);
 
 struct Plot {
   std::string name;   // NAME

@@ -153,6 +153,11 @@ TEST_CASE("probe encoding: alibi's bias is -slope_h * distance, bad names and pa
   a.sets = {};
   a.name = "none";
   CHECK_THROWS_WITH(probe_encoding(a), Catch::Contains("nothing to plot"));
+  CHECK_FALSE(fs::exists(a.out_dir));  // no empty directory left behind
+  fs::create_directories(a.out_dir);   // one the user made is left alone
+  CHECK_THROWS_WITH(probe_encoding(a), Catch::Contains("nothing to plot"));
+  CHECK(fs::exists(a.out_dir));
+  fs::remove_all(a.out_dir);
 }
 
 TEST_CASE("attention entropy: uniform causal rows give log(t + 1), one-hot rows 0", "[probe]") {
