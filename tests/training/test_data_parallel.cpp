@@ -3,8 +3,11 @@
 // loss and statistics it was given. The multi-rank behaviour is tested under mpirun in tests/mpi.
 #include <catch2/catch.hpp>
 
+#include <malloc.h>
+
 #include <cstring>
 
+#include "core/allocator.hpp"
 #include "training/data_parallel.hpp"
 
 using namespace pelab;
@@ -102,4 +105,37 @@ TEST_CASE("reduce at one rank keeps the gradient, the loss and the statistics", 
   CHECK(st.rows == 5);
   CHECK(st.rows_exact == 2);
   CHECK(dp.buffer_bytes() == (6 + 4 + 2 + 5) * sizeof(float));
+}
+
+TEST_CASE("a warm data-parallel step asks the system for nothing: shard and reduce reuse their buffers",
+          "[data_parallel]") {
+  // What DataParallel adds to a training step (the rest is the single-process step, whose steady state
+  // bench_train checks): the shard of the global batch and the flat reduction buffer.
+  Tensor w = Tensor::from({64, 32}, std::vector<real>(64 * 32, 0.5f), true);
+  Tensor b = Tensor::from({32}, std::vector<real>(32, 0.25f), true);
+  std::vector<Parameter> params(2);
+  params[0].name = "w";
+  params[0].tensor = w;
+  params[1].name = "b";
+  params[1].tensor = b;
+  grad_buffer(*w.impl());
+  grad_buffer(*b.impl());
+  const Batch g = numbered_batch(8, 24);
+  DataParallel dp(8, 0, 1);
+  auto step = [&] {
+    const Batch s = dp.shard(g);
+    REQUIRE(s.batch() == 8);
+    TokenStats st;
+    st.counted = 10;
+    dp.reduce(params, 1.0, st);
+  };
+  step();
+  step();
+  const memory::Stats before = memory::stats();
+  const std::size_t heap_before = mallinfo2().uordblks, buffer = dp.buffer_bytes();
+  for (int i = 0; i < 20; ++i) step();
+  CHECK(memory::stats().system_allocs == before.system_allocs);  // tensor buffers: all reused
+  CHECK(mallinfo2().uordblks == heap_before);                     // and nothing left behind on the heap
+  CHECK(dp.buffer_bytes() == buffer);
+  CHECK(dp.reduces() == 22);
 }
