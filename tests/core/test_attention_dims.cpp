@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <vector>
 
 #include "core/ops/attention_dims.hpp"
 #include "core/ops/linear_dims.hpp"
@@ -29,8 +30,8 @@ TEST_CASE("attention_dims: sizes and the bias block each batch and head reads", 
   CHECK(d.Tk == 6);
   CHECK(d.hs == 8);
   CHECK(d.bias_batch == 0);
-  real block[1];
-  real* base = block;
+  std::vector<real> bias_storage(2 * 3 * 4 * 6);  // the largest bias below: offsets stay inside it
+  real* base = bias_storage.data();
   CHECK(d.bias_block(static_cast<real*>(nullptr), 1, 2) == nullptr);  // no bias: nothing to read
   const std::size_t blk = 4 * 6;
   opt.bias = zeros({2, 3, 4, 6});  // a block per (batch, head)
