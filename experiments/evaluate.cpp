@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <sstream>
 
 #include "core/tape.hpp"
@@ -56,26 +55,6 @@ void add_nll(const Array& logits, const Batch& b, std::vector<double>& pos_sum, 
       ++pos_n[t];
       total += nll;
     }
-}
-
-// Rows [from, to) of a batch.
-Batch rows_of(const Batch& b, std::size_t from, std::size_t to) {
-  if (from == 0 && to == b.batch()) return b;
-  const std::size_t T = b.length(), n = to - from;
-  Batch s;
-  auto slice = [&](const auto& a, auto& out) {
-    out.resize({n, T});
-    std::memcpy(out.data(), a.data() + from * T, n * T * sizeof(*a.data()));
-  };
-  slice(b.tokens, s.tokens);
-  slice(b.targets, s.targets);
-  slice(b.positions, s.positions);
-  slice(b.mask, s.mask);
-  if (!b.answer_begin.empty()) {
-    s.answer_begin.assign(b.answer_begin.begin() + from, b.answer_begin.begin() + to);
-    s.answer_end.assign(b.answer_end.begin() + from, b.answer_end.begin() + to);
-  }
-  return s;
 }
 
 // Console progress of one length: a line when it starts, then the forward passes done (rewritten in

@@ -215,9 +215,11 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
     p.json["settings"] = settings;
     write_plot(out, p);
   }
-  if (!any) discard_if_unused(out);
-  if (!any) throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias nor relative keys at "
-                        "positions 0.." + std::to_string(T - 1) + ": nothing to plot (NoPE-like)");
+  if (!any) {
+    discard_if_unused(out);
+    throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias nor relative keys at "
+                "positions 0.." + std::to_string(T - 1) + ": nothing to plot (NoPE-like)");
+  }
   for (const auto& wmsg : out.warnings) std::fprintf(stderr, "warning: %s\n", wmsg.c_str());
   return out.files;
 }

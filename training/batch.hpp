@@ -1,6 +1,7 @@
 // A batch of next-token-prediction data, as tasks produce it and the trainer consumes it.
 #pragma once
 
+#include <cstring>
 #include <vector>
 
 #include "core/tensor.hpp"
@@ -21,5 +22,25 @@ struct Batch {
   std::size_t batch() const { return tokens.shape()[0]; }
   std::size_t length() const { return tokens.shape()[1]; }
 };
+
+// Rows [from, to) of a batch, every field alike (evaluation slices, data-parallel shards).
+inline Batch rows_of(const Batch& b, std::size_t from, std::size_t to) {
+  if (from == 0 && to == b.batch()) return b;
+  const std::size_t T = b.length(), n = to - from;
+  Batch s;
+  auto slice = [&](const auto& a, auto& out) {
+    out.resize({n, T});
+    std::memcpy(out.data(), a.data() + from * T, n * T * sizeof(*a.data()));
+  };
+  slice(b.tokens, s.tokens);
+  slice(b.targets, s.targets);
+  slice(b.positions, s.positions);
+  slice(b.mask, s.mask);
+  if (!b.answer_begin.empty()) {
+    s.answer_begin.assign(b.answer_begin.begin() + from, b.answer_begin.begin() + to);
+    s.answer_end.assign(b.answer_end.begin() + from, b.answer_end.begin() + to);
+  }
+  return s;
+}
 
 }  // namespace pelab

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "training/distributed.hpp"
 
@@ -21,26 +20,12 @@ DataParallel::DataParallel(std::size_t global_batch, int rank, int size)
 }
 
 Batch DataParallel::shard(const Batch& g) const {
-  const std::size_t B = g.batch(), T = g.length();
+  const std::size_t B = g.batch();
   if (B != global_batch_)
     throw Error("data parallel: the task gave a batch of " + std::to_string(B) + " rows, expected " +
                 std::to_string(global_batch_));
   const std::size_t b = B / static_cast<std::size_t>(size_), r0 = static_cast<std::size_t>(rank_) * b;
-  Batch s;
-  const std::vector<std::size_t> shape = {b, T};
-  auto rows = [&](auto& dst, const auto& src) {
-    dst.resize(shape);
-    std::memcpy(dst.data(), src.data() + r0 * T, b * T * sizeof(*src.data()));
-  };
-  rows(s.tokens, g.tokens);
-  rows(s.targets, g.targets);
-  rows(s.positions, g.positions);
-  rows(s.mask, g.mask);
-  if (!g.answer_begin.empty()) {
-    s.answer_begin.assign(g.answer_begin.begin() + r0, g.answer_begin.begin() + r0 + b);
-    s.answer_end.assign(g.answer_end.begin() + r0, g.answer_end.begin() + r0 + b);
-  }
-  return s;
+  return rows_of(g, r0, r0 + b);
 }
 
 bool DataParallel::any(bool local) const { return dist::any(local); }
