@@ -25,6 +25,13 @@ char* openblas_get_config(void);
 namespace pelab::blas {
 
 namespace {
+// OpenBLAS starts with one thread per core; pelab cuts products itself (gemm below) and keeps OpenBLAS
+// at one thread from the moment this library loads, before any product, whether or not
+// parallel::set_threads is ever called.
+[[maybe_unused]] const bool kOneThread = (openblas_set_num_threads(1), true);
+
+GemmFn g_serial_for_testing = nullptr;
+
 inline CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 inline void gemm_impl(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                       const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
@@ -46,20 +53,32 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
       for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == real(0) ? real(0) : beta * C[i * ldc + j];
     return;
   }
+  if (g_serial_for_testing)
+    return g_serial_for_testing(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   gemm_impl(tr(trans_a), tr(trans_b), static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
             A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+}
+
+std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K) {
+  const std::size_t dim = std::max(M, N), other = std::min(M, N) * K;
+  return parallel::pieces(dim, gemm_grain(dim, other));
+}
+
+std::size_t gemm_grain(std::size_t dim, std::size_t other) {
+  // At most kGemmMaxPieces pieces, each at least kMinPieceDim wide and kMinPieceWork multiply-adds.
+  const std::size_t by_count = (dim + kGemmMaxPieces - 1) / kGemmMaxPieces;
+  const std::size_t by_work = other ? (kMinPieceWork + other - 1) / other : dim;
+  return std::max({by_count, kMinPieceDim, by_work, std::size_t(1)});
 }
 
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {
-  // Split the larger of M and N over the pool, into pieces of at least kMinSplitWork multiply-adds.
+  // The larger of M and N is cut into gemm_pieces(M, N, K) contiguous pieces, one serial BLAS call
+  // each, whatever the thread count (core/parallel.hpp: the plan never depends on it).
   const bool by_rows = M >= N;
   const std::size_t dim = by_rows ? M : N, other = (by_rows ? N : M) * K;
-  const std::size_t grain = other ? (kMinSplitWork + other - 1) / other : dim;
-  const std::size_t k = parallel::chunks(dim, grain < 1 ? 1 : grain);
-  if (k <= 1) return gemm_serial(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  parallel::for_range(dim, grain, [&](std::size_t, std::size_t b, std::size_t e) {
+  parallel::for_range(dim, gemm_grain(dim, other), [&](std::size_t, std::size_t b, std::size_t e) {
     if (by_rows)  // rows [b, e) of C and of op(A)
       gemm_serial(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + b * lda, lda, B, ldb, beta,
                   C + b * ldc, ldc);
@@ -84,6 +103,8 @@ void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, st
       c = static_cast<real>(alpha * acc + (beta == real(0) ? 0.0 : double(beta) * c));
     }
 }
+
+void set_serial_gemm_for_testing(GemmFn fn) { g_serial_for_testing = fn; }
 
 void set_num_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 int num_threads() { return openblas_get_num_threads(); }

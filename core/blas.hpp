@@ -9,14 +9,27 @@
 
 namespace pelab::blas {
 
+// A GEMM with gemm's contract (below).
+using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, real, const real*, std::size_t,
+                        const real*, std::size_t, real, real*, std::size_t);
+
 // C (M x N) = alpha * op(A) * op(B) + beta * C, all row-major with leading dimensions.
 // op(A) is M x K (A stored K x M when trans_a), op(B) is K x N (B stored N x K when trans_b).
-// beta = 1 accumulates, which is how backward adds into existing gradients. With more than one
-// thread (core/parallel.hpp) a large product is split along the larger of M and N into contiguous
-// pieces, one single-threaded OpenBLAS call per thread; every piece has at least kMinSplitWork
-// multiply-adds, so it takes OpenBLAS's blocked path as the whole product does (its small-matrix kernels
-// stop at 1e6): the result is the same for every thread count (tests/core_f32/test_parallel.cpp).
-constexpr std::size_t kMinSplitWork = std::size_t(1) << 21;
+// beta = 1 accumulates, which is how backward adds into existing gradients.
+//
+// The plan (core/parallel.hpp): the larger of M and N is cut into gemm_pieces(M, N, K) contiguous
+// pieces, one single-threaded BLAS call each, and the pieces run on the step's threads. The cut depends
+// on the shape alone, so one thread makes the same calls as many and the result is the same bits at
+// any thread count on any CPU, whatever the BLAS kernel does with a piece's shape (tests/core_f32/
+// test_parallel.cpp checks it with a deliberately shape-sensitive GEMM). Pieces are at most
+// kGemmMaxPieces (a fifth: +1 to +6% time at one thread on the model's shapes, bench/README.md), at
+// least kMinPieceDim wide and kMinPieceWork multiply-adds (below that a thread costs more than it saves).
+constexpr std::size_t kGemmMaxPieces = 4;
+constexpr std::size_t kMinPieceDim = 64;
+constexpr std::size_t kMinPieceWork = std::size_t(1) << 21;
+std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K);
+// parallel::for_range's grain for a cut dimension of `dim` with `other` multiply-adds per unit of it.
+std::size_t gemm_grain(std::size_t dim, std::size_t other);
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);
@@ -31,6 +44,11 @@ void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, st
                     const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                     std::size_t ldc);
 
+// Tests only: gemm_serial calls `fn` instead of the BLAS (nullptr: the BLAS again). Lets a test stand
+// in a GEMM whose rounding depends on the shape of each call, to show that the plan, not the kernel,
+// makes results independent of the thread count. Not thread-safe: set it outside parallel regions.
+void set_serial_gemm_for_testing(GemmFn fn);
+
 // OpenBLAS threads. pelab keeps OpenBLAS at 1 (parallel::set_threads sets it): its own pool splits GEMMs.
 void set_num_threads(int n);
 int num_threads();
@@ -43,8 +61,6 @@ std::string library_config();
 // Compares gemm with gemm_reference on small and medium problems (every transpose pair, beta 0 and
 // not 0, leading dimensions wider than the rows); throws std::runtime_error naming the kernel if they disagree
 // beyond float rounding. Run once per process by blas_summary(); `under_test` replaces gemm (tests).
-using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, real, const real*, std::size_t,
-                        const real*, std::size_t, real, real*, std::size_t);
 void check_gemm_agrees(GemmFn under_test = gemm);
 
 // Single-thread GEMM (sgemm; dgemm when real is double) peak in GFLOP/s: the best of repeated 512^3

@@ -46,39 +46,42 @@ class Pool {
   }
   std::size_t size() const { return workers_.size() + 1; }
 
-  void run(std::size_t n, std::size_t k, detail::ChunkFn fn, void* ctx) {
+  void run(std::size_t n, std::size_t p, std::size_t k, detail::PieceFn fn, void* ctx) {
     fn_ = fn;
     ctx_ = ctx;
     n_ = n;
+    p_ = p;
     k_ = k;
-    pending_.store(static_cast<int>(workers_.size()));  // every worker checks in, even one without a chunk
+    pending_.store(static_cast<int>(workers_.size()));  // every worker checks in, even one without pieces
     generation_.fetch_add(1);  // seq_cst: pairs with the sleepers_ check in wait_for_job
     if (sleepers_.load() > 0) {
       { std::lock_guard<std::mutex> lock(mu_); }
       cv_.notify_all();
     }
-    run_chunk(0);
+    run_worker(0);
     for (unsigned spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
       if (spins < 4096)
         PELAB_CPU_RELAX();
       else
         std::this_thread::yield();  // a worker was preempted (a loaded machine): let it run
     }
-    for (std::size_t c = 0; c < k; ++c)
-      if (errors_[c]) {
-        std::exception_ptr e = errors_[c];
+    for (std::size_t w = 0; w < k; ++w)
+      if (errors_[w]) {
+        std::exception_ptr e = errors_[w];
         for (auto& x : errors_) x = nullptr;
         std::rethrow_exception(e);
       }
   }
 
  private:
-  void run_chunk(std::size_t c) {
+  // Worker w's contiguous group of the plan's pieces, in order; the first exception stops the group.
+  void run_worker(std::size_t w) {
     t_in_region = true;
     try {
-      fn_(ctx_, c, chunk_begin(n_, k_, c), chunk_begin(n_, k_, c + 1));
+      auto piece = [this](std::size_t wk, std::size_t b, std::size_t e) { fn_(ctx_, wk, b, e); };
+      detail::run_pieces(n_, p_, chunk_begin(p_, k_, w), chunk_begin(p_, k_, w + 1), w, piece);
     } catch (...) {
-      errors_[c] = std::current_exception();
+      errors_[w] = std::current_exception();
     }
     t_in_region = false;
   }
@@ -106,14 +109,14 @@ class Pool {
   void work(std::size_t id) {
     std::uint64_t seen = 0;
     while (wait_for_job(seen)) {
-      if (id < k_) run_chunk(id);
+      if (id < k_) run_worker(id);
       // Every worker checks in, so none can lag behind into the next job while its fields are rewritten.
       pending_.fetch_sub(1, std::memory_order_release);
     }
   }
 
   std::vector<std::thread> workers_;
-  std::vector<std::exception_ptr> errors_;  // per chunk
+  std::vector<std::exception_ptr> errors_;  // per worker
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<std::uint64_t> generation_{0};
@@ -121,9 +124,9 @@ class Pool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   // The job, published by the generation increment.
-  detail::ChunkFn fn_ = nullptr;
+  detail::PieceFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  std::size_t n_ = 0, k_ = 0;
+  std::size_t n_ = 0, p_ = 0, k_ = 0;
 };
 
 std::unique_ptr<Pool>& pool() {
@@ -174,17 +177,24 @@ int threads() {
 
 bool in_parallel_region() { return t_in_region; }
 
-std::size_t chunks(std::size_t n, std::size_t grain) {
+std::size_t pieces(std::size_t n, std::size_t grain) {
   if (n == 0) return 0;
+  const std::size_t fit = n / (grain ? grain : 1);  // pieces of at least `grain` items
+  std::size_t p = 1;
+  while (p * 2 <= kMaxPieces && p * 2 <= fit) p *= 2;
+  return p;
+}
+
+std::size_t workers(std::size_t n, std::size_t grain) {
+  const std::size_t p = pieces(n, grain);
+  if (p == 0) return 0;
   if (t_in_region) return 1;
-  const std::size_t g = grain ? grain : 1;
-  const std::size_t by_work = (n + g - 1) / g;
   const std::size_t t = static_cast<std::size_t>(threads());
-  return by_work < t ? by_work : t;
+  return p < t ? p : t;
 }
 
 namespace detail {
-void run(std::size_t n, std::size_t k, ChunkFn fn, void* ctx) { pool()->run(n, k, fn, ctx); }
+void run(std::size_t n, std::size_t p, std::size_t k, PieceFn fn, void* ctx) { pool()->run(n, p, k, fn, ctx); }
 }  // namespace detail
 
 }  // namespace pelab::parallel

@@ -1,20 +1,22 @@
-// The threads of one training step: a small pool with static partitioning.
+// The threads of one training step: a small pool that runs a fixed plan of pieces.
 //
 // pelab runs a step on N threads (`--threads N`, train.threads; 1 by default): the caller plus N - 1
-// pool workers. Work is split statically: for_range(n, grain, f) cuts [0, n) into chunks(n, grain)
-// contiguous, equal (to one item) ranges, chunk c runs on thread c (the caller runs chunk 0), and the
-// call returns when all have run. Nothing depends on timing, so a result is a function of the inputs
-// and N only. The engine goes further and keeps every result independent of N (docs: README,
-// "Threads"): elementwise and per-row work does not care how rows are split, reductions over rows
-// (bias, LayerNorm gain gradients) sum fixed-size blocks in a fixed order, and a GEMM is split only into
-// pieces that OpenBLAS computes with the same kernel path as the whole.
+// pool workers. Results never depend on N, by construction rather than by what a CPU or BLAS kernel
+// happens to do: for_range(n, grain, f) cuts [0, n) into pieces(n, grain) contiguous ranges, a
+// function of n and grain alone, and calls f once per piece. One thread runs every piece, in order;
+// N threads share the same pieces (worker w runs a contiguous group of them, in order). So every call
+// that f makes (a GEMM on a block of rows, a SIMD loop with its tail, a column sum) is the same call
+// with the same arguments at any N; only the thread that makes it changes (docs/performance.md,
+// "Threads"). f also gets its worker's index, for scratch that belongs to one thread: a worker runs
+// its pieces one after another, so per-worker scratch is never shared.
 //
-// OpenBLAS always runs single-threaded (set_threads sets it to 1): large GEMMs are split across this
-// pool instead (core/blas.cpp), so OpenBLAS's own threads never run inside a parallel region
-// (oversubscription) and one pool decides every thread's work.
+// OpenBLAS always runs single-threaded (set_threads and core/blas.cpp set it to 1): large GEMMs are
+// cut into pieces by core/blas.cpp instead, so OpenBLAS never splits a product its own way and its
+// threads never run inside a parallel region (oversubscription).
 //
-// Nested for_range calls (from inside a chunk) run serially on the calling thread. Only raw memory
-// may be touched inside a chunk: the tape and Tensor handles belong to the thread that built the graph.
+// Nested for_range calls (from inside a piece) run their pieces serially on the calling thread. Only
+// raw memory may be touched inside a piece: the tape and Tensor handles belong to the thread that
+// built the graph.
 #pragma once
 
 #include <cstddef>
@@ -31,38 +33,53 @@ int hardware_threads();
 std::string check_threads(long long n, const std::string& what);
 
 // Sets the step's thread count (starts or stops workers) and OpenBLAS to 1 thread. Throws
-// pelab::Error with check_threads' message (naming `what`) when n is not usable. Not inside a chunk.
+// pelab::Error with check_threads' message (naming `what`) when n is not usable. Not inside a piece.
 void set_threads(long long n, const std::string& what = "threads");
 int threads();  // the current count (1 until set_threads)
 
-// How many chunks for_range(n, grain, ...) uses: min(threads(), ceil(n / grain)), at least 1 when
-// n > 0 (0 when n == 0); 1 inside a chunk. grain >= 1 is the least work worth a thread.
-std::size_t chunks(std::size_t n, std::size_t grain);
-// The c-th of k equal contiguous ranges of [0, n): [begin, end).
+// The plan: how many pieces for_range(n, grain, ...) cuts [0, n) into. The largest power of two
+// p <= kMaxPieces with n / p >= grain (every piece gets at least `grain` items, and powers of two share
+// out evenly over 2, 4, 8 or 16 threads); 1 when 0 < n < 2 * grain; 0 when n == 0. grain >= 1 is the
+// least work worth a piece. Never depends on threads().
+constexpr std::size_t kMaxPieces = 16;
+std::size_t pieces(std::size_t n, std::size_t grain);
+
+// How many threads run those pieces: min(threads(), pieces(n, grain)); 1 inside a piece; 0 when
+// n == 0. The count of per-worker scratch buffers (f's `worker` argument is below it).
+std::size_t workers(std::size_t n, std::size_t grain);
+
+// The c-th of k equal contiguous ranges of [0, n): [begin, end). Piece c of p is
+// [chunk_begin(n, p, c), chunk_begin(n, p, c + 1)); worker w of k runs pieces [chunk_begin(p, k, w),
+// chunk_begin(p, k, w + 1)).
 inline std::size_t chunk_begin(std::size_t n, std::size_t k, std::size_t c) { return n / k * c + (c < n % k ? c : n % k); }
 
 namespace detail {
-using ChunkFn = void (*)(void* ctx, std::size_t chunk, std::size_t begin, std::size_t end);
-void run(std::size_t n, std::size_t k, ChunkFn fn, void* ctx);  // k chunks, k <= threads()
+using PieceFn = void (*)(void* ctx, std::size_t worker, std::size_t begin, std::size_t end);
+void run(std::size_t n, std::size_t p, std::size_t k, PieceFn fn, void* ctx);  // p pieces on k <= threads() workers
+
+// Pieces [first, last) of the p pieces of [0, n), in order, on this thread as worker `worker`.
+template <class F>
+void run_pieces(std::size_t n, std::size_t p, std::size_t first, std::size_t last, std::size_t worker, F& f) {
+  for (std::size_t c = first; c < last; ++c) f(worker, chunk_begin(n, p, c), chunk_begin(n, p, c + 1));
+}
 }  // namespace detail
 
-// f(chunk, begin, end) for each chunk of [0, n), in parallel. An exception thrown by a chunk is
-// rethrown here (the first one, by chunk order) after every chunk has finished.
+// f(worker, begin, end) for each piece of [0, n), the pieces shared out over the workers. An exception
+// thrown by a piece stops its worker's later pieces and is rethrown here (the lowest worker's) once
+// every worker has stopped.
 template <class F>
 void for_range(std::size_t n, std::size_t grain, F&& f) {
   using Fn = std::remove_reference_t<F>;
-  const std::size_t k = chunks(n, grain);
-  if (k == 0) return;
-  if (k == 1) {
-    f(std::size_t(0), std::size_t(0), n);
-    return;
-  }
-  detail::run(n, k,
-              [](void* ctx, std::size_t c, std::size_t b, std::size_t e) { (*static_cast<Fn*>(ctx))(c, b, e); },
+  const std::size_t p = pieces(n, grain);
+  if (p == 0) return;
+  const std::size_t k = workers(n, grain);
+  if (k <= 1) return detail::run_pieces(n, p, 0, p, 0, f);
+  detail::run(n, p, k,
+              [](void* ctx, std::size_t w, std::size_t b, std::size_t e) { (*static_cast<Fn*>(ctx))(w, b, e); },
               const_cast<void*>(static_cast<const void*>(&f)));
 }
 
-// True while the calling thread runs a chunk (nested for_range calls run serially).
+// True while the calling thread runs a piece of a parallel for_range (nested calls run serially).
 bool in_parallel_region();
 
 }  // namespace pelab::parallel

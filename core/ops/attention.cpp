@@ -123,18 +123,18 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
     const real* pak = use_rk ? rel_k.data() + d.rel_lo * hs : nullptr;  // rows [lo, lo + nb) of a^K
     const real* pav = use_rv ? rel_v.data() + d.rel_lo * hs : nullptr;  // rows [lo, lo + nb) of a^V
     // Bucket matrices (Tq, nb) per block: q a^K^T for all blocks (each block's then holds P by
-    // bucket), or one per thread for P by bucket when there is no key term.
-    const std::size_t threads = parallel::chunks(blocks, block_grain);
-    Array buckets(Shape{use_rk ? rows * nb : use_rv ? threads * Tq * nb : 0});
+    // bucket), or one per worker for P by bucket when there is no key term.
+    const std::size_t workers = parallel::workers(blocks, block_grain);
+    Array buckets(Shape{use_rk ? rows * nb : use_rv ? workers * Tq * nb : 0});
     real *pp = P->data(), *po = out.mutable_data(), *pbk = buckets.data();
     const bool stacked_q = L.q.stacked(H, Tq, hs);
     if (use_rk && stacked_q)
       blas::gemm(false, true, rows, nb, hs, real(1), pq, hs, pak, hs, real(0), pbk, nb);
-    parallel::for_range(blocks, block_grain, [&](std::size_t chunk, std::size_t bh0, std::size_t bh1) {
+    parallel::for_range(blocks, block_grain, [&](std::size_t worker, std::size_t bh0, std::size_t bh1) {
       for (std::size_t bh = bh0; bh < bh1; ++bh) {
         const std::size_t b = bh / H, h = bh % H;
         real* S = pp + bh * Tq * Tk;
-        real* blk = use_rk ? pbk + bh * Tq * nb : pbk + chunk * Tq * nb;
+        real* blk = use_rk ? pbk + bh * Tq * nb : pbk + worker * Tq * nb;
         const real* qbh = L.q.at(pq, b, h);
         real* obh = L.out.at(po, b, h);
         const std::int32_t* idx = d.rel_index(index.get(), b);
@@ -214,11 +214,11 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
     const std::size_t bias_h = group_bias ? (d.bias_heads == 1 ? 1 : H) : H;
     const std::size_t groups = bias_b * bias_h;
     const std::size_t per_group = blocks / groups;  // blocks sharing one bias-gradient block
-    const std::size_t threads = parallel::chunks(groups, std::max<std::size_t>(1, block_grain / per_group));
-    Array scratch(Shape{need_ds ? threads * Tq * Tk : 0});  // dP, then dS in place, per thread
+    const std::size_t workers = parallel::workers(groups, std::max<std::size_t>(1, block_grain / per_group));
+    Array scratch(Shape{need_ds ? workers * Tq * Tk : 0});  // dP, then dS in place, per worker
     parallel::for_range(groups, std::max<std::size_t>(1, block_grain / per_group),
-                        [&](std::size_t chunk, std::size_t g0, std::size_t g1) {
-      real* dS = scratch.data() + chunk * Tq * Tk;
+                        [&](std::size_t worker, std::size_t g0, std::size_t g1) {
+      real* dS = scratch.data() + worker * Tq * Tk;
       for (std::size_t gidx = g0; gidx < g1; ++gidx)
         for (std::size_t m = 0; m < per_group; ++m) {
           // Group gidx = (gb, gh) of the bias grid; its blocks in (b, h) order.

@@ -19,7 +19,7 @@ namespace pelab::detail {
 // Uninitialized output of the given shape (every op fills all of it).
 inline Tensor empty(const Shape& shape) { return Tensor(Array(shape), false); }
 
-// Splitting an op's loops over the step's threads (core/parallel.hpp). A chunk gets at least
+// Splitting an op's loops into the plan's pieces (core/parallel.hpp). A piece gets at least
 // kParallelWork elements (below that, waking a thread costs more than it saves).
 constexpr std::size_t kParallelWork = std::size_t(1) << 15;
 
