@@ -66,7 +66,7 @@ std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K) {
 
 std::size_t gemm_grain(std::size_t dim, std::size_t other) {
   // At most kGemmMaxPieces pieces, each at least kMinPieceDim wide and kMinPieceWork multiply-adds.
-  const std::size_t by_count = (dim + kGemmMaxPieces - 1) / kGemmMaxPieces;
+  const std::size_t by_count = dim / kGemmMaxPieces;  // then dim / grain < 2 * kGemmMaxPieces
   const std::size_t by_work = other ? (kMinPieceWork + other - 1) / other : dim;
   return std::max({by_count, kMinPieceDim, by_work, std::size_t(1)});
 }

@@ -21,10 +21,11 @@ using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, real,
 // pieces, one single-threaded BLAS call each, and the pieces run on the step's threads. The cut depends
 // on the shape alone, so one thread makes the same calls as many and the result is the same bits at
 // any thread count on any CPU, whatever the BLAS kernel does with a piece's shape (tests/core_f32/
-// test_parallel.cpp checks it with a deliberately shape-sensitive GEMM). Pieces are at most
-// kGemmMaxPieces (a fifth: +1 to +6% time at one thread on the model's shapes, bench/README.md), at
-// least kMinPieceDim wide and kMinPieceWork multiply-adds (below that a thread costs more than it saves).
-constexpr std::size_t kGemmMaxPieces = 4;
+// test_parallel.cpp checks it with a deliberately shape-sensitive GEMM). Each piece packs the operand
+// the pieces share again, which one thread pays for too: at most kGemmMaxPieces pieces (2 keep two
+// threads busy and cost 1-4% of a step at one thread; 4 cost 3-6%: bench/README.md, "The fixed plan"),
+// each at least kMinPieceDim wide and kMinPieceWork multiply-adds (less is not worth a thread).
+constexpr std::size_t kGemmMaxPieces = 2;
 constexpr std::size_t kMinPieceDim = 64;
 constexpr std::size_t kMinPieceWork = std::size_t(1) << 21;
 std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K);

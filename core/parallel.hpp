@@ -39,9 +39,11 @@ int threads();  // the current count (1 until set_threads)
 
 // The plan: how many pieces for_range(n, grain, ...) cuts [0, n) into. The largest power of two
 // p <= kMaxPieces with n / p >= grain (every piece gets at least `grain` items, and powers of two share
-// out evenly over 2, 4, 8 or 16 threads); 1 when 0 < n < 2 * grain; 0 when n == 0. grain >= 1 is the
-// least work worth a piece. Never depends on threads().
-constexpr std::size_t kMaxPieces = 16;
+// out evenly over 2, 4 or 8 threads); 1 when 0 < n < 2 * grain; 0 when n == 0. grain >= 1 is the least
+// work worth a piece. Never depends on threads(). One thread pays for the pieces too (a call each, and
+// layer norm's parameter gradient takes a second pass when cut), so there are few: more than 8 threads
+// do not speed a step up.
+constexpr std::size_t kMaxPieces = 8;
 std::size_t pieces(std::size_t n, std::size_t grain);
 
 // How many threads run those pieces: min(threads(), pieces(n, grain)); 1 inside a piece; 0 when

@@ -11,7 +11,7 @@
 // Writes SWEEP/summary.csv (every metric per group and length, full double precision, with the chance
 // level), SWEEP/steps_to_target.csv (per run), SWEEP/summary.md, SWEEP/plots/* and SWEEP/report.html.
 // What the tables and plots show (steps to target, held-out curves, chance, ranks) is defined in
-// experiments/report_detail.hpp and the README's report section.
+// experiments/report_detail.hpp and docs/reports.md, "Reports".
 //
 // Probes: a run directory may hold RUN/probe/NAME.png (a plot) with optional RUN/probe/NAME.json (its
 // numbers; a top-level string "title" is used as the caption) and RUN/probe/NAME.csv. The report shows

@@ -8,7 +8,7 @@
 //   report_gnuplot.cpp  running gnuplot; report_plot.cpp: length and training plots;
 //   report_plot_curves.cpp: held-out curves and LM loss per position
 //
-// Definitions the tables and plots use (also in the README):
+// Definitions the tables and plots use (also in docs/reports.md):
 // - Held-out evaluations of a run: its metrics.jsonl records with split "eval" at length == train_len
 //   (the periodic evaluations every [train] eval_every steps, and the final one), one per step.
 // - Steps to target of a run: the first held-out evaluation step whose early-stop metric

@@ -155,7 +155,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
   // Never mix two configs in one run directory (a finished result is never overwritten). The thread
-  // count may change on resume: results do not depend on it (README "Threads").
+  // count may change on resume: results do not depend on it (docs/performance.md, "Threads").
   if (fs::exists(opt.run_dir + "/config.toml") &&
       without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
       (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))

@@ -1,6 +1,6 @@
 // Sweeps: every cell of the [sweep] grid runs as its own `pelab train` process, up to `jobs` at a time,
 // each with `threads` step threads (train.threads; by default cores / jobs, so that cells x threads =
-// the cores this process may use; results do not depend on the thread count: README "Threads"), in its
+// the cores this process may use; results do not depend on the thread count: docs/performance.md, "Threads"), in its
 // own process group (experiments/cell_process.hpp): Ctrl-C or SIGTERM to the sweep is forwarded to the
 // cells, which checkpoint and exit; if the sweep dies, they stop too. Finished cells (eval.json
 // present) are skipped, so re-running a

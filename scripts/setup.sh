@@ -13,7 +13,7 @@ packages=(g++ cmake make pkg-config
           libxtensor-dev libxsimd-dev libopenblas-dev
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           gnuplot-nox fortunes-min  # fortunes-min: the default char_lm corpus
-          openmpi-bin libopenmpi-dev)  # MPI: sweeps across ranks, data-parallel training (README, cluster)
+          openmpi-bin libopenmpi-dev)  # MPI: sweeps across ranks, data-parallel training (docs/cluster.md)
 if [ "$build_dir" = "--fuzz" ]; then
   build_dir=""
   packages=(clang libclang-rt-14-dev)  # libclang-rt: libFuzzer and the sanitizer runtimes

@@ -23,7 +23,7 @@ EosMode parse_eos_mode(const std::string& name);  // Error listing the allowed n
 //   Ruoss et al. 2023, its autoregressive variant (x, one output marker, then y; loss on y only; no BOS,
 //   no EOS): bos = false, prompt = false, sep = true, eos = "absent". Their main results use an
 //   encoder that reads x followed by |y| blank tokens and predicts y at those positions all at once (not
-//   teacher forced); pelab has no blank-output format (see README "Task formats").
+//   teacher forced); pelab has no blank-output format (see docs/tasks.md, "Task formats and chance levels").
 // With causal attention, eos = "unscored" and eos = "absent" give the same loss and metrics (the
 // unscored EOS is only a target, never read); they differ in sequence length (learned position tables,
 // which lengths are n/a) and under causal = false.

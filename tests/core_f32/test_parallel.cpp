@@ -69,7 +69,7 @@ TEST_CASE("for_range runs the plan's pieces, the same pieces at every thread cou
     }
 }
 
-TEST_CASE("pieces: powers of two, each at least the grain, at most kMaxPieces", "[parallel]") {
+TEST_CASE("pieces: powers of two and each at least the grain and at most kMaxPieces", "[parallel]") {
   CHECK(parallel::pieces(0, 1) == 0);
   CHECK(parallel::pieces(1, 1) == 1);
   CHECK(parallel::pieces(7, 1) == 4);
@@ -183,15 +183,16 @@ std::size_t count_differ(const std::vector<real>& a, const std::vector<real>& b)
 
 }  // namespace
 
-TEST_CASE("gemm_pieces: a fixed cut of the larger dimension, at most kGemmMaxPieces", "[parallel][blas]") {
+TEST_CASE("gemm_pieces: a fixed cut of the larger dimension into at most kGemmMaxPieces", "[parallel][blas]") {
   CHECK(blas::gemm_pieces(64, 64, 64) == 1);            // 262k multiply-adds: not worth a piece
-  CHECK(blas::gemm_pieces(1024, 192, 64) == 4);         // config a's qkv projection
-  CHECK(blas::gemm_pieces(64, 192, 1024) == 2);         // its weight gradient: 192 columns, 64 wide pieces
+  CHECK(blas::gemm_pieces(1024, 192, 64) == 2);         // config a's qkv projection
+  CHECK(blas::gemm_pieces(64, 192, 1024) == 2);         // its weight gradient: cut into column blocks
+  CHECK(blas::gemm_pieces(64, 100, 1024) == 1);         // pieces at least 64 wide
   CHECK(blas::gemm_pieces(2048, 1024, 256) == blas::kGemmMaxPieces);
   CHECK(blas::gemm_pieces(100, 100, 100000) == 1);      // each piece at least kMinPieceDim wide
   CHECK(blas::gemm_pieces(1024, 192, 0) == 1);
   ThreadsGuard g(std::min(parallel::hardware_threads(), 2));
-  CHECK(blas::gemm_pieces(1024, 192, 64) == 4);         // the thread count plays no part
+  CHECK(blas::gemm_pieces(1024, 192, 64) == 2);         // the thread count plays no part
 }
 
 TEST_CASE("a GEMM gives the same bits at every thread count (OpenBLAS)", "[parallel][blas]") {

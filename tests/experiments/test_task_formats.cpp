@@ -376,7 +376,7 @@ TEST_CASE("chance: evaluation stores the chance level per length in eval.json", 
 }
 
 TEST_CASE("format: with causal attention an unscored EOS scores as an absent one", "[tasks][format]") {
-  // The claim of format.hpp and the README: the unscored EOS is only a target, never read, so the counted
+  // The claim of format.hpp and docs/tasks.md: the unscored EOS is only a target, never read, so the counted
   // predictions see the same prefixes. Without the causal mask they do not.
   for (bool causal : {true, false}) {
     INFO("causal " << causal);

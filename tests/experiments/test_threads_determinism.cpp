@@ -1,6 +1,6 @@
 // End to end, the claim of core/parallel.hpp: `pelab train` at 1 and at 2 threads ends with the same
 // weights, optimizer state and losses, bit for bit, for every encoding. The model is large enough that
-// the plan cuts its GEMMs into pieces (rows 32 x 33, d_model 64: 4 pieces) and its elementwise loops.
+// the plan cuts its GEMMs into pieces (rows 32 x 33, d_model 64: 2 pieces) and its elementwise loops.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
