@@ -1,5 +1,5 @@
 // Integer positions: the position id t itself, times a step (`scale`), added to the token embedding,
-// the first idea of the usual walk towards sinusoidal encoding (Kazemnejad 2019, "Transformer
+// one of the first ideas of the usual walk towards sinusoidal encoding (Kazemnejad 2019, "Transformer
 // Architecture: The Positional Encoding", kazemnejad.com/blog/transformer_architecture_positional_encoding;
 // Fleetwood 2024, "You could have designed state of the art positional encoding",
 // huggingface.co/blog/designing-positional-encoding). Unbounded by construction, which is the point: at
