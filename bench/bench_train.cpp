@@ -5,10 +5,11 @@
 //   bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions MODE] [--steps N] [--warmup N]
 //               [--threads N] [--peak-gflops X] [--peak-only] [--json]
 //
-// `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (issue 9's
-// speed bound compares each to rope in the same run: scripts/bench.sh prints the ratios). --positions
-// contiguous (default: 0..T-1 on every row, so bias and index tables are (1, ...)) or randomized (every
-// row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...) path); offset too.
+// `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
+// bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
+// encodings. --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
+// (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
+// path); offset too.
 //
 // Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
 // with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
@@ -66,7 +67,7 @@ const std::vector<BenchConfig> kConfigs = {
     {"b", 128, 4, 4, 32, 64, 40, 5},
     {"c", 256, 4, 8, 16, 128, 12, 3},
 };
-// The eleven attention-family encodings, then the history encodings of issue 10.
+// The eleven attention-family encodings, then the history encodings (docs/encodings.md).
 const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope", "alibi", "t5",
                                              "shaw", "fire", "kerple", "xpos", "cope",
                                              "integer", "normalized", "binary", "multiplicative", "concat", "recurrent"};

@@ -6,8 +6,9 @@
 # pelab, PyTorch, pelab, PyTorch, ... for --rounds rounds (each run a fresh process), and prints per side
 # the min and median of the per-round median step times, the ratios of the minima and of the medians,
 # and "noisy: rerun" instead of a ratio when a side's round medians spread by more than 10%; then, per
-# config with rope in the run, pelab's step time of every encoding relative to rope's (issue 9's bound:
-# t5, fire, kerple, xpos, cope at most 1.3x, shaw at most 1.6x). See bench/README.md.
+# config with rope in the run, pelab's step time of every encoding relative to rope's (the relative
+# encodings' speed bound: t5, fire, kerple, xpos, cope at most 1.3x, shaw at most 1.6x; the last
+# measurement is in docs/performance.md). See bench/README.md.
 #
 #   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
@@ -176,7 +177,7 @@ done
 # Each encoding against rope, pelab side, same config of the same run (medians of the per-run medians).
 if [[ " $encodings " == *" rope "* ]] && [ "$encodings" != rope ]; then
   echo
-  echo "pelab step time relative to rope (same config, same run): wall and CPU medians; issue 9's bound"
+  echo "pelab step time relative to rope (same config, same run): wall and CPU medians; bound 1.3x, shaw 1.6x"
   fmt3='%-3s %-10s | %9s %9s | %9s %9s | %-6s %s\n'
   printf "$fmt3" cfg encoding "wall ms" "vs rope" "cpu ms" "vs rope" bound verdict
   for row in "${rows[@]}"; do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# issue 10's nope_temperature experiment: the sweep of experiments/configs/nope_temperature.toml (NoPE
-# and RoPE x [attention] scaling none / log_length / learned); the same with log-length scaling unclamped
-# (log n / log L also below L, so training itself changes: the form of Chiang & Cholak 2022); the runs
-# trained without scaling re-evaluated with log-length scaling and with a fixed temperature 0.8 at
-# evaluation only; then the report.
+# The nope_temperature experiment (docs/results.md, "Attention temperature"): the sweep of
+# experiments/configs/nope_temperature.toml (NoPE and RoPE x [attention] scaling none / log_length /
+# learned); the same with log-length scaling unclamped (log n / log L also below L, so training itself
+# changes: the form of Chiang & Cholak 2022); the runs trained without scaling re-evaluated with
+# log-length scaling and with a fixed temperature 0.8 at evaluation only; then the report.
 #   scripts/nope_temperature.sh [SWEEP_DIR]  (default runs/nope_temperature; PELAB=path/to/pelab;
 #   JOBS=cells in parallel, default 2: one per core of a 2-core machine)
 set -euo pipefail

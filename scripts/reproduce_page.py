@@ -417,7 +417,7 @@ def page_kazemnejad(run_dir, rows):
 
 
 RECIPES = {
-    "format": ("NoPE and the sequence format (pelab issue 11)", page_format),
+    "format": ("NoPE and the sequence format (a finding of our own)", page_format),
     "ruoss": ("Ruoss et al. 2023, randomized positional encodings", page_ruoss),
     "press": ("Press et al. 2022, ALiBi: train short, test long", page_press),
     "kazemnejad": ("Kazemnejad et al. 2023, positional encodings and length generalization", page_kazemnejad),

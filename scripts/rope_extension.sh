@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# issue 10's rope_extension experiment: train experiments/configs/rope_extension.toml (RoPE, context
-# L = 64), then re-evaluate the checkpoint with every [encoding.rope] scaling method at 2L and 4L
-# (each its own RUN/eval-NAME.json) and report: one table row and one loss-by-position curve per method.
+# The rope_extension experiment (docs/results.md, "Length extension"): train
+# experiments/configs/rope_extension.toml (RoPE, context L = 64), then re-evaluate the checkpoint with
+# every [encoding.rope] scaling method at 2L and 4L (each its own RUN/eval-NAME.json) and report: one
+# table row and one loss-by-position curve per method.
 #   scripts/rope_extension.sh [RUN_DIR]     (default runs/rope_extension; PELAB=path/to/pelab;
 #   THREADS=threads of the training step, default 2)
 set -euo pipefail

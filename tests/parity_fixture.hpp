@@ -72,7 +72,7 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
   c.dropout = 0;
   c.encoding = st.metadata.at("encoding");
   c.encoding_params = fixture_encoding_params(st);
-  if (cfg.contains("attention")) {  // [attention] scaling (issue 10)
+  if (cfg.contains("attention")) {  // [attention] scaling (layers/attention_scaling.hpp)
     const auto& a = cfg.at("attention");
     c.attention.scaling = a.value("scaling", std::string("none"));
     c.attention.temperature = a.value("temperature", 1.0);

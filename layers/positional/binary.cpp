@@ -1,9 +1,10 @@
-// Binary positions (notes 002, section 2.4): the bits of the id, least significant first, as +-1 in
-// the first `bits` components of the embedding (0 is -1, 1 is +1: zero-centred like sinusoidal's
-// values; the notes use 0/1), the other components untouched. Bounded and distinct for every id below
-// 2^bits, but discrete: neighbours can differ in every bit (7 -> 8), and ids >= 2^bits cannot be
-// written at all (unsupported). The default width is just enough for the training ids (max_position);
-// more bits make longer evaluations possible, with high bits that training never switched on.
+// Binary positions (Fleetwood 2024 and Kazemnejad 2019, cited in integer.cpp, on the way to sinusoidal
+// encoding): the bits of the id, least significant first, as +-1 in the first `bits` components of the
+// embedding (0 is -1, 1 is +1: zero-centred like sinusoidal's values; those write-ups use 0/1), the other
+// components untouched. Bounded and distinct for every id below 2^bits, but discrete: neighbours can
+// differ in every bit (7 -> 8), and ids >= 2^bits cannot be written at all (unsupported). The default
+// width is just enough for the training ids (max_position); more bits make longer evaluations possible,
+// with high bits that training never switched on.
 #include <cmath>
 
 #include "core/ops/elementwise.hpp"
@@ -65,7 +66,7 @@ class Binary : public PositionalEncoding {
 
 PELAB_REGISTER_ENCODING(binary, EncodingSpec{
     "binary",
-    "the bits of the position id as +-1 in the first components: bounded, discrete (notes 002, 2.4)",
+    "the bits of the position id as +-1 in the first components: bounded, discrete",
     false,  // relative
     {{"bits", ValueType::integer, std::int64_t(0), 0.0, 30.0, {},
       "components holding bits; 0 = just enough for the training ids (max_position); ids >= 2^bits are unsupported"}},

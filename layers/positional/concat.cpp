@@ -1,5 +1,6 @@
-// Concatenated positions (notes 000, "拼接"): instead of adding a position vector to the token
-// embedding, give each its own components. The model width stays d_model, so the blocks are unchanged:
+// Concatenated positions (one of the ways to combine x and p besides the sum that Su 2021 lists; see
+// multiplicative.cpp): instead of adding a position vector to the token embedding, give each its own
+// components. The model width stays d_model, so the blocks are unchanged:
 // the token table is (V, d_model - d_pos) (token_width below) and a d_pos-wide position vector fills
 // the last d_pos components,
 //   x[b, t] = [ tok_emb[token] (d_model - d_pos) | pe(p[b, t]) (d_pos) ]
@@ -70,7 +71,7 @@ class Concat : public PositionalEncoding {
 
 PELAB_REGISTER_ENCODING(concat, EncodingSpec{
     "concat",
-    "token embedding (d - d_pos wide) concatenated with a sinusoidal or learned position vector (notes 000)",
+    "token embedding (d - d_pos wide) concatenated with a sinusoidal or learned position vector",
     false,  // relative
     {
         {"kind", ValueType::string, std::string("sinusoidal"), {}, {}, {"sinusoidal", "learned"},

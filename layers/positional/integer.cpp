@@ -1,9 +1,12 @@
-// Integer positions, the first idea of the notes (002, section 2.1): the position id t itself, times
-// a step (`scale`), added to the token embedding. Unbounded by construction, which is the point: at
+// Integer positions: the position id t itself, times a step (`scale`), added to the token embedding,
+// one of the first ideas of the usual walk towards sinusoidal encoding (Kazemnejad 2019, "Transformer
+// Architecture: The Positional Encoding", kazemnejad.com/blog/transformer_architecture_positional_encoding;
+// Fleetwood 2024, "You could have designed state of the art positional encoding",
+// huggingface.co/blog/designing-positional-encoding). Unbounded by construction, which is the point: at
 // t = 100 the position part is 100 times larger than at t = 1, so the token part of the input shrinks
 // relative to it as sequences grow, and ids past training are values the model never saw.
 //   x[b, t, k] += scale * p[b, t] * u_k,  u = (+1, -1, +1, ...) (pattern "alternating", the default)
-// The notes add t to every component (pattern "constant"); a pre-LN model's LayerNorm subtracts the
+// Fleetwood adds t to every component (pattern "constant"); a pre-LN model's LayerNorm subtracts the
 // mean of each vector and so removes exactly that (position_vectors.hpp): kept to show it.
 #include "core/ops/elementwise.hpp"
 #include "layers/positional/encoding.hpp"
@@ -35,7 +38,7 @@ class Integer : public PositionalEncoding {
 
 PELAB_REGISTER_ENCODING(integer, EncodingSpec{
     "integer",
-    "the position id itself (times a step) added to the embeddings: unbounded (notes 002, 2.1)",
+    "the position id itself (times a step) added to the embeddings: unbounded",
     false,  // relative
     {
         {"scale", ValueType::number, 1.0, 1e-9, 1e9, {}, "the step: position t adds scale * t"},

@@ -1,5 +1,6 @@
-// Multiplicative positions (notes 000, "相乘式"): the token embedding times a position vector,
-// x[b, t] * p[p_bt] elementwise, instead of x + p. `kind` picks p:
+// Multiplicative positions (an "unconventional" absolute encoding in Su 2021, "The position encodings of
+// Transformers that rack researchers' brains", kexue.fm/archives/8130, in Chinese): the token embedding
+// times a position vector, x[b, t] * p[p_bt] elementwise, instead of x + p. `kind` picks p:
 //   sinusoidal: the sin/cos table of sinusoidal.cpp (fixed). It has zeros and sign changes: at t = 0
 //               every sin component is 0, so half of the first token's embedding is wiped out.
 //   learned:    a trainable (max_len, d) table of per-position gains, starting at 1 (the model starts
@@ -52,7 +53,7 @@ class Multiplicative : public PositionalEncoding {
 
 PELAB_REGISTER_ENCODING(multiplicative, EncodingSpec{
     "multiplicative",
-    "token embedding times a sinusoidal or learned position vector, elementwise (notes 000)",
+    "token embedding times a sinusoidal or learned position vector, elementwise",
     false,  // relative
     {
         {"kind", ValueType::string, std::string("sinusoidal"), {}, {}, {"sinusoidal", "learned"},

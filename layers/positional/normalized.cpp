@@ -1,6 +1,6 @@
-// Positions normalized by the length (notes 002, section 2.3): t / (T - 1), bounded in [0, 1], but the
-// step between neighbours is 1 / (T - 1), so the same offset means different things at different
-// lengths, which is the point.
+// Positions normalized by the length: t / (T - 1), bounded in [0, 1] (0 the first token, 1 the last, as
+// in Kazemnejad 2019, cited in integer.cpp), but the step between neighbours is 1 / (T - 1), so the same
+// offset means different things at different lengths, which is the point.
 //   v[b, t] = (p[b, t] - min_b) / (max_b - min_b),   x[b, t, k] += v[b, t] * u_k  (u as in integer.cpp)
 // with min_b, max_b the smallest and largest id of row b (0 when they are equal). For the usual ids
 // 0..T-1 this is t / (T - 1). What "the length" is here: the row as the model is fed it, padding
@@ -46,7 +46,7 @@ class Normalized : public PositionalEncoding {
 
 PELAB_REGISTER_ENCODING(normalized, EncodingSpec{
     "normalized",
-    "position / (length - 1) of the row added to the embeddings: bounded, step depends on length (notes 002, 2.3)",
+    "position / (length - 1) of the row added to the embeddings: bounded, step depends on length",
     true,  // relative: a shift of every id cancels in (p - min) / (max - min)
     {scalar_pattern_param()},
     nullptr,

@@ -32,15 +32,15 @@ class PositionVectorCache {
 // How one scalar v per position becomes a vector:
 //   alternating: +v on even components, -v on odd ones. Zero mean (for even C), so the pre-LN blocks'
 //                LayerNorm keeps it; its norm grows with v, and LayerNorm then shrinks the token part.
-//   constant:    v on every component, as the notes write it. A LayerNorm subtracts each vector's mean,
-//                so in this pre-LN model it is removed exactly: the model is NoPE up to float rounding
-//                of x + v (kept to show exactly that).
+//   constant:    v on every component, as the write-ups cited in integer.cpp do. A LayerNorm subtracts
+//                each vector's mean, so in this pre-LN model it is removed exactly: the model is NoPE up
+//                to float rounding of x + v (kept to show exactly that).
 enum class ScalarPattern { alternating, constant };
 
 inline ParamSpec scalar_pattern_param() {
   return {"pattern", ValueType::string, std::string("alternating"), {}, {}, {"alternating", "constant"},
           "alternating: +v on even, -v on odd components (zero mean, survives LayerNorm); constant: v on "
-          "every component, as in the notes (pre-LN LayerNorm removes it exactly)"};
+          "every component, the usual write-ups' form (pre-LN LayerNorm removes it exactly)"};
 }
 
 inline ScalarPattern scalar_pattern(const Params& p) {

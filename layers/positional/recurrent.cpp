@@ -1,11 +1,12 @@
-// A recurrent layer in front of the transformer (notes 000, "递归式": an RNN needs no position
-// encoding, its structure carries order, so put one after the input and add none). One GRU or LSTM
-// layer (`cell`), hidden size d_model, runs over the token embeddings from the first token on, zero
-// initial state; its outputs replace them (residual = false, the notes' order: RNN, then the
-// transformer; also Neishi & Yoshinaga 2019, who replace the position embeddings with an RNN) or are
-// added to them (residual = true). Core op: core/ops/recurrent.hpp, PyTorch's equations and gate order;
-// the parameters are named as torch.nn.GRU / nn.LSTM's (pos.rnn.weight_ih_l0, ...) and initialized as
-// there, U(-1/sqrt(d), 1/sqrt(d)), under every scheme.
+// A recurrent layer in front of the transformer: an RNN needs no position encoding, its structure
+// carries order, so put one after the input and add none (Neishi & Yoshinaga 2019, "On the Relation
+// between Position Information and Sentence Length in Neural Machine Translation", CoNLL, replace the
+// position encoding with an RNN; Su 2021, kexue.fm/archives/8130, lists it as the "recursive" kind). One
+// GRU or LSTM layer (`cell`), hidden size d_model, runs over the token embeddings from the first token
+// on, zero initial state; its outputs replace them (residual = false: RNN, then the transformer, as in
+// both) or are added to them (residual = true). Core op: core/ops/recurrent.hpp, PyTorch's equations
+// and gate order; the parameters are named as torch.nn.GRU / nn.LSTM's (pos.rnn.weight_ih_l0, ...) and
+// initialized as there, U(-1/sqrt(d), 1/sqrt(d)), under every scheme.
 // Position ids are ignored: the model is invariant to any change of ids (declared relative), yet it
 // is not permutation-equivariant even without a causal mask, since the recurrence reads tokens in
 // order. The cost is a sequential loop over T in every forward and backward.
@@ -58,7 +59,7 @@ class Recurrent : public PositionalEncoding {
 
 PELAB_REGISTER_ENCODING(recurrent, EncodingSpec{
     "recurrent",
-    "a GRU or LSTM over the token embeddings in front of the first block; no position vector (notes 000)",
+    "a GRU or LSTM over the token embeddings in front of the first block; no position vector",
     true,  // relative: ids are ignored altogether
     {
         {"cell", ValueType::string, std::string("gru"), {}, {}, {"gru", "lstm"},

@@ -1,4 +1,4 @@
-// Reliability through the real CLI (issue 14): memory estimates refuse what cannot fit before anything
+// Reliability through the real CLI: memory estimates refuse what cannot fit before anything
 // is written; long evaluations run in batches that fit, show progress and stop cleanly on SIGTERM;
 // filesystem mistakes name the flag or key; a sweep's cells never outlive it; clear CLI messages; a
 // --set that a sweep cell would override is an error, one that has no effect a warning.

@@ -47,7 +47,7 @@ Array logits(Transformer& m, const IndexArray& tok, const IndexArray& pos) {
 
 }  // namespace
 
-TEST_CASE("integer adds scale * id with alternating signs, the notes' constant form is erased by pre-LN",
+TEST_CASE("integer adds scale * id with alternating signs, the constant form is erased by pre-LN",
           "[positional][history][integer]") {
   auto e = encoding("integer", {{"scale", Value(0.5)}});
   const Array pe = position_part(*e, rows({{0, 3, 10}}), 4);

@@ -1,4 +1,4 @@
-// Length extension and attention scaling (issue 10): RoPE's pi / ntk / dynamic_ntk / yarn against
+// Length extension and attention scaling (docs/encodings.md): RoPE's pi / ntk / dynamic_ntk / yarn against
 // independent values (hand-computed, see the comments), and [attention] scaling in the model.
 #include <cmath>
 

@@ -5,11 +5,18 @@ Writes into tests/fixtures/:
   model_<fixture>.safetensors, one per entry of FIXTURES (every encoding registered in pelab_ref, some
       with several parameter sets): parameters under pelab's checkpoint names, a fixed batch, the logits,
       the loss, every parameter's gradient and a 5-step AdamW run on that batch;
+  t5_buckets.safetensors: Hugging Face's T5 bucket function over distances -600..600 (T5_BUCKETS);
   trainer_<encoding>.safetensors: a 20-step run of pelab's training loop on a stored stream of batches
       (per-step loss, gradient norm and learning rate, and the final parameters).
 See tests/pytorch/README.md. Run with Debian's torch (NOT a pyenv/venv python):
-    /usr/bin/python3 tests/pytorch/gen_fixtures.py
+    /usr/bin/python3 tests/pytorch/gen_fixtures.py              every file
+    /usr/bin/python3 tests/pytorch/gen_fixtures.py NAME [NAME...] only these (a FIXTURES key such as rope,
+                                                                 t5_buckets, trainer_rope, or a file name)
+    /usr/bin/python3 tests/pytorch/gen_fixtures.py --list        the names, one per line, with their files
+An unknown name exits 2 listing the known ones; --out DIR writes elsewhere than tests/fixtures/.
+The self-checks run before anything is written, whatever is asked for.
 """
+import argparse
 import copy
 import json
 import math
@@ -41,7 +48,7 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "kerple_power": ("kerple", {"variant": "power", "shared_layers": True}),
     "fire": ("fire", {}),                                             # ids < L: one normalizer
     "fire_small_L": ("fire", {"init_L": 8.0, "hidden": 8, "per_head": False, "shared_layers": True}),
-    # ---- h10: the history encodings ----
+    # ---- the history encodings
     "integer": ("integer", {"scale": 0.5}),
     "normalized": ("normalized", {}),                                 # row 2's ids 2..13: the same values as 0..11
     "binary": ("binary", {}),                                         # 4 bits: ids up to 15
@@ -51,8 +58,8 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "concat_learned": ("concat", {"kind": "learned", "d_pos": 4, "max_len": 16}),
     "recurrent": ("recurrent", {}),                                   # GRU, replacing the embeddings
     "recurrent_lstm": ("recurrent", {"cell": "lstm", "residual": True}),
-    # ---- end h10 ----
-    # ---- h10-ext: RoPE length extension (L = 6 < the 12..14 ids here) and [attention] scaling (FIXTURE_CFG)
+    # ---- end of the history encodings
+    # ---- RoPE length extension (L = 6 < the 12..14 ids here) and [attention] scaling (FIXTURE_CFG)
     "rope_pi": ("rope", {"scaling": "pi", "factor": 2.0}),
     "rope_ntk": ("rope", {"scaling": "ntk", "factor": 3.0, "layout": "half"}),
     "rope_dynamic_ntk": ("rope", {"scaling": "dynamic_ntk", "factor": 2.0, "original_len": 6}),
@@ -76,7 +83,7 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
-BOUNDED_IDS = {"binary", "multiplicative_learned", "concat_learned"}  # h10: ids < 16 only (check_model)
+BOUNDED_IDS = {"binary", "multiplicative_learned", "concat_learned"}  # ids < 16 only (check_model)
 # Model settings of single fixtures, on top of CFG (recorded in their "config" metadata).
 FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "none_log_length": {"attention": {"scaling": "log_length", "log_length_base": 4, "temperature": 0.8}},
@@ -370,7 +377,77 @@ def t5_bucket_tables():
                  "command": COMMAND}
 
 
-def main():
+def write_model(fixture, out_dir):
+    tensors, meta = build_fixture(fixture)
+    path = os.path.join(out_dir, f"model_{fixture}.safetensors")
+    ref.save_checked(path, tensors, meta)
+    losses = " ".join(f"{v:.6f}" for v in tensors["train.losses"])
+    norms = " ".join(f"{v:.6f}" for v in tensors["train.grad_norms"])
+    print(f"{fixture:12s} {os.path.getsize(path) / 1024:6.1f} KB  loss {tensors['out.loss']:.6f}")
+    print(f"             train.losses     {losses}")
+    print(f"             train.grad_norms {norms}")
+
+
+def write_t5_buckets(out_dir):
+    tensors, meta = t5_bucket_tables()
+    path = os.path.join(out_dir, "t5_buckets.safetensors")
+    ref.save_checked(path, tensors, meta)
+    print(f"t5_buckets   {os.path.getsize(path) / 1024:6.1f} KB  {len(T5_BUCKETS)} settings x {len(tensors['relative'])} distances")
+
+
+def write_trainer(out_dir):
+    tensors, meta, clipped = build_trainer_fixture()
+    path = os.path.join(out_dir, f"trainer_{TRAINER['encoding']}.safetensors")
+    ref.save_checked(path, tensors, meta)
+    print(f"trainer_{TRAINER['encoding']} {os.path.getsize(path) / 1024:6.1f} KB  {TRAINER['steps']} steps, "
+          f"{clipped} clipped at {TRAINER['clip_norm']}")
+    print("             losses     " + " ".join(f"{v:.4f}" for v in tensors["train.losses"]))
+    print("             grad_norms " + " ".join(f"{v:.4f}" for v in tensors["train.grad_norms"]))
+
+
+def targets():
+    """Every file this script writes, in writing order: name -> (file name, writer(out_dir))."""
+    out = {f: (f"model_{f}.safetensors", lambda d, f=f: write_model(f, d)) for f in FIXTURES}
+    out["t5_buckets"] = ("t5_buckets.safetensors", write_t5_buckets)
+    out[f"trainer_{TRAINER['encoding']}"] = (f"trainer_{TRAINER['encoding']}.safetensors", write_trainer)
+    return out
+
+
+def resolve(names, known):
+    """The target names asked for, in writing order, without repeats; a name may also be given as its
+    file name (model_rope, model_rope.safetensors, tests/fixtures/model_rope.safetensors). Unknown
+    names exit 2 with the known ones."""
+    by_file = {file: name for name, (file, _) in known.items()}
+    chosen, unknown = set(), []
+    for n in names:
+        base = os.path.basename(n)
+        name = n if n in known else by_file.get(base, by_file.get(base + ".safetensors"))
+        if name is None:
+            unknown.append(n)
+        else:
+            chosen.add(name)
+    if unknown:
+        print(f"gen_fixtures.py: unknown fixture name{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+              f"known: {', '.join(known)}", file=sys.stderr)
+        sys.exit(2)
+    return [n for n in known if n in chosen]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Write pelab's PyTorch reference fixtures (all of them, or the NAMEs given).")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help="a fixture to write (see --list); none: every fixture")
+    parser.add_argument("--list", action="store_true", help="print every NAME with its file and exit")
+    parser.add_argument("--out", default=OUT_DIR, metavar="DIR", help="where to write (default: tests/fixtures)")
+    args = parser.parse_args(argv)
+    known = targets()
+    if args.list:
+        for name, (file, _) in known.items():
+            print(f"{name:26s} {file}")
+        return
+    chosen = resolve(args.names, known) if args.names else list(known)
+
     if not torch.__version__.startswith("1.13"):
         print(f"warning: fixtures were made with torch 1.13, this is {torch.__version__}", file=sys.stderr)
     torch.set_num_threads(1)
@@ -380,27 +457,9 @@ def main():
     check_encodings()
     check_encodings_part2()
     check_model()
-    os.makedirs(OUT_DIR, exist_ok=True)
-    for fixture in FIXTURES:
-        tensors, meta = build_fixture(fixture)
-        path = os.path.join(OUT_DIR, f"model_{fixture}.safetensors")
-        ref.save_checked(path, tensors, meta)
-        losses = " ".join(f"{v:.6f}" for v in tensors["train.losses"])
-        norms = " ".join(f"{v:.6f}" for v in tensors["train.grad_norms"])
-        print(f"{fixture:12s} {os.path.getsize(path) / 1024:6.1f} KB  loss {tensors['out.loss']:.6f}")
-        print(f"             train.losses     {losses}")
-        print(f"             train.grad_norms {norms}")
-    tensors, meta = t5_bucket_tables()
-    path = os.path.join(OUT_DIR, "t5_buckets.safetensors")
-    ref.save_checked(path, tensors, meta)
-    print(f"t5_buckets   {os.path.getsize(path) / 1024:6.1f} KB  {len(T5_BUCKETS)} settings x {len(tensors['relative'])} distances")
-    tensors, meta, clipped = build_trainer_fixture()
-    path = os.path.join(OUT_DIR, f"trainer_{TRAINER['encoding']}.safetensors")
-    ref.save_checked(path, tensors, meta)
-    print(f"trainer_{TRAINER['encoding']} {os.path.getsize(path) / 1024:6.1f} KB  {TRAINER['steps']} steps, "
-          f"{clipped} clipped at {TRAINER['clip_norm']}")
-    print("             losses     " + " ".join(f"{v:.4f}" for v in tensors["train.losses"]))
-    print("             grad_norms " + " ".join(f"{v:.4f}" for v in tensors["train.grad_norms"]))
+    os.makedirs(args.out, exist_ok=True)
+    for name in chosen:
+        known[name][1](args.out)
 
 
 if __name__ == "__main__":

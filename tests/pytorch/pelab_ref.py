@@ -444,7 +444,7 @@ class Fire(Encoding):
         return False
 
 
-# ---- h10: the history encodings (integer, normalized, binary, multiplicative, concat, recurrent) ----
+# ---- the history encodings (integer, normalized, binary, multiplicative, concat, recurrent)
 def scalar_pattern(v, C, pattern):
     """v (B, T) float64 -> (B, T, C): +v on even and -v on odd components ("alternating"), or v on
     every component ("constant"), as layers/positional/position_vectors.hpp."""
@@ -561,10 +561,10 @@ class Recurrent(Encoding):
     def encode_input(self, x, positions):
         h = self.rnn(x)[0]                                                   # (B, T, d)
         return x + h if self.p["residual"] else h
-# ---- end h10 ----
+# ---- end of the history encodings
 
 
-# ---- Shaw, xPos, CoPE (issue 9, part 2)
+# ---- Shaw, xPos, CoPE
 @register
 class Shaw(Encoding):
     """Shaw et al. 2018: relative keys a^K and values a^V (2 clip + 1, hs) per layer, shared by the heads
