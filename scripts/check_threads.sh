@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Determinism across thread counts, under every OpenBLAS kernel class this CPU can run (issue: "the
-# same bits at any thread count, on every CPU"). For each core type and encoding it trains the same
+# Determinism across thread counts, under every OpenBLAS kernel class this CPU can run ("the
+# same bits at any thread count, on every CPU": docs/performance.md, "Threads"). For each core type and encoding it trains the same
 # small model (copy, d_model 64, 2 layers, batch 32: the plan cuts its GEMMs into 2 pieces) at
 # --threads 1 and --threads 2 and compares the final checkpoint's weights and optimizer state byte for
 # byte. Not a test: tests never change OPENBLAS_CORETYPE (the ctest suite runs the same comparison
