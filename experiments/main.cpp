@@ -1,4 +1,5 @@
-// The pelab command line: train, sweep, eval, report, list, show-task.
+// The pelab command line: train, sweep, eval, report, list, show-task, predict, probe (report, list and
+// show-task in experiments/cli/).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,22 +17,18 @@
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
 #include "core/parallel.hpp"
+#include "experiments/cli/command.hpp"
 #include "experiments/cli_args.hpp"
 #include "experiments/config.hpp"
-#include "experiments/config_schema.hpp"
 #include "experiments/eval_named.hpp"
 #include "experiments/evaluate.hpp"
 #include "experiments/predict.hpp"
 #include "experiments/probe.hpp"
-#include "experiments/report.hpp"
 #include "experiments/resources.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
-#include "layers/positional/encoding.hpp"
 #include "training/checkpoint.hpp"
 #include "training/distributed.hpp"
-#include "training/metrics_table.hpp"
-#include "training/optimizer_registry.hpp"
 #include "training/fs.hpp"
 #include "training/signals.hpp"
 
@@ -51,39 +48,6 @@ std::string quote_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
   return s;
-}
-
-void print_params(const std::vector<ParamSpec>& params) {
-  for (const auto& p : params)
-    std::printf("      %-16s %-10s default %-14s %s; %s\n", p.key.c_str(), type_name(p.type).c_str(),
-                format_value(p.default_value).c_str(), p.allowed().c_str(), p.help.c_str());
-}
-
-template <class Registry>
-void print_registry(const char* title, const Registry& r) {
-  std::printf("%s\n", title);
-  for (const auto& n : r.names()) {
-    const auto& s = r.get(n);
-    std::printf("  %-12s %s\n", n.c_str(), s.summary.c_str());
-    print_params(s.params);
-  }
-}
-
-int cmd_list() {
-  print_registry("positional encodings ([encoding] name = ...; parameters in [encoding.NAME]):",
-                 EncodingRegistry::instance());
-  std::printf("\nattention scaling, with every encoding ([attention]; at evaluation: pelab eval --set attention.KEY=V):\n");
-  std::vector<ParamSpec> attention;
-  for (const auto& f : config_detail::find_section("attention")->fields) attention.push_back(f.spec);
-  print_params(attention);
-  print_registry("\ntasks ([task] name = ...; parameters in [task.NAME]):", TaskRegistry::instance());
-  print_registry("\noptimizers ([train] optimizer = ...; parameters in [train.NAME]):", OptimizerRegistry::instance());
-  std::printf("\nmetrics ([train] early_stop_metric, pelab report --metric):\n");
-  for (const auto& m : metric_table())
-    std::printf("  %-12s %s; %s is better%s\n", m.name.c_str(), m.title.c_str(), m.lower_is_better ? "lower" : "higher",
-                m.for_lm ? "" : "; sequence tasks only");
-  std::printf("\nMPI (mpirun -np N pelab train|sweep): %s\n", dist::summary().c_str());
-  return kOk;
 }
 
 // Prints the error and ends with `code`; under MPI it ends the whole job (a rank that stops alone would
@@ -176,30 +140,10 @@ int main(int argc, char** argv) {
   eval->add_option("--name", eval_name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
   eval->add_option("--memory-limit", memory_mb, memory_help);
 
-  // report
-  std::string sweep_dir, metric = "auto";
-  bool no_plots = false;
-  auto* report = app.add_subcommand("report", "tables (summary.md, summary.csv) and plots for a sweep directory");
-  report->add_option("sweep_dir", sweep_dir, "sweep directory")->required()->check(CLI::ExistingDirectory);
-  std::vector<std::string> metric_choices = metric_names();
-  metric_choices.insert(metric_choices.begin(), "auto");
-  std::string metric_help;
-  for (const auto& m : metric_choices) metric_help += (metric_help.empty() ? "" : " | ") + m;
-  report->add_option("--metric", metric, metric_help)->check(CLI::IsMember(metric_choices));
-  report->add_flag("--no-plots", no_plots, "tables only");
-
-  // list, show-task
-  auto* list = app.add_subcommand("list", "encodings, tasks and optimizers with their parameters, and the metrics");
-  std::string task_name;
-  std::size_t n_show = 3, show_len = 0;
-  std::uint64_t show_seed = 0;
-  auto* show = app.add_subcommand("show-task", "print a few samples of a task and its format");
-  show->add_option("name", task_name, "task name (see pelab list)")->required();
-  show->add_option("--set", overrides,
-                   "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent (repeatable)");
-  show->add_option("-n", n_show, "samples")->check(CLI::Range(1, 100));
-  show->add_option("--len", show_len, "problem size (default 8)");
-  show->add_option("--seed", show_seed, "seed");
+  cli::Commands commands;
+  cli::add_report(app, commands);
+  cli::add_list(app, commands);
+  cli::add_show_task(app, commands);
 
   PredictArgs predict_args;
   auto* predict = add_predict_command(app, predict_args);
@@ -231,54 +175,14 @@ int main(int argc, char** argv) {
 
   try {
     set_phase("starting");
-    if (*list) return cmd_list();
+    const cli::Invocation line{argc, argv};
+    for (const cli::Command& c : commands)  // none of them reads --memory-limit
+      if (c.app->parsed()) return c.run(line);
     const MemoryLimit limit =
         memory_limit(parse_count("--memory-limit", memory_mb, "a size in MiB (an integer >= 0; 0: no check)"));
     predict_args.memory = probe.run_args.memory = limit;
     if (*predict) return run_predict(predict_args);
     if (*probe.app) return run_probe_command(probe);
-
-    if (*show) {
-      // Built through the config loader: the same checks and messages as a config's [task.NAME].
-      const std::string len = std::to_string(show_len ? show_len : 8);
-      std::vector<std::string> sets = {"task.name=" + task_name, "task.train_len=" + len, "task.min_len=" + len,
-                                       "eval.lengths=[" + len + "]"};
-      for (const auto& kv : overrides) {
-        const std::string key = kv.substr(0, kv.find('='));  // format keys live in [task] itself
-        const bool format_key = key == "bos" || key == "eos" || key == "sep" || key == "prompt";
-        sets.push_back((format_key ? "task." : "task." + task_name + ".") + kv);
-      }
-      const RunSpec spec = parse_config("", "show-task", sets).runs.at(0);
-      const auto& info = TaskRegistry::instance().get(task_name);
-      std::printf("%s: %s\n\n%s\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
-                  info.format.c_str(), spec.task->vocab_size());
-      const std::size_t n = spec.config.train_len;
-      if (!spec.task->is_language_model()) {
-        std::printf("format: %s\n\nchance level (uniform guesser, see above):\n%8s  %10s  %12s\n", describe(spec.config.format).c_str(),
-                    "n", "token_acc", "exact_match");
-        for (std::size_t k : {n / 2, n, 2 * n, 4 * n}) {  // the default eval lengths
-          if (k == 0) continue;
-          const Chance c = *spec.task->chance(k);
-          std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
-        }
-      }
-      std::printf("\nsamples (n = %zu; counted targets in brackets):\n", n);
-      Rng rng(show_seed);
-      const Batch b = spec.task->sample(rng, n_show, n, n);
-      for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", spec.task->render(b, i).c_str());
-      return kOk;
-    }
-
-    if (*report) {
-      ReportOptions ro;
-      ro.metric = metric;
-      ro.plots = !no_plots;
-      const ReportResult r = write_report(sweep_dir, ro);
-      std::printf("%s\n", r.table_markdown.c_str());
-      for (const auto& f : r.files_written) std::printf("wrote %s\n", f.c_str());
-      for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
-      return kOk;
-    }
 
     if (*eval) {
       // The run's own config.toml, with any --lengths / --samples applied as overrides (same checks).
