@@ -1,5 +1,5 @@
-// The pelab command line: train, sweep, eval, report, list, show-task, predict, probe (report, list and
-// show-task in experiments/cli/).
+// The pelab command line: train, sweep, eval, report, list, show-task, predict, probe (eval, report,
+// list and show-task in experiments/cli/).
 #include <unistd.h>
 
 #include <chrono>
@@ -12,24 +12,17 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
-#include "core/parallel.hpp"
 #include "experiments/cli/command.hpp"
-#include "experiments/cli_args.hpp"
 #include "experiments/config.hpp"
-#include "experiments/eval_named.hpp"
-#include "experiments/evaluate.hpp"
 #include "experiments/predict.hpp"
 #include "experiments/probe.hpp"
 #include "experiments/resources.hpp"
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
-#include "training/checkpoint.hpp"
 #include "training/distributed.hpp"
-#include "training/fs.hpp"
 #include "training/signals.hpp"
 
 namespace fs = std::filesystem;
@@ -60,19 +53,6 @@ int fail(int code, const char* what) {
   return dist::abort_job(code);
 }
 
-// A non-negative integer option given as text (CLI11's range checks print the type's whole range).
-std::optional<std::size_t> parse_count(const std::string& flag, const std::string& text, const std::string& allowed) {
-  if (text.empty()) return std::nullopt;
-  std::size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    if (text[0] != '-' && text[0] != '+') v = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-  }
-  if (pos == 0 || pos != text.size()) throw Error(flag + " " + text + ": expected " + allowed);
-  return static_cast<std::size_t>(v);
-}
-
 // The flag or key that chose an output directory, for messages.
 std::string dir_source(const ExperimentConfig& cfg, const std::string& out_flag) {
   if (!out_flag.empty()) return "--out";
@@ -90,8 +70,6 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
   app.set_version_flag("--version", "pelab\nMPI: " + dist::summary());
-  const std::string memory_help =
-      "memory limit in MiB for the estimate checked before any work (default: MemAvailable of /proc/meminfo; 0: no check)";
   std::string memory_mb;
 
   // train
@@ -108,7 +86,7 @@ int main(int argc, char** argv) {
                   "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
   train->add_option("--threads", threads, "threads of a training step, 1 to the cores this process may use (default: train.threads)")->check(CLI::Range(1, 256));
   train->add_flag("--quiet", quiet, "no console output");
-  train->add_option("--memory-limit", memory_mb, memory_help);
+  cli::add_memory_limit(*train, memory_mb);
   std::string cell_text;
   train->add_option("--cell", cell_text, "train only cell K (0-based) of the config's [sweep] grid");
 
@@ -124,23 +102,10 @@ int main(int argc, char** argv) {
   sweep->add_flag("--no-report", no_report, "skip the report at the end");
   bool sweep_probe = false;
   sweep->add_flag("--probe", sweep_probe, "run `pelab probe run` on every finished cell (the report shows the probes)");
-  sweep->add_option("--memory-limit", memory_mb, memory_help + "; passed on to every cell");
-
-  // eval
-  std::string run_dir, lengths_csv, json_out;
-  std::size_t samples = 0;
-  auto* eval = app.add_subcommand("eval", "evaluate a trained run at chosen lengths");
-  eval->add_option("run_dir", run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
-  eval->add_option("--lengths", lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
-  eval->add_option("--samples", samples, "held-out examples per length (default: eval.samples)");
-  eval->add_option("--json", json_out, "also write the results to this JSON file");
-  std::string eval_name;
-  eval->add_option("--set", overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
-                   "encoding.rope.scaling=yarn) or attention.* (repeatable)");
-  eval->add_option("--name", eval_name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
-  eval->add_option("--memory-limit", memory_mb, memory_help);
+  cli::add_memory_limit(*sweep, memory_mb, "; passed on to every cell");
 
   cli::Commands commands;
+  cli::add_eval(app, commands);
   cli::add_report(app, commands);
   cli::add_list(app, commands);
   cli::add_show_task(app, commands);
@@ -150,8 +115,8 @@ int main(int argc, char** argv) {
   ProbeCommand probe;
   add_probe_command(app, probe);
   // The inspection commands check the same estimate (experiments/resources.hpp) as train, sweep and eval.
-  predict->add_option("--memory-limit", memory_mb, memory_help);
-  probe.run->add_option("--memory-limit", memory_mb, memory_help);
+  cli::add_memory_limit(*predict, memory_mb);
+  cli::add_memory_limit(*probe.run, memory_mb);
 
   // CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
   if (argc > 1 && argv[1][0] != '-') {
@@ -176,77 +141,12 @@ int main(int argc, char** argv) {
   try {
     set_phase("starting");
     const cli::Invocation line{argc, argv};
-    for (const cli::Command& c : commands)  // none of them reads --memory-limit
+    for (const cli::Command& c : commands)
       if (c.app->parsed()) return c.run(line);
-    const MemoryLimit limit =
-        memory_limit(parse_count("--memory-limit", memory_mb, "a size in MiB (an integer >= 0; 0: no check)"));
+    const MemoryLimit limit = cli::parse_memory_limit(memory_mb);
     predict_args.memory = probe.run_args.memory = limit;
     if (*predict) return run_predict(predict_args);
     if (*probe.app) return run_probe_command(probe);
-
-    if (*eval) {
-      // The run's own config.toml, with any --lengths / --samples applied as overrides (same checks).
-      std::vector<std::string> sets;
-      if (!lengths_csv.empty()) {
-        std::string items;
-        for (std::size_t v : parse_positive_list("--lengths", lengths_csv, LONG_MAX, "a positive integer"))
-          items += (items.empty() ? "" : ", ") + std::to_string(v);
-        sets.push_back("eval.lengths=[" + items + "]");
-      }
-      if (samples) sets.push_back("eval.samples=" + std::to_string(samples));
-      if (!eval_name.empty()) check_eval_name(eval_name);
-      check_eval_settings(overrides, load_config(run_dir + "/config.toml").runs.at(0).config);
-      sets.insert(sets.end(), overrides.begin(), overrides.end());
-      set_phase("loading the config");
-      const RunSpec spec = load_eval_config(run_dir, sets);
-      set_phase("estimating memory");
-      EvalBatches batches;
-      try {
-        batches = check_memory(spec, limit, false);
-      } catch (const Error& e) {  // --lengths reaches the config as a --set: name the flag the user typed
-        const std::string m = e.what(), set = "--set eval.lengths=";
-        if (lengths_csv.empty() || m.rfind(set, 0) != 0) throw;
-        throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
-      }
-      for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
-      parallel::set_threads(spec.config.train.threads, "train.threads");
-      set_phase("building the model");
-      Transformer model(spec.model);
-      const CheckpointChoice choice = choose_checkpoint(run_dir, false);
-      for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
-      if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
-      load_checkpoint(*choice.path, model, nullptr);
-      install_stop_handlers();
-      EvalOptions eo;
-      eo.batches = &batches;
-      eo.progress = true;
-      eo.stoppable = true;
-      const auto t0 = std::chrono::steady_clock::now();
-      std::vector<LengthResult> results;
-      try {
-        results = evaluate_lengths(model, spec, eo);
-      } catch (const Interrupted& e) {
-        std::fprintf(stderr, "%s; nothing written\n", e.what());
-        return kInterrupted;
-      }
-      const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
-                  format_results(results, spec.task->is_language_model()).c_str());
-      if (!json_out.empty()) {
-        nlohmann::ordered_json j = nlohmann::ordered_json::array();
-        for (const auto& r : results) j.push_back(to_json(r));
-        try {
-          write_file_atomic(json_out, j.dump(2) + "\n");
-        } catch (const Error& e) {
-          throw Error(std::string(e.what()) + " (--json)");
-        }
-      }
-      if (!eval_name.empty()) {
-        const std::string path = write_named_eval(run_dir, eval_name, overrides, spec, results, eval_seconds);
-        std::printf("wrote %s\n", path.c_str());
-      }
-      return kOk;
-    }
 
     if (threads) overrides.push_back("train.threads=" + std::to_string(threads));
     set_phase("loading the config");
@@ -279,7 +179,7 @@ int main(int argc, char** argv) {
       std::string list;
       for (std::size_t i = 0; i < cells.size(); ++i) list += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
       const std::string range = "0.." + std::to_string(cells.size() - 1);
-      const auto cell = parse_count("--cell", cell_text, "a cell index " + range + " of the [sweep] grid:" + list);
+      const auto cell = cli::parse_count("--cell", cell_text, "a cell index " + range + " of the [sweep] grid:" + list);
       if (!cell)
         throw Error(config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
                     " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:" + list);

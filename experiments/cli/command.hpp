@@ -1,10 +1,15 @@
 // pelab's subcommands, one file each in experiments/cli/. Each file keeps its options in a struct of its
 // own and adds itself with an add_NAME function that main.cpp calls in the order of `pelab --help`.
+// What the commands share: --memory-limit, parse_count.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "experiments/resources.hpp"
 
 namespace CLI {
 class App;
@@ -26,8 +31,18 @@ struct Command {
 };
 using Commands = std::vector<Command>;
 
+void add_eval(CLI::App& app, Commands& commands);
 void add_report(CLI::App& app, Commands& commands);
 void add_list(CLI::App& app, Commands& commands);
 void add_show_task(CLI::App& app, Commands& commands);
+
+// --memory-limit MB on `cmd` (its help text, then `help_suffix`); the estimate of experiments/resources.hpp
+// that train, sweep, eval, predict and probe run check before any work.
+void add_memory_limit(CLI::App& cmd, std::string& mb, const std::string& help_suffix = "");
+MemoryLimit parse_memory_limit(const std::string& mb);
+
+// A non-negative integer option given as text (CLI11's range checks print the type's whole range):
+// nullopt when empty, else the value; throws Error("FLAG TEXT: expected ALLOWED").
+std::optional<std::size_t> parse_count(const std::string& flag, const std::string& text, const std::string& allowed);
 
 }  // namespace pelab::cli
