@@ -1,6 +1,5 @@
 // pelab's subcommands, one file each in experiments/cli/. Each file keeps its options in a struct of its
-// own and adds itself with an add_NAME function that main.cpp calls in the order of `pelab --help`.
-// What the commands share: --memory-limit, parse_count.
+// own and adds itself with an add_NAME function that main.cpp calls in the order of `pelab --help`. What the commands share: --memory-limit, the train/sweep config, parse_count.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/config.hpp"
 #include "experiments/resources.hpp"
 
 namespace CLI {
@@ -31,6 +31,8 @@ struct Command {
 };
 using Commands = std::vector<Command>;
 
+void add_train(CLI::App& app, Commands& commands);
+void add_sweep(CLI::App& app, Commands& commands);
 void add_eval(CLI::App& app, Commands& commands);
 void add_report(CLI::App& app, Commands& commands);
 void add_list(CLI::App& app, Commands& commands);
@@ -40,6 +42,13 @@ void add_show_task(CLI::App& app, Commands& commands);
 // that train, sweep, eval, predict and probe run check before any work.
 void add_memory_limit(CLI::App& cmd, std::string& mb, const std::string& help_suffix = "");
 MemoryLimit parse_memory_limit(const std::string& mb);
+
+// The config file (positional) and --set of train and sweep.
+void add_config_options(CLI::App& cmd, std::string& config_path, std::vector<std::string>& overrides);
+// train and sweep: the config with the --set overrides and --threads (as train.threads); prints its warnings.
+LoadedConfig load_train_config(const std::string& config_path, std::vector<std::string> overrides, int threads);
+// The flag or key that chose an output directory, for messages.
+std::string dir_source(const ExperimentConfig& cfg, const std::string& out_flag);
 
 // A non-negative integer option given as text (CLI11's range checks print the type's whole range):
 // nullopt when empty, else the value; throws Error("FLAG TEXT: expected ALLOWED").
