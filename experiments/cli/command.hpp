@@ -1,5 +1,6 @@
 // pelab's subcommands, one file each in experiments/cli/. Each file keeps its options in a struct of its
-// own and adds itself with an add_NAME function that main.cpp calls in the order of `pelab --help`. What the commands share: --memory-limit, the train/sweep config, parse_count.
+// own and adds itself with an add_NAME function; main.cpp lists those functions in one table, whose order
+// is the order of `pelab --help`. What the commands share: --memory-limit, the train/sweep config, parse_count.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,7 @@ struct Command {
   std::function<int(const Invocation&)> run;
 };
 using Commands = std::vector<Command>;
+using AddCommand = void (*)(CLI::App& app, Commands& commands);
 
 void add_train(CLI::App& app, Commands& commands);
 void add_sweep(CLI::App& app, Commands& commands);
@@ -37,6 +39,8 @@ void add_eval(CLI::App& app, Commands& commands);
 void add_report(CLI::App& app, Commands& commands);
 void add_list(CLI::App& app, Commands& commands);
 void add_show_task(CLI::App& app, Commands& commands);
+void add_predict(CLI::App& app, Commands& commands);
+void add_probe(CLI::App& app, Commands& commands);
 
 // --memory-limit MB on `cmd` (its help text, then `help_suffix`); the estimate of experiments/resources.hpp
 // that train, sweep, eval, predict and probe run check before any work.
