@@ -1,89 +1,49 @@
-// The pelab command line: train, sweep, eval, report, list, show-task.
-#include <unistd.h>
-
+// The pelab command line: train, sweep, eval, report, list, show-task, predict, probe (one file each in
+// experiments/cli/, listed in kCommands below).
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <new>
-#include <sstream>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
-#include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
-#include "core/parallel.hpp"
-#include "experiments/cli_args.hpp"
-#include "experiments/config.hpp"
-#include "experiments/config_schema.hpp"
-#include "experiments/eval_named.hpp"
-#include "experiments/evaluate.hpp"
-#include "experiments/predict.hpp"
-#include "experiments/probe.hpp"
-#include "experiments/report.hpp"
-#include "experiments/resources.hpp"
+#include "experiments/cli/command.hpp"
 #include "experiments/run.hpp"
-#include "experiments/sweep.hpp"
-#include "layers/positional/encoding.hpp"
-#include "training/checkpoint.hpp"
 #include "training/distributed.hpp"
-#include "training/metrics_table.hpp"
-#include "training/optimizer_registry.hpp"
-#include "training/fs.hpp"
 #include "training/signals.hpp"
 
-namespace fs = std::filesystem;
 using namespace pelab;
 
 namespace {
 
-std::string self_exe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw Error("cannot locate the pelab executable (/proc/self/exe)");
-  return std::string(buf, static_cast<std::size_t>(n));
+// The subcommands, in the order of `pelab --help`.
+const cli::AddCommand kCommands[] = {cli::add_train,  cli::add_sweep,     cli::add_eval,    cli::add_report,
+                                     cli::add_list,   cli::add_show_task, cli::add_predict, cli::add_probe};
+
+// The top level (one command required, --help-all, --version) and every subcommand.
+void set_up(CLI::App& app, cli::Commands& commands) {
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+  app.set_version_flag("--version", "pelab\nMPI: " + dist::summary());
+  for (const cli::AddCommand add : kCommands) add(app, commands);
 }
 
-std::string quote_args(int argc, char** argv) {
-  std::string s;
-  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
-  return s;
-}
-
-void print_params(const std::vector<ParamSpec>& params) {
-  for (const auto& p : params)
-    std::printf("      %-16s %-10s default %-14s %s; %s\n", p.key.c_str(), type_name(p.type).c_str(),
-                format_value(p.default_value).c_str(), p.allowed().c_str(), p.help.c_str());
-}
-
-template <class Registry>
-void print_registry(const char* title, const Registry& r) {
-  std::printf("%s\n", title);
-  for (const auto& n : r.names()) {
-    const auto& s = r.get(n);
-    std::printf("  %-12s %s\n", n.c_str(), s.summary.c_str());
-    print_params(s.params);
+// CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
+// False, after printing that error, when the first word is neither an option nor a command.
+bool known_command(const CLI::App& app, int argc, char** argv) {
+  if (argc <= 1 || argv[1][0] == '-') return true;
+  std::string list;
+  bool known = false;
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; })) {
+    list += (list.empty() ? "" : ", ") + c->get_name();
+    known = known || c->get_name() == argv[1];
   }
-}
-
-int cmd_list() {
-  print_registry("positional encodings ([encoding] name = ...; parameters in [encoding.NAME]):",
-                 EncodingRegistry::instance());
-  std::printf("\nattention scaling, with every encoding ([attention]; at evaluation: pelab eval --set attention.KEY=V):\n");
-  std::vector<ParamSpec> attention;
-  for (const auto& f : config_detail::find_section("attention")->fields) attention.push_back(f.spec);
-  print_params(attention);
-  print_registry("\ntasks ([task] name = ...; parameters in [task.NAME]):", TaskRegistry::instance());
-  print_registry("\noptimizers ([train] optimizer = ...; parameters in [train.NAME]):", OptimizerRegistry::instance());
-  std::printf("\nmetrics ([train] early_stop_metric, pelab report --metric):\n");
-  for (const auto& m : metric_table())
-    std::printf("  %-12s %s; %s is better%s\n", m.name.c_str(), m.title.c_str(), m.lower_is_better ? "lower" : "higher",
-                m.for_lm ? "" : "; sequence tasks only");
-  std::printf("\nMPI (mpirun -np N pelab train|sweep): %s\n", dist::summary().c_str());
-  return kOk;
+  if (!known) std::fprintf(stderr, "error: unknown command '%s'; commands: %s (pelab --help for more)\n", argv[1], list.c_str());
+  return known;
 }
 
 // Prints the error and ends with `code`; under MPI it ends the whole job (a rank that stops alone would
@@ -96,305 +56,13 @@ int fail(int code, const char* what) {
   return dist::abort_job(code);
 }
 
-// A non-negative integer option given as text (CLI11's range checks print the type's whole range).
-std::optional<std::size_t> parse_count(const std::string& flag, const std::string& text, const std::string& allowed) {
-  if (text.empty()) return std::nullopt;
-  std::size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    if (text[0] != '-' && text[0] != '+') v = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-  }
-  if (pos == 0 || pos != text.size()) throw Error(flag + " " + text + ": expected " + allowed);
-  return static_cast<std::size_t>(v);
-}
-
-// The flag or key that chose an output directory, for messages.
-std::string dir_source(const ExperimentConfig& cfg, const std::string& out_flag) {
-  if (!out_flag.empty()) return "--out";
-  auto it = cfg.locations.find("output.dir");
-  if (it != cfg.locations.end()) return "output.dir at " + it->second;
-  return "output.dir, by default " + cfg.output_dir + " from the config file's name";
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  blas::select_coretype(argv);  // may re-execute with OPENBLAS_CORETYPE set: before anything else
-  const dist::Session mpi(&argc, &argv);  // MPI only under mpirun / srun (training/distributed.hpp)
-  CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "help for every command");
-  app.set_version_flag("--version", "pelab\nMPI: " + dist::summary());
-  const std::string memory_help =
-      "memory limit in MiB for the estimate checked before any work (default: MemAvailable of /proc/meminfo; 0: no check)";
-  std::string memory_mb;
-
-  // train
-  std::string config_path, out_dir;
-  std::vector<std::string> overrides;
-  bool resume = false, resume_or_start = false, quiet = false;
-  int threads = 0;
-  auto* train = app.add_subcommand("train", "train one model from a config file");
-  train->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
-  train->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
-  train->add_option("--out", out_dir, "run directory (default: output.dir of the config)");
-  auto* resume_flag = train->add_flag("--resume", resume, "continue from the latest usable checkpoint (error if none)");
-  train->add_flag("--resume-or-start", resume_or_start, "like --resume, but a run directory without checkpoints "
-                  "starts at step 0 (what pelab sweep runs for each cell)")->excludes(resume_flag);
-  train->add_option("--threads", threads, "threads of a training step, 1 to the cores this process may use (default: train.threads)")->check(CLI::Range(1, 256));
-  train->add_flag("--quiet", quiet, "no console output");
-  train->add_option("--memory-limit", memory_mb, memory_help);
-  std::string cell_text;
-  train->add_option("--cell", cell_text, "train only cell K (0-based) of the config's [sweep] grid");
-
-  // sweep
-  int jobs = 1;
-  bool no_report = false;
-  auto* sweep = app.add_subcommand("sweep", "run every cell of a config's [sweep] grid, then report");
-  sweep->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
-  sweep->add_option("--set", overrides, "override a key: section.key=value (repeatable)");
-  sweep->add_option("--out", out_dir, "sweep directory (default: output.dir of the config)");
-  sweep->add_option("--jobs,-j", jobs, "cells run in parallel (one process each)")->check(CLI::Range(1, 256));
-  sweep->add_option("--threads", threads, "step threads per cell (default: the cores / --jobs, at least 1)")->check(CLI::Range(1, 256));
-  sweep->add_flag("--no-report", no_report, "skip the report at the end");
-  bool sweep_probe = false;
-  sweep->add_flag("--probe", sweep_probe, "run `pelab probe run` on every finished cell (the report shows the probes)");
-  sweep->add_option("--memory-limit", memory_mb, memory_help + "; passed on to every cell");
-
-  // eval
-  std::string run_dir, lengths_csv, json_out;
-  std::size_t samples = 0;
-  auto* eval = app.add_subcommand("eval", "evaluate a trained run at chosen lengths");
-  eval->add_option("run_dir", run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
-  eval->add_option("--lengths", lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
-  eval->add_option("--samples", samples, "held-out examples per length (default: eval.samples)");
-  eval->add_option("--json", json_out, "also write the results to this JSON file");
-  std::string eval_name;
-  eval->add_option("--set", overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
-                   "encoding.rope.scaling=yarn) or attention.* (repeatable)");
-  eval->add_option("--name", eval_name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
-  eval->add_option("--memory-limit", memory_mb, memory_help);
-
-  // report
-  std::string sweep_dir, metric = "auto";
-  bool no_plots = false;
-  auto* report = app.add_subcommand("report", "tables (summary.md, summary.csv) and plots for a sweep directory");
-  report->add_option("sweep_dir", sweep_dir, "sweep directory")->required()->check(CLI::ExistingDirectory);
-  std::vector<std::string> metric_choices = metric_names();
-  metric_choices.insert(metric_choices.begin(), "auto");
-  std::string metric_help;
-  for (const auto& m : metric_choices) metric_help += (metric_help.empty() ? "" : " | ") + m;
-  report->add_option("--metric", metric, metric_help)->check(CLI::IsMember(metric_choices));
-  report->add_flag("--no-plots", no_plots, "tables only");
-
-  // list, show-task
-  auto* list = app.add_subcommand("list", "encodings, tasks and optimizers with their parameters, and the metrics");
-  std::string task_name;
-  std::size_t n_show = 3, show_len = 0;
-  std::uint64_t show_seed = 0;
-  auto* show = app.add_subcommand("show-task", "print a few samples of a task and its format");
-  show->add_option("name", task_name, "task name (see pelab list)")->required();
-  show->add_option("--set", overrides,
-                   "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent (repeatable)");
-  show->add_option("-n", n_show, "samples")->check(CLI::Range(1, 100));
-  show->add_option("--len", show_len, "problem size (default 8)");
-  show->add_option("--seed", show_seed, "seed");
-
-  PredictArgs predict_args;
-  auto* predict = add_predict_command(app, predict_args);
-  ProbeCommand probe;
-  add_probe_command(app, probe);
-  // The inspection commands check the same estimate (experiments/resources.hpp) as train, sweep and eval.
-  predict->add_option("--memory-limit", memory_mb, memory_help);
-  probe.run->add_option("--memory-limit", memory_mb, memory_help);
-
-  // CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string list;
-    bool known = false;
-    for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; })) {
-      list += (list.empty() ? "" : ", ") + c->get_name();
-      known = known || c->get_name() == argv[1];
-    }
-    if (!known) {
-      std::fprintf(stderr, "error: unknown command '%s'; commands: %s (pelab --help for more)\n", argv[1], list.c_str());
-      return kBadInput;
-    }
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // prints help, or the error with a hint
-    return rc == 0 ? kOk : kBadInput;
-  }
-
+// Runs the command the line named (CLI11 requires exactly one); its exceptions become exit codes.
+int run_command(const cli::Commands& commands, const cli::Invocation& line) {
   try {
     set_phase("starting");
-    if (*list) return cmd_list();
-    const MemoryLimit limit =
-        memory_limit(parse_count("--memory-limit", memory_mb, "a size in MiB (an integer >= 0; 0: no check)"));
-    predict_args.memory = probe.run_args.memory = limit;
-    if (*predict) return run_predict(predict_args);
-    if (*probe.app) return run_probe_command(probe);
-
-    if (*show) {
-      // Built through the config loader: the same checks and messages as a config's [task.NAME].
-      const std::string len = std::to_string(show_len ? show_len : 8);
-      std::vector<std::string> sets = {"task.name=" + task_name, "task.train_len=" + len, "task.min_len=" + len,
-                                       "eval.lengths=[" + len + "]"};
-      for (const auto& kv : overrides) {
-        const std::string key = kv.substr(0, kv.find('='));  // format keys live in [task] itself
-        const bool format_key = key == "bos" || key == "eos" || key == "sep" || key == "prompt";
-        sets.push_back((format_key ? "task." : "task." + task_name + ".") + kv);
-      }
-      const RunSpec spec = parse_config("", "show-task", sets).runs.at(0);
-      const auto& info = TaskRegistry::instance().get(task_name);
-      std::printf("%s: %s\n\n%s\nvocabulary size %zu\n\n", info.name.c_str(), info.summary.c_str(),
-                  info.format.c_str(), spec.task->vocab_size());
-      const std::size_t n = spec.config.train_len;
-      if (!spec.task->is_language_model()) {
-        std::printf("format: %s\n\nchance level (uniform guesser, see above):\n%8s  %10s  %12s\n", describe(spec.config.format).c_str(),
-                    "n", "token_acc", "exact_match");
-        for (std::size_t k : {n / 2, n, 2 * n, 4 * n}) {  // the default eval lengths
-          if (k == 0) continue;
-          const Chance c = *spec.task->chance(k);
-          std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
-        }
-      }
-      std::printf("\nsamples (n = %zu; counted targets in brackets):\n", n);
-      Rng rng(show_seed);
-      const Batch b = spec.task->sample(rng, n_show, n, n);
-      for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", spec.task->render(b, i).c_str());
-      return kOk;
-    }
-
-    if (*report) {
-      ReportOptions ro;
-      ro.metric = metric;
-      ro.plots = !no_plots;
-      const ReportResult r = write_report(sweep_dir, ro);
-      std::printf("%s\n", r.table_markdown.c_str());
-      for (const auto& f : r.files_written) std::printf("wrote %s\n", f.c_str());
-      for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
-      return kOk;
-    }
-
-    if (*eval) {
-      // The run's own config.toml, with any --lengths / --samples applied as overrides (same checks).
-      std::vector<std::string> sets;
-      if (!lengths_csv.empty()) {
-        std::string items;
-        for (std::size_t v : parse_positive_list("--lengths", lengths_csv, LONG_MAX, "a positive integer"))
-          items += (items.empty() ? "" : ", ") + std::to_string(v);
-        sets.push_back("eval.lengths=[" + items + "]");
-      }
-      if (samples) sets.push_back("eval.samples=" + std::to_string(samples));
-      if (!eval_name.empty()) check_eval_name(eval_name);
-      check_eval_settings(overrides, load_config(run_dir + "/config.toml").runs.at(0).config);
-      sets.insert(sets.end(), overrides.begin(), overrides.end());
-      set_phase("loading the config");
-      const RunSpec spec = load_eval_config(run_dir, sets);
-      set_phase("estimating memory");
-      EvalBatches batches;
-      try {
-        batches = check_memory(spec, limit, false);
-      } catch (const Error& e) {  // --lengths reaches the config as a --set: name the flag the user typed
-        const std::string m = e.what(), set = "--set eval.lengths=";
-        if (lengths_csv.empty() || m.rfind(set, 0) != 0) throw;
-        throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
-      }
-      for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
-      parallel::set_threads(spec.config.train.threads, "train.threads");
-      set_phase("building the model");
-      Transformer model(spec.model);
-      const CheckpointChoice choice = choose_checkpoint(run_dir, false);
-      for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
-      if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
-      load_checkpoint(*choice.path, model, nullptr);
-      install_stop_handlers();
-      EvalOptions eo;
-      eo.batches = &batches;
-      eo.progress = true;
-      eo.stoppable = true;
-      const auto t0 = std::chrono::steady_clock::now();
-      std::vector<LengthResult> results;
-      try {
-        results = evaluate_lengths(model, spec, eo);
-      } catch (const Interrupted& e) {
-        std::fprintf(stderr, "%s; nothing written\n", e.what());
-        return kInterrupted;
-      }
-      const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("%s (checkpoint %s)\n%s", run_dir.c_str(), choice.path->c_str(),
-                  format_results(results, spec.task->is_language_model()).c_str());
-      if (!json_out.empty()) {
-        nlohmann::ordered_json j = nlohmann::ordered_json::array();
-        for (const auto& r : results) j.push_back(to_json(r));
-        try {
-          write_file_atomic(json_out, j.dump(2) + "\n");
-        } catch (const Error& e) {
-          throw Error(std::string(e.what()) + " (--json)");
-        }
-      }
-      if (!eval_name.empty()) {
-        const std::string path = write_named_eval(run_dir, eval_name, overrides, spec, results, eval_seconds);
-        std::printf("wrote %s\n", path.c_str());
-      }
-      return kOk;
-    }
-
-    if (threads) overrides.push_back("train.threads=" + std::to_string(threads));
-    set_phase("loading the config");
-    const LoadedConfig loaded = load_config(config_path, overrides);
-    for (const auto& w : loaded.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-
-    if (*sweep) {
-      SweepOptions so;
-      so.out_dir = out_dir;
-      so.jobs = jobs;
-      so.threads = threads;
-      so.report = !no_report;
-      so.probe = sweep_probe;
-      so.self_exe = self_exe();
-      so.dir_source = dir_source(loaded.config, out_dir);
-      so.memory = limit;
-      so.memory_flag = memory_mb;
-      return run_sweep(loaded, so);
-    }
-
-    // train: the config's one run, or cell K of its grid
-    const ExperimentConfig& cfg = loaded.config;
-    RunOptions ro;
-    ro.run_dir = out_dir.empty() ? cfg.output_dir : out_dir;
-    ro.dir_source = dir_source(cfg, out_dir);
-    ro.memory = limit;
-    std::size_t k = 0;
-    if (!cfg.sweep.empty()) {
-      const auto& cells = loaded.runs;
-      std::string list;
-      for (std::size_t i = 0; i < cells.size(); ++i) list += "\n  " + std::to_string(i) + ": " + cells[i].config.cell.label;
-      const std::string range = "0.." + std::to_string(cells.size() - 1);
-      const auto cell = parse_count("--cell", cell_text, "a cell index " + range + " of the [sweep] grid:" + list);
-      if (!cell)
-        throw Error(config_path + " defines a [sweep] grid of " + std::to_string(cells.size()) +
-                    " cells: run them all with `pelab sweep " + config_path + "`, or one with --cell K:" + list);
-      if (*cell >= cells.size())
-        throw Error("--cell " + cell_text + " is out of range: " + config_path + " defines a [sweep] grid of " +
-                    std::to_string(cells.size()) + " cells (" + range + "):" + list);
-      k = *cell;
-      if (out_dir.empty()) ro.run_dir = cfg.output_dir + "/" + cells[k].dir_name;
-    } else if (!cell_text.empty()) {
-      throw Error("--cell " + cell_text + ": " + config_path + " has no [sweep] grid");
-    }
-    ro.resume = resume || resume_or_start;
-    ro.require_checkpoint = resume;
-    ro.console = !quiet && dist::rank() == 0;
-    ro.data_parallel = dist::size() > 1;
-    ro.resume_command = (dist::size() > 1 ? "mpirun -np " + std::to_string(dist::size()) + " " : std::string()) +
-                        quote_args(argc, argv) + (ro.resume ? "" : " --resume");
-    install_stop_handlers();
-    return run_experiment(loaded.runs[k], ro);
+    for (const cli::Command& c : commands)
+      if (c.app->parsed()) return c.run(line);
+    throw std::logic_error("no command was parsed");
   } catch (const Error& e) {
     return fail(kBadInput, e.what());
   } catch (const std::bad_alloc&) {
@@ -408,4 +76,22 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(kError, e.what());
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  blas::select_coretype(argv);  // may re-execute with OPENBLAS_CORETYPE set: before anything else
+  const dist::Session mpi(&argc, &argv);  // MPI only under mpirun / srun (training/distributed.hpp)
+  CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
+  cli::Commands commands;
+  set_up(app, commands);
+  if (!known_command(app, argc, argv)) return kBadInput;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help, or the error with a hint
+    return rc == 0 ? kOk : kBadInput;
+  }
+  return run_command(commands, {argc, argv});
 }

@@ -1,0 +1,135 @@
+// `pelab eval RUN_DIR`: a trained run evaluated at chosen lengths (and evaluation-time settings).
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/parallel.hpp"
+#include "experiments/cli/command.hpp"
+#include "experiments/cli_args.hpp"
+#include "experiments/eval_named.hpp"
+#include "experiments/evaluate.hpp"
+#include "experiments/run.hpp"
+#include "training/checkpoint.hpp"
+#include "training/fs.hpp"
+#include "training/signals.hpp"
+
+namespace pelab::cli {
+
+namespace {
+
+struct EvalArgs {
+  std::string run_dir, lengths_csv, json_out;
+  std::size_t samples = 0;
+  std::vector<std::string> overrides;  // --set
+  std::string name;
+  std::string memory_mb;
+};
+
+// The run's own config.toml, with any --lengths / --samples applied as overrides (same checks), then --set.
+std::vector<std::string> eval_sets(const EvalArgs& a) {
+  std::vector<std::string> sets;
+  if (!a.lengths_csv.empty()) {
+    std::string items;
+    for (std::size_t v : parse_positive_list("--lengths", a.lengths_csv, LONG_MAX, "a positive integer"))
+      items += (items.empty() ? "" : ", ") + std::to_string(v);
+    sets.push_back("eval.lengths=[" + items + "]");
+  }
+  if (a.samples) sets.push_back("eval.samples=" + std::to_string(a.samples));
+  if (!a.name.empty()) check_eval_name(a.name);
+  check_eval_settings(a.overrides, load_config(a.run_dir + "/config.toml").runs.at(0).config);
+  sets.insert(sets.end(), a.overrides.begin(), a.overrides.end());
+  return sets;
+}
+
+EvalBatches checked_batches(const RunSpec& spec, const MemoryLimit& limit, const std::string& lengths_csv) {
+  try {
+    return check_memory(spec, limit, false);
+  } catch (const Error& e) {  // --lengths reaches the config as a --set: name the flag the user typed
+    const std::string m = e.what(), set = "--set eval.lengths=";
+    if (lengths_csv.empty() || m.rfind(set, 0) != 0) throw;
+    throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
+  }
+}
+
+// Loads the run's newest usable checkpoint into `model` (warning about those passed over); returns its path.
+std::string load_newest_checkpoint(const std::string& run_dir, Transformer& model) {
+  const CheckpointChoice choice = choose_checkpoint(run_dir, false);
+  for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
+  if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
+  load_checkpoint(*choice.path, model, nullptr);
+  return *choice.path;
+}
+
+// --json FILE and --name NAME.
+void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<LengthResult>& results,
+                   double eval_seconds) {
+  if (!a.json_out.empty()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : results) j.push_back(to_json(r));
+    try {
+      write_file_atomic(a.json_out, j.dump(2) + "\n");
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (--json)");
+    }
+  }
+  if (!a.name.empty()) {
+    const std::string path = write_named_eval(a.run_dir, a.name, a.overrides, spec, results, eval_seconds);
+    std::printf("wrote %s\n", path.c_str());
+  }
+}
+
+int cmd_eval(const EvalArgs& a) {
+  const MemoryLimit limit = parse_memory_limit(a.memory_mb);
+  const std::vector<std::string> sets = eval_sets(a);
+  set_phase("loading the config");
+  const RunSpec spec = load_eval_config(a.run_dir, sets);
+  set_phase("estimating memory");
+  const EvalBatches batches = checked_batches(spec, limit, a.lengths_csv);
+  for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
+  parallel::set_threads(spec.config.train.threads, "train.threads");
+  set_phase("building the model");
+  Transformer model(spec.model);
+  const std::string checkpoint = load_newest_checkpoint(a.run_dir, model);
+  install_stop_handlers();
+  EvalOptions eo;
+  eo.batches = &batches;
+  eo.progress = true;
+  eo.stoppable = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<LengthResult> results;
+  try {
+    results = evaluate_lengths(model, spec, eo);
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "%s; nothing written\n", e.what());
+    return kInterrupted;
+  }
+  const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s (checkpoint %s)\n%s", a.run_dir.c_str(), checkpoint.c_str(),
+              format_results(results, spec.task->is_language_model()).c_str());
+  write_results(a, spec, results, eval_seconds);
+  return kOk;
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, Commands& commands) {
+  auto a = std::make_shared<EvalArgs>();
+  auto* c = app.add_subcommand("eval", "evaluate a trained run at chosen lengths");
+  c->add_option("run_dir", a->run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
+  c->add_option("--lengths", a->lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
+  c->add_option("--samples", a->samples, "held-out examples per length (default: eval.samples)");
+  c->add_option("--json", a->json_out, "also write the results to this JSON file");
+  c->add_option("--set", a->overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
+                "encoding.rope.scaling=yarn) or attention.* (repeatable)");
+  c->add_option("--name", a->name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
+  add_memory_limit(*c, a->memory_mb);
+  commands.push_back({c, [a](const Invocation&) { return cmd_eval(*a); }});
+}
+
+}  // namespace pelab::cli

@@ -1,0 +1,34 @@
+// `pelab probe encoding|run`: looking inside an encoding or a trained run. Their options and the command are
+// in experiments/probe_cli.cpp; here the memory limit that `probe run` checks like train and eval.
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "experiments/cli/command.hpp"
+#include "experiments/probe.hpp"
+
+namespace pelab::cli {
+
+namespace {
+
+struct ProbeCli {
+  ProbeCommand probe;
+  std::string memory_mb;  // probe run
+};
+
+int cmd_probe(ProbeCli& p) {
+  p.probe.run_args.memory = parse_memory_limit(p.memory_mb);
+  return run_probe_command(p.probe);
+}
+
+}  // namespace
+
+void add_probe(CLI::App& app, Commands& commands) {
+  auto p = std::make_shared<ProbeCli>();
+  add_probe_command(app, p->probe);
+  add_memory_limit(*p->probe.run, p->memory_mb);
+  commands.push_back({p->probe.app, [p](const Invocation&) { return cmd_probe(*p); }});
+}
+
+}  // namespace pelab::cli
