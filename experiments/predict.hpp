@@ -27,7 +27,7 @@ struct PredictArgs {
   std::size_t tokens = 200;  // LM: characters to generate
   double temperature = 0;    // LM: 0 = greedy
   bool json = false;
-  MemoryLimit memory;  // --memory-limit (main.cpp); default-constructed: no check
+  MemoryLimit memory;  // --memory-limit (experiments/cli/predict.cpp); default-constructed: no check
 };
 
 // One decoded example of a sequence task.
@@ -42,7 +42,7 @@ struct Prediction {
 // counted target, then one token at a time, each fed back. Needs answer_begin/answer_end (sequence tasks).
 Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b);
 
-// The registration (one call in main.cpp) and the command.
+// The registration (one call in experiments/cli/predict.cpp) and the command.
 CLI::App* add_predict_command(CLI::App& app, PredictArgs& args);
 int run_predict(const PredictArgs& args);
 

@@ -73,7 +73,7 @@ struct RunProbeArgs {
   std::vector<std::size_t> factors = {1, 2, 4};  // lengths as multiples of train_len
   std::size_t samples = 0;  // 0 = the run's [probe] samples
   std::uint64_t seed = 0;
-  MemoryLimit memory;  // --memory-limit (main.cpp); default-constructed: no check
+  MemoryLimit memory;  // --memory-limit (experiments/cli/probe.cpp); default-constructed: no check
   std::string out_dir;  // default RUN_DIR/probe
 };
 // The trained-model probes of one finished run; returns the files written. Lengths the encoding cannot
@@ -86,7 +86,7 @@ std::vector<std::string> probe_run(const RunProbeArgs& args);
 int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::string>& cell_dirs,
                       const MemoryLimit& memory);
 
-// The registration (one call in main.cpp) and the command.
+// The registration (one call in experiments/cli/probe.cpp) and the command.
 struct ProbeCommand {
   CLI::App* app = nullptr;
   CLI::App* encoding = nullptr;
