@@ -59,26 +59,36 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
             A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
-std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K) {
-  const std::size_t dim = std::max(M, N), other = std::min(M, N) * K;
-  return parallel::pieces(dim, gemm_grain(dim, other));
-}
-
-std::size_t gemm_grain(std::size_t dim, std::size_t other) {
-  // At most kGemmMaxPieces pieces, each at least kMinPieceDim wide and kMinPieceWork multiply-adds.
+namespace {
+// How gemm cuts a product: along the larger of M and N (`dim`, rows when M >= N), in pieces of at
+// least `grain` of it: at most kGemmMaxPieces, each at least kMinPieceDim wide and kMinPieceWork
+// multiply-adds (`other` per unit of dim).
+struct Cut {
+  bool by_rows;
+  std::size_t dim, grain;
+};
+Cut cut_of(std::size_t M, std::size_t N, std::size_t K) {
+  const bool by_rows = M >= N;
+  const std::size_t dim = by_rows ? M : N, other = (by_rows ? N : M) * K;
   const std::size_t by_count = dim / kGemmMaxPieces;  // then dim / grain < 2 * kGemmMaxPieces
   const std::size_t by_work = other ? (kMinPieceWork + other - 1) / other : dim;
-  return std::max({by_count, kMinPieceDim, by_work, std::size_t(1)});
+  return {by_rows, dim, std::max({by_count, kMinPieceDim, by_work, std::size_t(1)})};
+}
+}  // namespace
+
+std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K) {
+  const Cut cut = cut_of(M, N, K);
+  return parallel::pieces(cut.dim, cut.grain);
 }
 
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {
-  // The larger of M and N is cut into gemm_pieces(M, N, K) contiguous pieces, one serial BLAS call
-  // each, whatever the thread count (core/parallel.hpp: the plan never depends on it).
-  const bool by_rows = M >= N;
-  const std::size_t dim = by_rows ? M : N, other = (by_rows ? N : M) * K;
-  parallel::for_range(dim, gemm_grain(dim, other), [&](std::size_t, std::size_t b, std::size_t e) {
+  // gemm_pieces(M, N, K) contiguous pieces, one serial BLAS call each, whatever the thread count
+  // (core/parallel.hpp: the plan never depends on it).
+  const Cut cut = cut_of(M, N, K);
+  const bool by_rows = cut.by_rows;
+  parallel::for_range(cut.dim, cut.grain, [&](std::size_t, std::size_t b, std::size_t e) {
     if (by_rows)  // rows [b, e) of C and of op(A)
       gemm_serial(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + b * lda, lda, B, ldb, beta,
                   C + b * ldc, ldc);

@@ -29,8 +29,6 @@ constexpr std::size_t kGemmMaxPieces = 2;
 constexpr std::size_t kMinPieceDim = 64;
 constexpr std::size_t kMinPieceWork = std::size_t(1) << 21;
 std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K);
-// parallel::for_range's grain for a cut dimension of `dim` with `other` multiply-adds per unit of it.
-std::size_t gemm_grain(std::size_t dim, std::size_t other);
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);

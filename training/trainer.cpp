@@ -82,6 +82,7 @@ struct Trainer::Impl {
   std::size_t step = 0, start_step = 0;
   double time_before = 0;  // seconds trained before this process (resume)
   Clock::time_point t0;
+  ScheduleConfig sched;
   std::string last_ckpt;
   Interval interval;
   const nlohmann::json* checkpoint_extra = nullptr;
@@ -154,6 +155,7 @@ void Trainer::Impl::start() {
   if (writer)
     metrics.open(opt.run_dir + "/metrics.jsonl", step > 0 || opt.resume ? std::optional<std::size_t>(step)
                                                                         : std::optional<std::size_t>(0));
+  sched = ScheduleConfig{cfg.schedule, cfg.lr, cfg.min_lr, cfg.warmup, cfg.steps};
   t0 = Clock::now();
   start_step = step;
   interval = Interval();
@@ -247,7 +249,6 @@ bool Trainer::Impl::train_step(TrainResult& res) {
                   "; stopping. " + last_good_checkpoint();
     return false;
   }
-  const ScheduleConfig sched{cfg.schedule, cfg.lr, cfg.min_lr, cfg.warmup, cfg.steps};
   const double lr = lr_at(sched, step);
   optimizer->step(lr);
   model.zero_grad();

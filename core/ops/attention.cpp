@@ -104,6 +104,7 @@ struct AttnCall {
   std::shared_ptr<const IndexArray> index;   // (1 or B, Tq, Tk) bucket of each pair, or null
   std::vector<real> scales;                  // (H,) logit scale per head
   bool packed = false, rel_keys = false, rel_values = false;
+  bool stacked_q = false, stacked_out = false;  // q / the output form one (B H Tq, hs) matrix
   std::size_t block_grain = 1;               // (batch, head) blocks worth a piece (core/parallel.hpp)
   std::size_t blocks() const { return d.B * d.H; }
   std::size_t rows() const { return d.B * d.H * d.Tq; }  // every block's query rows, stacked
@@ -117,6 +118,8 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   c.rel_keys = opt.rel.key.defined() && d.rel_buckets > 0;
   c.rel_values = opt.rel.value.defined() && d.rel_buckets > 0;
   c.index = opt.rel.index;
+  c.stacked_q = at.q.stacked(d.H, d.Tq, d.hs);
+  c.stacked_out = at.out.stacked(d.H, d.Tq, d.hs);
   c.bucket_loops = BucketLoops{d.Tq, d.Tk, d.rel_buckets, d.Tk - d.Tq, d.rel_lo, opt.causal};
   c.block_grain = std::max<std::size_t>(1, detail::kParallelWork / (d.Tq * d.Tk * 4));
   c.scales.resize(d.H);
@@ -139,7 +142,7 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
   const std::size_t workers = parallel::workers(c.blocks(), c.block_grain);
   Array buckets(Shape{c.rel_keys ? c.rows() * R : c.rel_values ? workers * Tq * R : 0});
   real* pbk = buckets.data();
-  const bool stacked_q = c.at.q.stacked(H, Tq, hs);
+  const bool stacked_q = c.stacked_q;
   if (c.rel_keys && stacked_q) blas::gemm(false, true, c.rows(), R, hs, real(1), pq, hs, rel_k, hs, real(0), pbk, R);
   parallel::for_range(c.blocks(), c.block_grain, [&](std::size_t worker, std::size_t bh0, std::size_t bh1) {
     for (std::size_t bh = bh0; bh < bh1; ++bh) {
@@ -224,7 +227,7 @@ void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std:
     blas::gemm(true, false, Tk, hs, Tq, real(1), Pbh, Tk, dO, ldo, io.fresh_v ? 0 : 1, at.v.at(io.dv, b, h), at.v.ld);
   if (io.drel_v) loops.scatter(pb, Pbh, idx);  // P by bucket, for da^V
   if (!io.need_ds) return;
-  if (io.rel_v && !at.out.stacked(d.H, Tq, hs))
+  if (io.rel_v && !c.stacked_out)
     blas::gemm(false, true, Tq, R, hs, real(1), dO, ldo, io.rel_v, hs, real(0), dsb, R);
   // dP (Tq, Tk) = dO V^T (+ (dO a^V^T)[i, idx_ij] with a value term)
   blas::gemm(false, true, Tq, Tk, hs, real(1), dO, ldo, at.v.at(io.v, b, h), at.v.ld, real(0), dS, Tk);
@@ -254,7 +257,7 @@ void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std:
 void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* dsb, const real* pb) {
   const std::size_t H = c.d.H, Tq = c.d.Tq, hs = c.d.hs, R = c.d.rel_buckets;
   if (io.drel_v) {
-    if (c.at.out.stacked(H, Tq, hs))
+    if (c.stacked_out)
       blas::gemm(true, false, R, hs, c.rows(), real(1), pb, R, io.dout, hs, real(1), io.drel_v, hs);
     else
       for (std::size_t bh = 0; bh < c.blocks(); ++bh)
@@ -262,7 +265,7 @@ void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* d
                    c.at.out.ld, real(1), io.drel_v, hs);
   }
   if (io.drel_k && io.key_grads) {
-    if (c.at.q.stacked(H, Tq, hs))
+    if (c.stacked_q)
       blas::gemm(true, false, R, hs, c.rows(), real(1), dsb, R, io.q, hs, real(1), io.drel_k, hs);
     else
       for (std::size_t bh = 0; bh < c.blocks(); ++bh)
@@ -281,7 +284,7 @@ void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& 
   const std::size_t n_dsb = need_ds && (io.rel_v || io.key_grads) ? rows * R : 0, n_pb = io.drel_v ? rows * R : 0;
   Array stacked(Shape{n_dsb + n_pb});
   real *dsb = stacked.data(), *pb = dsb + n_dsb;
-  if (need_ds && io.rel_v && c.at.out.stacked(H, Tq, hs))
+  if (need_ds && io.rel_v && c.stacked_out)
     blas::gemm(false, true, rows, R, hs, real(1), io.dout, hs, io.rel_v, hs, real(0), dsb, R);
   // Blocks are grouped by the bias-gradient block they add into (all blocks of a group run in order
   // in one piece): the sums keep the serial order whatever the thread count.
