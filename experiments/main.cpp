@@ -12,7 +12,7 @@
 
 #include "core/blas_coretype.hpp"
 #include "experiments/cli/command.hpp"
-#include "experiments/run.hpp"
+#include "experiments/run/run.hpp"
 #include "training/distributed.hpp"
 #include "training/signals.hpp"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/config.hpp"
-#include "experiments/resources.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/run/resources.hpp"
 
 namespace CLI {
 class App;
@@ -42,7 +42,7 @@ void add_show_task(CLI::App& app, Commands& commands);
 void add_predict(CLI::App& app, Commands& commands);
 void add_probe(CLI::App& app, Commands& commands);
 
-// --memory-limit MB on `cmd` (its help text, then `help_suffix`); the estimate of experiments/resources.hpp
+// --memory-limit MB on `cmd` (its help text, then `help_suffix`); the estimate of experiments/run/resources.hpp
 // that train, sweep, eval, predict and probe run check before any work.
 void add_memory_limit(CLI::App& cmd, std::string& mb, const std::string& help_suffix = "");
 MemoryLimit parse_memory_limit(const std::string& mb);

@@ -1,12 +1,12 @@
 // `pelab predict RUN_DIR`: a trained model's outputs. Its options and the command are in
-// experiments/predict.cpp; here the memory limit that the inspection commands check like train and eval.
+// experiments/eval/predict.cpp; here the memory limit that the inspection commands check like train and eval.
 #include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
-#include "experiments/predict.hpp"
+#include "experiments/eval/predict.hpp"
 
 namespace pelab::cli {
 

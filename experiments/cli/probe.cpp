@@ -1,12 +1,12 @@
 // `pelab probe encoding|run`: looking inside an encoding or a trained run. Their options and the command are
-// in experiments/probe_cli.cpp; here the memory limit that `probe run` checks like train and eval.
+// in experiments/probe/probe_cli.cpp; here the memory limit that `probe run` checks like train and eval.
 #include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
-#include "experiments/probe.hpp"
+#include "experiments/probe/probe.hpp"
 
 namespace pelab::cli {
 

@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
-#include "experiments/report.hpp"
-#include "experiments/run.hpp"
+#include "experiments/report/report.hpp"
+#include "experiments/run/run.hpp"
 #include "training/metrics_table.hpp"
 
 namespace pelab::cli {

@@ -9,8 +9,8 @@
 
 #include "core/rng.hpp"
 #include "experiments/cli/command.hpp"
-#include "experiments/config.hpp"
-#include "experiments/run.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/run/run.hpp"
 #include "experiments/tasks/format.hpp"
 #include "experiments/tasks/task.hpp"
 #include "training/batch.hpp"

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
-#include "experiments/sweep.hpp"
+#include "experiments/run/sweep.hpp"
 
 namespace pelab::cli {
 

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
-#include "experiments/run.hpp"
+#include "experiments/run/run.hpp"
 #include "training/distributed.hpp"
 #include "training/signals.hpp"
 

@@ -15,7 +15,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "experiments/eval_result.hpp"
+#include "experiments/eval/eval_result.hpp"
 
 namespace pelab::test {
 

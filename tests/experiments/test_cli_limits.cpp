@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/config.hpp"
-#include "experiments/resources.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/run/resources.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
 #include "cli_helpers.hpp"

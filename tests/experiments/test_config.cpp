@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/config.hpp"
-#include "experiments/evaluate.hpp"  // eval_positions
+#include "experiments/config/config.hpp"
+#include "experiments/eval/evaluate.hpp"  // eval_positions
 #include "experiments/tasks/task.hpp"
 
 using namespace pelab;

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/config.hpp"
-#include "experiments/eval_named.hpp"
-#include "experiments/eval_result.hpp"
-#include "experiments/report.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/eval/eval_named.hpp"
+#include "experiments/eval/eval_result.hpp"
+#include "experiments/report/report.hpp"
 #include "training/fs.hpp"
 #include "cli_helpers.hpp"
 

@@ -2,8 +2,8 @@
 // learned table too small for the eval ids is reported n/a.
 #include <catch2/catch.hpp>
 
-#include "experiments/config.hpp"
-#include "experiments/evaluate.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/eval/evaluate.hpp"
 #include "tiny_config.hpp"
 
 using namespace pelab;

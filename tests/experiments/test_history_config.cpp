@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;

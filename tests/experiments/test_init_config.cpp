@@ -6,8 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "experiments/config.hpp"
-#include "experiments/run.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/run/run.hpp"
 #include "training/checkpoint.hpp"
 #include "tiny_config.hpp"
 

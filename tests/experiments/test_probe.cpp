@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tape.hpp"
-#include "experiments/config.hpp"
-#include "experiments/predict.hpp"
-#include "experiments/probe.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/eval/predict.hpp"
+#include "experiments/probe/probe.hpp"
 #include "experiments/tasks/sequence.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/transformer.hpp"
@@ -332,7 +332,7 @@ TEST_CASE("pelab predict and pelab probe run on a tiny trained run (CLI)", "[pro
   // The attention CSV is causal: key <= query everywhere.
   for (const auto& r : read_csv(run + "/probe/attention_1x.csv")) CHECK(r[3] <= r[2]);
   // Lengths over the memory limit are refused before anything is written, naming the estimate, the limit
-  // and the setting (the estimate of experiments/resources.hpp, as train, sweep and eval).
+  // and the setting (the estimate of experiments/run/resources.hpp, as train, sweep and eval).
   fs::remove_all(run + "/probe");
   CHECK(run_cli("probe run " + run + " --lengths 1,200 --memory-limit 64", log) == 2);
   std::string msg = read_file(log);

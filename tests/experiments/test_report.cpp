@@ -18,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.hpp"
-#include "experiments/config.hpp"
-#include "experiments/eval_result.hpp"
-#include "experiments/report.hpp"
-#include "experiments/report_detail.hpp"
-#include "experiments/run.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/eval/eval_result.hpp"
+#include "experiments/report/report.hpp"
+#include "experiments/report/report_detail.hpp"
+#include "experiments/run/run.hpp"
 #include "report_fixture.hpp"
 #include "tiny_config.hpp"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/report.hpp"
-#include "experiments/report_detail.hpp"
+#include "experiments/report/report.hpp"
+#include "experiments/report/report_detail.hpp"
 #include "report_fixture.hpp"
 
 using namespace pelab;

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "experiments/config.hpp"
-#include "experiments/report.hpp"
-#include "experiments/report_detail.hpp"
-#include "experiments/run.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/report/report.hpp"
+#include "experiments/report/report_detail.hpp"
+#include "experiments/run/run.hpp"
 #include "report_fixture.hpp"
 #include "tiny_config.hpp"
 

@@ -1,4 +1,4 @@
-// The memory estimate (experiments/resources.hpp) against what the caching allocator actually hands
+// The memory estimate (experiments/run/resources.hpp) against what the caching allocator actually hands
 // out for one training step and one evaluation batch, for every encoding, at short and long lengths;
 // the parameter count against the built model; the limit, the eval batch that fits, the refusals.
 #include <catch2/catch.hpp>
@@ -8,9 +8,9 @@
 #include "core/allocator.hpp"
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
-#include "experiments/config.hpp"
-#include "experiments/evaluate.hpp"
-#include "experiments/resources.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/eval/evaluate.hpp"
+#include "experiments/run/resources.hpp"
 #include "layers/positional/encoding.hpp"
 #include "training/optimizer_registry.hpp"
 #include "training/positions.hpp"

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 #include "core/parallel.hpp"
-#include "experiments/run.hpp"
+#include "experiments/run/run.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
 #include "cli_helpers.hpp"

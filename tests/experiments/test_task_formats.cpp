@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/config.hpp"
-#include "experiments/eval_result.hpp"
-#include "experiments/evaluate.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/eval/eval_result.hpp"
+#include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/sequence.hpp"
 #include "training/metrics.hpp"
 #include "task_helpers.hpp"

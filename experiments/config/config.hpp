@@ -1,0 +1,136 @@
+// Experiment configuration: TOML files with sections model, encoding, attention, task, train, eval,
+// sweep, output and cell.
+//
+//   [model]     d_model, n_layers, n_heads, d_ff, activation, dropout, causal, tie_embeddings, ln_eps, init,
+//               init_std, emb_init_std
+//   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
+//   [attention] scaling, temperature, log_length_clamp, log_length_base (layers/attention_scaling.hpp;
+//               stored in ModelSettings::attention)
+//   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt;
+//               per-task parameters in subtables: [task.addition] ...
+//   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed,
+//               positions, max_position, threads;
+//               per-optimizer parameters in subtables: [train.adamw] beta1 = 0.9, [train.sgd] momentum = 0.9
+//   [eval]      lengths, samples, batch_size, seed, positions
+//   [sweep]     "section.key" = [values...] grid (e.g. "encoding.name" = ["none", "rope"])
+//   [output]    dir
+//   [cell]      written by `pelab sweep` into each cell's file: index, label, [cell.assignment]
+// Every key is declared (type, default, range) in config_schema.cpp; unknown keys, wrong types and
+// out-of-range values are errors with file:line, the key and what is allowed.
+//
+// Reading a file gives a LoadedConfig: the settings as written and one RunSpec per run they define,
+// each resolved once (task built, model configured). Everything downstream uses the RunSpec.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/params/value.hpp"
+#include "experiments/tasks/format.hpp"  // SequenceFormat
+#include "layers/transformer.hpp"
+#include "training/train_config.hpp"  // TrainConfig
+
+namespace pelab {
+
+class Task;
+
+// A bad config file, override or sweep: the message starts with "file:line:" (or "--set ...:").
+struct ConfigError : Error {
+  using Error::Error;
+};
+
+// Subtables of plugin parameters: name (e.g. "rope") -> key -> value.
+using ParamTables = std::map<std::string, std::map<std::string, Value>>;
+
+struct EvalConfig {
+  std::vector<std::size_t> lengths;  // problem sizes (sequence tasks) or context lengths (LM); empty = defaults
+  std::size_t samples = 256;         // held-out examples per length
+  std::size_t batch_size = 64;
+  std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed
+  // Position ids at evaluation: "train" (the training mode) or a mode of training/positions.hpp; offset
+  // and randomized ids come from their own stream seeded like the held-out sets (fixed per length).
+  std::string positions = "train";
+};
+
+// [probe]: trained-model probes (`pelab probe run`) of every finished cell of a sweep (experiments/probe/probe.hpp).
+struct ProbeSettings {
+  bool run = false;          // `pelab sweep` probes each finished cell before the report (as with --probe)
+  std::size_t samples = 32;  // held-out samples per length
+};
+
+// Which cell of a sweep grid a config is ([cell]); empty for a plain run.
+struct CellInfo {
+  std::optional<std::size_t> index;  // position in the grid, 0-based, the last swept key varying fastest
+  std::string label;                 // "encoding.name=rope,train.seed=1"
+  std::vector<std::pair<std::string, Value>> assignment;  // the swept keys and their values, in grid order
+  bool empty() const { return !index && label.empty() && assignment.empty(); }
+};
+
+// Every setting once, as written (defaults filled in); nothing derived.
+struct ExperimentConfig {
+  std::string source;                // file it was loaded from ("" for built in code)
+  ModelSettings model;
+  std::string encoding = "none";
+  ParamTables encoding_params;       // [encoding.<name>]
+  std::string task = "copy";
+  std::size_t min_len = 1, train_len = 16;  // training problem sizes (sequence tasks) / LM context
+  SequenceFormat format;             // [task] bos, eos, sep, prompt (sequence tasks)
+  ParamTables task_params;           // [task.<name>]
+  TrainConfig train;                 // with [train.<optimizer>] in train.optimizer_params
+  EvalConfig eval;
+  ProbeSettings probe;
+  std::map<std::string, std::vector<Value>> sweep;  // "section.key" -> values
+  std::vector<std::string> sweep_order;            // the keys of `sweep` in file order
+  std::string output_dir = "runs";
+  CellInfo cell;
+  // Where each given setting came from, for messages: "section.key" (also "encoding.rope.base",
+  // "sweep.train.seed", and section names for their headers) -> "file:line" or "--set ...".
+  std::map<std::string, std::string> locations;
+};
+
+// One runnable experiment, resolved once by validation: training, evaluation, sweeps and the report
+// all use it rather than rebuilding anything.
+struct RunSpec {
+  ExperimentConfig config;           // no grid; every subtable resolved, default eval lengths filled in
+  std::shared_ptr<const Task> task;  // built from config (a corpus is read once per distinct setting)
+  ModelConfig model;                 // config.model plus vocab and train_seq_len from the task, the encoding
+  std::string dir_name;              // a sweep cell's directory ("" for a plain run)
+};
+
+// A config file read and checked: the settings as written (with the [sweep] grid) and every run they
+// define, each resolved: the grid's cells in order, or the one run when there is no grid.
+struct LoadedConfig {
+  ExperimentConfig config;
+  std::vector<RunSpec> runs;
+  // Settings accepted but without effect, e.g. "--set encoding.rope.base=5 has no effect: the run uses
+  // encoding \"alibi\"": for the console (the run goes ahead).
+  std::vector<std::string> warnings;
+};
+
+// Loads, validates and resolves a config file; `overrides` are "section.key=value" strings (values
+// parsed as TOML, bare words as strings). Throws ConfigError whose message starts with "file:line:".
+// An override of a key the [sweep] grid sets is an error naming both values (the grid would replace
+// it in every cell without a word); to change the grid, override it: --set 'sweep.encoding.name=["alibi"]'.
+// An override of a plugin parameter no run uses (encoding.rope.base on an ALiBi run) is a warning.
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Parses from a string (tests); `name` stands in for the file name in messages.
+LoadedConfig parse_config(const std::string& text, const std::string& name,
+                          const std::vector<std::string>& overrides = {});
+
+// The config as TOML, every key written (defaults included): what each run directory keeps as
+// config.toml and each sweep cell as cell.toml. Loading it back gives the same text, so two configs
+// are the same experiment exactly when their to_toml texts are equal.
+std::string to_toml(const ExperimentConfig& cfg);
+
+// The cartesian product of the [sweep] grid in file order of its keys, the last key varying fastest
+// (the config itself when there is no grid). Each cell is validated and resolved, has its grid cleared
+// and its [cell] set: index, a label like "encoding.name=rope,train.seed=1" and the assignment; its
+// dir_name is directory-safe. An invalid combination throws ConfigError naming the cell.
+std::vector<RunSpec> expand_sweep(const ExperimentConfig& cfg);
+
+}  // namespace pelab

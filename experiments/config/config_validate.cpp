@@ -1,0 +1,205 @@
+// Cross-key checks of a runnable config, pointing at the line of one of the keys involved; resolves
+// it into a RunSpec (task built, model configured).
+#include <algorithm>
+
+#include "experiments/config/config_schema.hpp"
+#include "experiments/eval/evaluate.hpp"
+#include "experiments/tasks/task.hpp"
+#include "layers/positional/encoding.hpp"
+
+namespace pelab::config_detail {
+namespace {
+
+std::string num(std::size_t x) { return std::to_string(x); }
+
+// The location of the given key among `paths` whose name the message mentions (e.g. "fraction"),
+// else of the first given one, else of `fallback`.
+std::string blame(const ExperimentConfig& cfg, const std::string& msg, const std::vector<std::string>& paths,
+                  const std::string& fallback) {
+  for (const auto& p : paths)
+    if (given(cfg, p) && msg.find(p.substr(p.rfind('.') + 1)) != std::string::npos) return cfg.locations.at(p);
+  for (const auto& p : paths)
+    if (given(cfg, p)) return cfg.locations.at(p);
+  return location(cfg, fallback);
+}
+
+std::string strip_prefix(std::string msg, const std::string& prefix) {
+  if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
+  return msg;
+}
+
+std::vector<std::string> param_paths(const ExperimentConfig& cfg, const std::string& prefix) {
+  std::vector<std::string> v;
+  for (const auto& [path, where] : cfg.locations)
+    if (path.compare(0, prefix.size(), prefix) == 0 && path.size() > prefix.size()) v.push_back(path);
+  return v;
+}
+
+// Every plugin subtable ([encoding.<name>], [task.<name>], [train.<name>]) and the chosen plugin's:
+// a known name, valid keys; stored fully resolved.
+void resolve_subtables(ExperimentConfig& cfg, const PluginGroup& g) {
+  const std::string name = chosen(g, cfg);
+  try {
+    g.params(name);  // names first, so an unknown name is reported as such rather than as a subtable
+  } catch (const Error& e) {
+    fail(location(cfg, g.section + "." + g.selector), "[" + g.section + "] key '" + g.selector + "': " + e.what());
+  }
+  ParamTables& all = g.tables(cfg);
+  all[name];
+  for (auto& [owner, params] : all) {
+    const std::string where = location(cfg, g.section + "." + owner);
+    try {
+      params = resolve_params(g.params(owner), params, "[" + g.section + "." + owner + "]").values();
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(where, e.what());
+    }
+  }
+}
+
+// [cell.assignment] must agree with the settings (a cell file edited by hand would mislabel its results).
+void check_cell(const ExperimentConfig& cfg) {
+  for (const auto& [key, v] : cfg.cell.assignment) {
+    const std::string w = location(cfg, "cell.assignment." + key);
+    const Value actual = get_setting(cfg, find_setting(key, w, "[cell.assignment] "));
+    if (actual != v)
+      fail(w, "[cell.assignment] '" + key + "' = " + format_value(v) + " but the config sets it to " +
+                  format_value(actual));
+  }
+}
+
+TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
+  const auto& params = cfg.task_params.at(cfg.task);
+  std::string key = cfg.task + "|" + num(cfg.min_len) + "|" + num(cfg.train_len) + "|" + describe(cfg.format);
+  for (const auto& [k, v] : params) key += "|" + k + "=" + format_value(v);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  TaskInfo info;
+  try {
+    TaskCommon common;
+    common.min_len = cfg.min_len;
+    common.train_len = cfg.train_len;
+    common.format = cfg.format;
+    info.task = make_task(cfg.task, common, params);
+  } catch (const TaskFormatError& e) {  // a format key set for a language model
+    fail(location_any(cfg, {"task." + e.key, "task.name"}), e.what());
+  } catch (const Error& e) {
+    const std::string msg = strip_prefix(e.what(), "task '" + cfg.task + "': ");
+    auto paths = param_paths(cfg, "task." + cfg.task + ".");
+    paths.insert(paths.end(), {"task.min_len", "task.train_len", "task.name"});
+    fail(blame(cfg, msg, paths, "task"), "[task." + cfg.task + "] " + msg);
+  }
+  return cache[key] = std::move(info);
+}
+
+// Evaluation must not fail after training: every eval length has to be one the task can produce.
+void check_eval_lengths(const ExperimentConfig& cfg, TaskInfo& info) {
+  for (std::size_t n : cfg.eval.lengths) {
+    if (info.checked_lengths.count(n)) continue;
+    try {
+      info.task->eval_batch(cfg.eval.seed, 1, n);
+    } catch (const Error& e) {
+      const bool explicit_lengths = given(cfg, "eval.lengths");  // else the defaults derive from train_len
+      fail(explicit_lengths ? location(cfg, "eval.lengths") : location_any(cfg, {"task.train_len", "task.name", "eval"}),
+           "[eval] length " + num(n) + " is not possible for task '" + cfg.task +
+               "': " + strip_prefix(e.what(), "task '" + cfg.task + "': ") +
+               (explicit_lengths ? "" : " (a default eval length, derived from train_len; set [eval] lengths)"));
+    }
+    info.checked_lengths.insert(n);
+  }
+}
+
+// [train] max_position: 0 resolves to the longest sequence the run trains or evaluates on, so every
+// mode can draw ids for every length; an explicit value must hold the training sequences, and the eval
+// sequences when evaluation draws offset/randomized ids. Sets the model's training position range.
+void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) {
+  const std::size_t train_T = task.sequence_length(cfg.train_len);
+  std::size_t eval_T = 0, eval_n = 0;
+  for (std::size_t n : cfg.eval.lengths)
+    if (task.sequence_length(n) > eval_T) eval_T = task.sequence_length(n), eval_n = n;
+  TrainConfig& t = cfg.train;
+  if (t.max_position == 0) t.max_position = std::max(train_T, eval_T);
+  if (t.max_position < train_T)
+    fail(location_any(cfg, {"train.max_position", "task.train_len"}),
+         "[train] max_position " + num(t.max_position) + " is smaller than the longest training sequence, " +
+             num(train_T) + " tokens (task.train_len " + num(cfg.train_len) + "); expected max_position >= " +
+             num(train_T) + ", or 0 (auto)");
+  const PositionConfig ep = eval_positions(cfg);
+  if (ep.mode != PositionMode::contiguous && t.max_position < eval_T)
+    fail(location_any(cfg, {"train.max_position", "eval.positions", "eval.lengths", "train.positions"}),
+         "[train] max_position " + num(t.max_position) + " is smaller than the longest eval sequence, " +
+             num(eval_T) + " tokens (eval length " + num(eval_n) + "), and evaluation draws " +
+             position_mode_name(ep.mode) + " ids from [0, max_position) ([eval] positions = \"" +
+             cfg.eval.positions + "\"); expected max_position >= " + num(eval_T) + ", or 0 (auto)");
+  m.max_position = t.positions == PositionMode::contiguous ? 0 : t.max_position;
+}
+
+}  // namespace
+
+RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
+  if (cfg.min_len > cfg.train_len)
+    fail(location_any(cfg, {"task.min_len", "task.train_len"}),
+         "[task] min_len " + num(cfg.min_len) + " is greater than train_len " + num(cfg.train_len) +
+             "; expected min_len <= train_len");
+  const TrainConfig& t = cfg.train;
+  if (t.min_lr > t.lr)
+    fail(location_any(cfg, {"train.min_lr", "train.lr"}), "[train] min_lr " + format_value(t.min_lr) +
+                                                               " is greater than lr " + format_value(t.lr) +
+                                                               "; expected min_lr <= lr");
+  if (t.warmup > t.steps)
+    fail(location_any(cfg, {"train.warmup", "train.steps"}),
+         "[train] warmup " + num(t.warmup) + " is longer than steps " + num(t.steps) + "; expected warmup <= steps");
+  if (cfg.output_dir.empty()) fail(location(cfg, "output.dir"), "[output] key 'dir' is empty; expected a directory");
+  for (std::size_t n : cfg.eval.lengths)
+    if (n == 0) fail(location(cfg, "eval.lengths"), "[eval] key 'lengths' contains 0; expected positive integers");
+  for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
+  check_cell(cfg);
+
+  TaskInfo& info = task_info(cfg, cache);
+  RunSpec spec;
+  spec.task = info.task;
+  ModelConfig& m = spec.model;
+  static_cast<ModelSettings&>(m) = cfg.model;
+  m.vocab = spec.task->vocab_size();
+  m.train_seq_len = spec.task->sequence_length(cfg.train_len);
+  m.encoding = cfg.encoding;
+  m.encoding_params = cfg.encoding_params.at(cfg.encoding);
+  if (m.d_model % m.n_heads != 0)
+    fail(location_any(cfg, {"model.d_model", "model.n_heads"}),
+         "[model] d_model " + num(m.d_model) + " is not divisible by n_heads " + num(m.n_heads) +
+             "; expected d_model to be a multiple of n_heads");
+  try {
+    resolve_encoding_params(cfg.encoding, m.encoding_params, m.dims());
+  } catch (const Error& e) {
+    const std::string msg = strip_prefix(e.what(), "encoding '" + cfg.encoding + "': ");
+    auto paths = param_paths(cfg, "encoding." + cfg.encoding + ".");
+    paths.insert(paths.end(), {"model.tie_embeddings", "encoding.name", "model.n_heads", "model.d_model", "model.causal"});
+    fail(blame(cfg, msg, paths, "encoding"), "[encoding." + cfg.encoding + "] " + msg);
+  }
+  // RoPE length extension set in [encoding.rope] while another encoding runs, and not because a sweep over
+  // encoding.name shares the subtable: it would silently do nothing.
+  if (cfg.encoding != "rope" && cfg.encoding_params.count("rope") && cfg.encoding_params.at("rope").count("scaling") &&
+      cfg.encoding_params.at("rope").at("scaling") != Value(std::string("none")) &&
+      std::none_of(cfg.cell.assignment.begin(), cfg.cell.assignment.end(),
+                   [](const auto& a) { return a.first == "encoding.name"; }))
+    fail(given(cfg, "encoding.rope.scaling") ? cfg.locations.at("encoding.rope.scaling") : location(cfg, "encoding.name"),
+         "[encoding.rope] key 'scaling' = " + format_value(cfg.encoding_params.at("rope").at("scaling")) +
+             " applies to RoPE only, but [encoding] name = \"" + cfg.encoding + "\"; remove it, or use encoding rope");
+  try {
+    m.validate();  // whatever the model checks beyond the above
+  } catch (const Error& e) {
+    const std::string msg = strip_prefix(e.what(), "model: ");
+    if (msg.compare(0, 10, "attention.") == 0)
+      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling"}, "attention"),
+           "[attention] " + msg);
+    fail(location(cfg, "model"), "[model] " + msg);
+  }
+
+  cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
+  check_eval_lengths(cfg, info);
+  resolve_positions(cfg, *spec.task, m);
+  spec.config = std::move(cfg);
+  return spec;
+}
+
+}  // namespace pelab::config_detail

@@ -1,0 +1,227 @@
+// `pelab probe encoding NAME`: what an (untrained) encoding does to positions, through the same hooks
+// the model calls: encode_input on zero token embeddings gives the input-side vectors PE(t);
+// encode_qk on all-ones q and k gives the rotated vectors; attention_bias gives the bias. Learned
+// parameters are at their initialization (seed 0), so a learned table shows noise: that is the point
+// of comparison with `pelab probe run`.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/tape.hpp"
+#include "experiments/probe/probe.hpp"
+#include "experiments/probe/probe_plot.hpp"
+#include "experiments/report/report_detail.hpp"
+#include "layers/positional/encoding.hpp"
+
+namespace pelab {
+
+using namespace probe_detail;
+
+namespace {
+
+std::map<std::string, Value> parse_sets(const std::vector<std::string>& sets, const std::string& enc) {
+  std::map<std::string, Value> given;
+  for (const auto& kv : sets) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error("--set '" + kv + "': expected KEY=VALUE, a parameter of encoding '" + enc + "' (see pelab list)");
+    const ValueText v = parse_value_text(kv.substr(eq + 1));
+    if (v.array) throw Error("--set '" + kv + "': one value expected, not an array");
+    given[kv.substr(0, eq)] = v.values.at(0);
+  }
+  return given;
+}
+
+// The profile of matrix row c against the signed distance j - c.
+std::string profile_csv(const Matrix& m, std::size_t c, const std::string& col) {
+  std::string s = "distance," + col + "\n";
+  for (std::size_t j = 0; j < m.size(); ++j) s += std::to_string(std::int64_t(j) - std::int64_t(c)) + "," + num(m[c][j]) + "\n";
+  return s;
+}
+
+Plot heatmap(const std::string& name, const std::string& title, const Matrix& m, const std::string& what) {
+  Plot p;
+  p.name = name;
+  p.title = title;
+  p.csv = "i,j," + what + "\n";
+  for (std::size_t i = 0; i < m.size(); ++i)
+    for (std::size_t j = 0; j < m.size(); ++j) p.csv += std::to_string(i) + "," + std::to_string(j) + "," + num(m[i][j]) + "\n";
+  p.dat = image_block(m, false);
+  p.gp = "set title " + report_detail::gp_string(title) + "\nset xlabel \"position j\"\nset ylabel \"position i\"\n"
+         "set palette defined (0 \"#2166ac\", 0.5 \"#f7f7f7\", 1 \"#b2182b\")\nset size ratio -1\n" +
+         square_ranges(m.size()) + "unset key\nplot " + report_detail::gp_string(name + ".dat") + " using 1:2:3 with image\n";
+  p.width = 760, p.height = 680;
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
+  if (a.len < 2 || a.len > 4096) throw Error("--len must be in [2, 4096] positions");
+  if (a.n_heads == 0 || a.d_model == 0 || a.d_model % a.n_heads)
+    throw Error("--d-model " + std::to_string(a.d_model) + " must be a positive multiple of --heads " + std::to_string(a.n_heads));
+  ModelDims dims;
+  dims.vocab = 16;
+  dims.d_model = a.d_model;
+  dims.n_heads = a.n_heads;
+  dims.head_dim = a.d_model / a.n_heads;
+  dims.n_layers = 1;
+  dims.train_seq_len = dims.max_position = a.len;
+  const auto given = parse_sets(a.sets, a.name);
+  const Params params = resolve_encoding_params(a.name, given, dims);  // Error: unknown name or parameter
+  auto enc = make_encoding(a.name, params, dims);
+  Rng rng(0);
+  init_parameters(*enc, rng, InitOptions{});
+  NoGrad ng;
+  const std::size_t T = a.len, C = a.d_model, H = a.n_heads, hs = dims.head_dim;
+  const IndexArray pos = default_positions(1, T);
+  enc->begin_forward(pos);
+  Output out = open_output(a.out_dir.empty() ? "runs/probe-encoding/" + a.name : a.out_dir);
+  nlohmann::ordered_json settings;
+  settings["encoding"] = a.name;
+  for (const auto& [k, v] : params.values()) settings["params"][k] = format_value(v);
+  settings["positions"] = T;
+  settings["d_model"] = C;
+  settings["n_heads"] = H;
+  const std::string tag = a.name + (a.sets.empty() ? "" : " (" + [&] {
+    std::string s;
+    for (const auto& kv : a.sets) s += (s.empty() ? "" : ", ") + kv;
+    return s;
+  }() + ")");
+  bool any = false;
+
+  // Input side: PE(t) = encode_input(0, t) for encodings that add or concatenate; for those that scale x
+  // (multiplicative: zero stays zero) PE(t) = encode_input(1, t) - 1, what the position does to a unit input.
+  const std::size_t w = enc->token_width(C);
+  const auto nonzero = [](const Array& x) { return std::any_of(x.begin(), x.end(), [](real v) { return v != 0; }); };
+  Array zeros = xt::zeros<real>(Shape{1, T, w});
+  Array pe = enc->encode_input(Tensor(zeros), pos).value();  // (1, T, C)
+  if (!nonzero(pe) && w == C) {
+    Array ones = xt::ones<real>(Shape{1, T, w});
+    pe = enc->encode_input(Tensor(ones), pos).value();
+    for (real& v : pe) v -= 1;
+  }
+  if (nonzero(pe)) {
+    any = true;
+    Array rows = pe;
+    rows.reshape({T, pe.shape()[2]});
+    const Matrix g = gram_matrix(rows);
+    Plot hm = heatmap("similarity", "<PE(i), PE(j)> of input-side vectors: " + tag, g, "dot");
+    hm.json["settings"] = settings;
+    write_plot(out, hm);
+    const std::size_t c = T / 2;
+    Plot pr;
+    pr.name = "similarity_profile";
+    pr.title = "<PE(c), PE(c+k)> against k, c = " + std::to_string(c) + ": " + tag;
+    pr.csv = profile_csv(g, c, "dot");
+    pr.gp = "set title " + report_detail::gp_string(pr.title) + "\nset xlabel \"k = j - c\"\nset ylabel \"<PE(c), PE(c+k)>\"\n"
+            "set grid\nunset key\nplot \"similarity_profile.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5 lc rgb \"#1f77b4\"\n";
+    pr.json["settings"] = settings;
+    double asym = 0;
+    for (std::size_t k = 1; k <= std::min(c, T - 1 - c); ++k) asym = std::max(asym, std::abs(g[c][c + k] - g[c][c - k]));
+    pr.json["max_asymmetry"] = asym;  // max_k |S(c, c+k) - S(c, c-k)|
+    write_plot(out, pr);
+  }
+
+  // Rotations: q = k = all ones in every head.
+  Tensor q(Array(xt::ones<real>(Shape{1, H, T, hs}))), k(Array(xt::ones<real>(Shape{1, H, T, hs})));
+  const Array before = q.value();
+  enc->encode_qk(q, k, {pos, 0, true});
+  if (!std::equal(before.begin(), before.end(), q.value().begin())) {
+    any = true;
+    const real* qr = q.value().data();  // head 0 of batch row 0: the first T * hs values
+    const real* kr = k.value().data();
+    Matrix g(T, std::vector<double>(T, 0.0));
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t j = 0; j < T; ++j) {
+        double s = 0;
+        for (std::size_t d = 0; d < hs; ++d) s += double(qr[i * hs + d]) * double(kr[j * hs + d]);
+        g[i][j] = s;
+      }
+    Plot hm = heatmap("rotary_similarity", "<R_i 1, R_j 1> of all-ones q, k after encode_qk (head 0): " + tag, g, "dot");
+    hm.json["settings"] = settings;
+    write_plot(out, hm);
+    // Against distance from query 0 (forward): the logit a key m positions away would get, normalized.
+    Plot dp;
+    dp.name = "rotary_decay";
+    dp.title = "remote decay: <R_0 1, R_m 1> / <R_0 1, R_0 1> against m: " + tag;
+    dp.csv = "distance,normalized_dot";
+    const bool has_bound = params.values().count("base") > 0;
+    std::vector<double> bound;
+    if (has_bound) {
+      double frac = params.values().count("fraction") ? params.get_number("fraction") : 1.0;
+      std::size_t rot = std::size_t(std::llround(frac * double(hs)));
+      rot -= rot % 2;
+      if (rot >= 2) bound = rope_decay_bound(rot, params.get_number("base"), T - 1);
+      dp.csv += ",roformer_bound";
+      dp.json["bound"] = "RoFormer 3.4.3: (1/(d/2)) sum_{j=1}^{d/2} |sum_{k<j} e^{i m theta_k}|, theta_k = base^(-2k/d), d = rotated dims";
+    }
+    dp.csv += "\n";
+    for (std::size_t m = 0; m < T; ++m) {
+      dp.csv += std::to_string(m) + "," + num(g[0][m] / g[0][0]);
+      if (!bound.empty()) dp.csv += "," + num(bound[m] / bound[0]);
+      dp.csv += "\n";
+    }
+    dp.gp = "set title " + report_detail::gp_string(dp.title) + "\nset xlabel \"relative distance m\"\n"
+            "set ylabel \"relative to m = 0\"\nset grid\nset key top right\n"
+            "plot \"rotary_decay.csv\" skip 1 using 1:2 with lines lw 1.5 lc rgb \"#1f77b4\" title \"<R_0 1, R_m 1> (all-ones q, k)\"" +
+            std::string(bound.empty() ? "" : ", \"rotary_decay.csv\" skip 1 using 1:3 with lines lw 2 lc rgb \"#d62728\" title \"RoFormer bound (normalized)\"") + "\n";
+    dp.json["settings"] = settings;
+    write_plot(out, dp);
+  }
+
+  // Bias: zero q and k (content-dependent biases see no content).
+  Tensor zq(Array(xt::zeros<real>(Shape{1, H, T, hs}))), zk(Array(xt::zeros<real>(Shape{1, H, T, hs})));
+  const Tensor bias = enc->attention_bias(zq, zk, {pos, 0, true});
+  if (bias.defined()) {
+    any = true;
+    const Array& bv = bias.value();  // (1, H or 1, T, T)
+    const std::size_t bh = bv.shape()[1];
+    Plot p;
+    p.name = "bias_by_distance";
+    p.title = "attention bias of the last query against distance, per head: " + tag;
+    p.csv = "distance";
+    for (std::size_t h = 0; h < bh; ++h) p.csv += ",head" + std::to_string(h);
+    p.csv += "\n";
+    for (std::size_t d = 0; d < T; ++d) {
+      p.csv += std::to_string(d);
+      for (std::size_t h = 0; h < bh; ++h) p.csv += "," + num(bv(0, h, T - 1, T - 1 - d));
+      p.csv += "\n";
+    }
+    p.gp = "set title " + report_detail::gp_string(p.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"bias\"\n"
+           "set grid\nset key outside right\nplot for [h=2:" + std::to_string(bh + 1) +
+           "] \"bias_by_distance.csv\" skip 1 using 1:h with lines lw 1.5 title sprintf(\"head %d\", h - 2)\n";
+    p.json["settings"] = settings;
+    write_plot(out, p);
+  }
+  // Relative keys (Shaw): the logit term q_i . a^K[idx_ij] of an all-ones q, against distance from the last query.
+  const RelativeKV rel = enc->relative_kv({pos, 0, true});
+  if (rel.defined() && rel.key.defined() && rel.index) {
+    any = true;
+    const IndexArray& idx = *rel.index;  // (1, T, T)
+    const Array& ak = rel.key.value();   // (R, hs)
+    Plot p;
+    p.name = "relative_key_by_distance";
+    p.title = "relative-key logit term q . a^K[bucket(i - j)] of an all-ones q, last query, at initialization: " + tag;
+    p.csv = "distance,logit_term\n";
+    for (std::size_t d = 0; d < T; ++d) {
+      const std::int32_t b = idx(0, T - 1, T - 1 - d);
+      double v = 0;
+      for (std::size_t c = 0; c < ak.shape()[1]; ++c) v += double(ak(std::size_t(b), c));
+      p.csv += std::to_string(d) + "," + num(v) + "\n";
+    }
+    p.gp = "set title " + report_detail::gp_string(p.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"logit term\"\n"
+           "set grid\nunset key\nplot \"relative_key_by_distance.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5\n";
+    p.json["settings"] = settings;
+    write_plot(out, p);
+  }
+  if (!any) {
+    discard_if_unused(out);
+    throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias nor relative keys at "
+                "positions 0.." + std::to_string(T - 1) + ": nothing to plot (NoPE-like)");
+  }
+  for (const auto& wmsg : out.warnings) std::fprintf(stderr, "warning: %s\n", wmsg.c_str());
+  return out.files;
+}
+
+}  // namespace pelab

@@ -1,0 +1,212 @@
+// Internals of `pelab report` shared by its files:
+//   report.cpp          write_report: the files, in order
+//   report_load.cpp     reading a sweep directory (eval.json, metrics.jsonl, config.toml, probe/)
+//   report_table.cpp    summary.csv and the per-length metric tables (with chance rows)
+//   report_research.cpp steps to target, ranks / mean reciprocal rank
+//   report_markdown.cpp tables as markdown
+//   report_html.cpp     report.html
+//   report_gnuplot.cpp  running gnuplot; report_plot.cpp: length and training plots;
+//   report_plot_curves.cpp: held-out curves and LM loss per position
+//
+// Definitions the tables and plots use (also in docs/reports.md):
+// - Held-out evaluations of a run: its metrics.jsonl records with split "eval" at length == train_len
+//   (the periodic evaluations every [train] eval_every steps, and the final one), one per step.
+// - Steps to target of a run: the first held-out evaluation step whose early-stop metric
+//   ([train] early_stop_metric) reaches early_stop_target. A group's value is the mean ± sample std over
+//   its runs that reached it; runs that never did are not averaged, they are counted ("2/3 reached").
+// - Held-out curve of a group: at every step some run evaluated, the mean (band: ± sample std) over all
+//   its runs, a run that has stopped counting at its last held-out value (carried forward); each run's
+//   last evaluation is marked.
+// - Rank (sweeps over several tasks): per task, groups ordered by their score, the mean over the task's
+//   out-of-distribution eval lengths of the group's mean metric; a group n/a at any of those lengths has
+//   no score and ranks after every scored one; equal scores share the average of their ranks. A row's
+//   MRR is the mean over the tasks it ran of 1 / rank.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "experiments/eval/eval_result.hpp"
+#include "experiments/report/report.hpp"
+
+namespace pelab {
+namespace report_detail {
+
+constexpr const char* kSeedKey = "train.seed";
+constexpr const char* kTaskKey = "task.name";
+constexpr const char* kProbeDir = "probe";  // RUN/probe/NAME.png (+ NAME.json, NAME.csv)
+
+// The [train] settings of a run's config.toml the report needs; known = false without config.toml.
+struct RunSettings {
+  bool known = false;
+  std::size_t steps = 0, eval_every = 0;
+  std::string early_stop_metric;  // "" = none
+  double early_stop_target = 0;
+};
+
+struct HeldOut {
+  long step = 0;
+  MetricValues metrics;
+};
+
+struct ProbeFile {
+  std::string name;        // NAME (the PNG's stem)
+  std::string png;         // path relative to the sweep directory
+  std::string json, csv;   // relative paths, "" when absent
+  std::string title;       // the JSON's "title", else NAME
+};
+
+struct Run : EvalResult {
+  std::string dir_name;
+  std::string rel_dir;                              // relative to the sweep directory ("" for a lone run)
+  std::vector<std::pair<long, double>> train_loss;  // (step, loss) from metrics.jsonl, split "train"
+  std::vector<HeldOut> held_out;                    // ascending step, see above
+  std::string config_toml;                          // the run's config.toml, verbatim ("" when absent)
+  RunSettings settings;
+  std::vector<ProbeFile> probes;                    // natural order of NAME
+  std::vector<std::string> files;                   // log / data files present, relative paths
+};
+
+struct Unfinished {
+  std::string dir_name, status;  // e.g. "not started", "unfinished (last logged step 400)"
+  std::string rel_dir, config_toml;
+  std::vector<std::string> files;
+};
+
+struct Group {
+  std::vector<std::string> values;  // formatted, aligned with Sweep::group_keys ("" when absent)
+  std::string label;                // short legend / row label
+  std::vector<const Run*> runs;
+};
+
+struct Sweep {
+  std::string dir;
+  std::vector<Run> runs;  // finished, in grid order (then natural order of directory name)
+  std::vector<Unfinished> unfinished;
+  std::vector<std::string> group_keys;  // swept keys minus the seed key, first-seen order
+  std::vector<Group> groups;            // first-appearance order
+  std::vector<std::size_t> lengths;     // every eval length, ascending
+  std::vector<std::string> tasks;       // distinct tasks, first-seen order
+  bool any_lm = false, any_seq = false;
+};
+
+// report_load.cpp. Throws Error as write_report documents.
+Sweep load_sweep(const std::string& sweep_dir);
+bool natural_less(const std::string& a, const std::string& b);
+// Legend names of sweep keys: "train.seed" -> "seed", "task.name" -> "task" (a key ending in "name" is
+// named by its section), the whole key where two names would read the same.
+std::vector<std::string> short_key_names(const std::vector<std::string>& keys);
+
+// Mean ± sample std of one metric over a group's runs at one eval length.
+struct CellStats {
+  bool present = false;  // some run of the group evaluated this length
+  bool in_distribution = false;
+  double mean = 0, std = 0;
+  int n = 0, n_na = 0;   // runs with a value / runs reporting n/a
+  std::string reason;    // first n/a reason
+  std::optional<double> chance;  // the chance level of the metric at this length (first run's)
+};
+CellStats cell_stats(const Group& g, std::size_t length, const std::string& metric);
+
+// A rendered-independent table: markdown (summary.md) and HTML (report.html) draw the same data.
+struct Table {
+  std::string id;                   // HTML anchor: "metric-token_acc"
+  std::string title;                // "token accuracy (%): copy, train_len 16"
+  std::size_t n_left = 0;           // leading label columns (left-aligned); the rest right-aligned
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> reference;      // per row: a reference line (chance), not a result
+  std::vector<std::string> notes;   // sentences after the table
+  std::vector<std::string> footnotes;  // "[k] text", numbered from 1
+};
+
+// report_table.cpp
+std::string summary_csv(const Sweep& s, const std::vector<std::string>& metrics);
+std::string title_line(const Sweep& s);  // "copy, train_len 16"
+std::string train_len_text(const Sweep& s);  // "16" or "16..32"
+std::string value_text(double x, const std::string& metric);  // percent with one decimal, losses readable
+std::string csv_field(const std::string& s);
+std::string full_precision(double x);  // round-trips: %.17g
+// The chance levels of a metric per Sweep::lengths: one line when every group shares them, else one per
+// distinct series ("chance (copy)", or named by its groups). Empty for metrics without chance (loss).
+struct ChanceLine {
+  std::string label;
+  std::vector<std::optional<double>> at;
+};
+std::vector<ChanceLine> chance_lines(const Sweep& s, const std::string& metric);
+// One metric per group and length (in-distribution marker, n/a footnotes, chance rows).
+Table length_table(const Sweep& s, const std::string& metric);
+
+// report_research.cpp
+struct TargetResult {
+  bool has_target = false;  // the run's config names an early-stop metric
+  std::string metric;
+  double target = 0;
+  std::optional<long> step;  // first held-out evaluation step reaching it
+};
+TargetResult steps_to_target(const Run& r);
+std::string target_text(const std::string& metric, double target);  // "token_acc ≥ 99%"
+// nullopt when no run has an early-stop target.
+std::optional<Table> steps_table(const Sweep& s);
+std::string steps_csv(const Sweep& s);
+// Ranks per task and MRR; nullopt unless the sweep spans several tasks with at least two rows each.
+std::optional<Table> rank_table(const Sweep& s, const std::string& metric);
+// Average ranks (1 = best) of `scores` (nullopt = unscored: after every scored one).
+std::vector<double> average_ranks(const std::vector<std::optional<double>>& scores, bool lower_is_better);
+
+// report_markdown.cpp
+std::string markdown(const Table& t);
+
+// report_html.cpp
+struct Figure {
+  std::string name;     // plots/NAME.png
+  std::string png;      // path of the rendered PNG; "" when not rendered
+  std::string caption;
+};
+std::string base64(const std::string& bytes);
+std::string html_escape(const std::string& s);
+std::string url_path(const std::string& rel);  // percent-encodes a relative path for an href
+struct HtmlInput {
+  std::vector<Table> metric_tables;  // chosen metric first
+  std::optional<Table> steps;
+  std::vector<Table> ranks;
+  std::vector<Figure> figures;       // in order
+};
+std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::string>& warnings);
+
+// report_gnuplot.cpp
+struct Script {
+  std::string name, dat, gp;  // plots/NAME.dat, plots/NAME.gp -> plots/NAME.png
+  std::string caption;        // what the plot shows (summary.md, report.html)
+};
+std::string gp_string(const std::string& s);
+std::string gp_num(double x);
+std::string plot_color(std::size_t i);
+int plot_point_type(std::size_t i);
+// Dash type of group g's line: 1 (solid) for every group when the sweep has one key; with several keys,
+// one dash type per value of the first (e.g. solid for copy, dashed for reverse), so that groups that
+// share a colour (the palette repeats every 10) stay apart.
+int plot_dash_type(const Sweep& s, std::size_t g);
+std::string plot_preamble(const std::string& png, const std::string& title);
+std::string task_text(const Sweep& s);  // "copy + reverse"
+// The program's path (a name is looked up in PATH), or "" when not found.
+std::string find_program(const std::string& name);
+// Runs `gnuplot -e "outfile='NAME.png.tmp'" NAME.gp` in `dir` and renames the PNG into place (never a
+// half-written PNG); "" on success, else what went wrong. Also used by `pelab probe`.
+std::string render_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& name);
+// Writes every script's .dat and .gp into SWEEP/plots and renders them; returns the PNG per script ("" when
+// not rendered), in order.
+std::vector<std::string> render_scripts(const Sweep& s, const std::vector<Script>& scripts, const ReportOptions& opt,
+                                        ReportResult& out);
+
+// report_plot.cpp / report_plot_curves.cpp
+Script length_plot(const Sweep& s, const std::string& metric);
+std::optional<Script> training_plot(const Sweep& s);
+std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric);
+std::optional<Script> lm_position_plot(const Sweep& s);
+
+}  // namespace report_detail
+}  // namespace pelab

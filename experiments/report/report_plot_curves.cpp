@@ -1,0 +1,220 @@
+// Held-out curves over training steps, and a language model's loss per position.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "experiments/report/report_detail.hpp"
+#include "training/metrics_table.hpp"
+
+namespace pelab {
+namespace report_detail {
+
+// Definition in report_detail.hpp: every run counts at every step, a stopped run at its last value.
+std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
+  const MetricSpec& m = find_metric(metric);
+  const double k = m.percent ? 100.0 : 1.0;
+  std::ostringstream dat;
+  dat << "# held-out " << m.name << " at train_len vs step (metrics.jsonl eval records), over the group's runs;\n"
+      << "# a run that has stopped counts at its last value (carried forward).\n"
+      << "# two blocks per group (gnuplot index 2g: step mean std n n_carried band_lo band_hi;\n"
+      << "# 2g+1: each run's last evaluation: step value)\n";
+  std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, index of its first block)
+  std::set<std::size_t> every;
+  std::size_t most_steps = 0;  // a curve needs two evaluations (runs without eval_every have only the final one)
+  double lo_all = 0, hi_all = 0;
+  bool any = false, any_carried = false;
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
+    // Per run: step -> value of the metric.
+    std::vector<std::map<long, double>> series;
+    for (const Run* r : s.groups[gi].runs) {
+      std::map<long, double> x;
+      for (const HeldOut& h : r->held_out)
+        if (auto it = h.metrics.find(metric); it != h.metrics.end()) x[h.step] = k * it->second;
+      if (!x.empty()) series.push_back(x);
+      if (r->settings.known && r->settings.eval_every) every.insert(r->settings.eval_every);
+    }
+    if (series.empty()) continue;
+    std::set<long> steps;
+    for (const auto& x : series)
+      for (const auto& [st, v] : x) steps.insert(st);
+    most_steps = std::max(most_steps, steps.size());
+    std::ostringstream curve, stops;
+    for (long st : steps) {
+      std::vector<double> vs;
+      int carried = 0;
+      for (const auto& x : series) {
+        if (auto it = x.find(st); it != x.end()) {
+          vs.push_back(it->second);
+        } else if (st > x.rbegin()->first) {
+          vs.push_back(x.rbegin()->second);
+          ++carried;
+        }
+      }
+      if (vs.empty()) continue;
+      double mean = 0;
+      for (double v : vs) mean += v;
+      mean /= static_cast<double>(vs.size());
+      double ss = 0;
+      for (double v : vs) ss += (v - mean) * (v - mean);
+      const double sd = vs.size() > 1 ? std::sqrt(ss / static_cast<double>(vs.size() - 1)) : 0.0;
+      double lo = mean - sd, hi = mean + sd;
+      if (m.percent) {
+        lo = std::max(lo, 0.0);
+        hi = std::min(hi, 100.0);
+      } else if (lo <= 0) {
+        lo = mean / 10;
+      }
+      curve << st << " " << gp_num(mean) << " " << gp_num(sd) << " " << vs.size() << " " << carried << " "
+            << gp_num(lo) << " " << gp_num(hi) << "\n";
+      any_carried = any_carried || carried > 0;
+      lo_all = any ? std::min(lo_all, mean) : mean;
+      hi_all = any ? std::max(hi_all, mean) : mean;
+      any = true;
+    }
+    for (const auto& x : series) stops << x.rbegin()->first << " " << gp_num(x.rbegin()->second) << "\n";
+    if (!blocks.empty()) dat << "\n\n";
+    dat << "# " << s.groups[gi].label << "\n" << curve.str() << "\n\n# " << s.groups[gi].label
+        << ": last evaluation of each run\n" << stops.str();
+    blocks.emplace_back(gi, 2 * blocks.size());
+  }
+  if (blocks.empty() || most_steps < 2) return std::nullopt;
+
+  // Reference lines shared by every run: the early-stop target (when it is this metric) and chance.
+  std::set<double> targets, chances;
+  bool all_target = true;
+  for (const Run& r : s.runs) {
+    if (r.settings.early_stop_metric == metric) targets.insert(r.settings.early_stop_target);
+    else all_target = false;
+    for (const LengthResult& lr : r.results)
+      if (lr.length == r.train_len)
+        if (auto it = lr.chance.find(metric); it != lr.chance.end()) chances.insert(it->second);
+  }
+  std::set<std::size_t> train_lens;
+  for (const Run& r : s.runs) train_lens.insert(r.train_len);
+  std::string at_len = "train_len";
+  if (train_lens.size() == 1) at_len = "length " + std::to_string(*train_lens.begin());
+
+  std::ostringstream gp;
+  gp << "# Held-out " << m.name << " at the training length vs step, mean over seeds.\n"
+     << "# Re-render: cd to this directory and run `gnuplot held_out_curves.gp`.\n"
+     << plot_preamble("held_out_curves.png",
+                      task_text(s) + ": held-out " + m.title + " at " + at_len + " during training (mean ± std over seeds)")
+     << "set xlabel \"step\"\n"
+     << "set ylabel " << gp_string("held-out " + m.title) << "\n"
+     << "set autoscale xfix\n"
+     << "set offsets 0, graph 0.03, 0, 0\n";
+  if (m.percent) gp << "set yrange [-2:102]\n";
+  else if (any && lo_all > 0 && hi_all / lo_all > 20) gp << "set logscale y\n";
+  gp << "set style fill transparent solid 0.18 noborder\n";
+  std::vector<std::string> parts;
+  for (const auto& [g, idx] : blocks) {
+    const std::string c = plot_color(g);
+    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle");
+    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with lines lw 2 lc rgb \"" + c + "\" title " +
+                    gp_string(s.groups[g].label));
+    parts.push_back("\"\" index " + std::to_string(idx + 1) + " using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb \"" + c +
+                    "\" notitle");
+  }
+  parts.push_back("NaN with points pt 6 ps 1.6 lw 1.5 lc rgb \"#000000\" title \"a run's last evaluation\"");
+  if (all_target && targets.size() == 1)
+    parts.push_back(gp_num(k * *targets.begin()) + " with lines dt 3 lw 1.5 lc rgb \"#555555\" title " +
+                    gp_string("target " + target_text(metric, *targets.begin())));
+  if (chances.size() == 1)
+    parts.push_back(gp_num(k * *chances.begin()) + " with lines dt 4 lw 1.5 lc rgb \"#000000\" title \"chance\"");
+  parts.front().replace(0, 2, "\"held_out_curves.dat\"");
+  gp << "plot \\\n";
+  for (std::size_t i = 0; i < parts.size(); ++i) gp << "  " << parts[i] << (i + 1 < parts.size() ? ", \\\n" : "\n");
+
+  std::string every_text;
+  for (std::size_t e : every) every_text += (every_text.empty() ? "" : " / ") + std::to_string(e);
+  Script sc{"held_out_curves", dat.str(), gp.str(), ""};
+  sc.caption = "Held-out " + m.title + " at " + at_len + " during training" +
+               (every_text.empty() ? "" : " (evaluated every " + every_text + " steps and at the end)") +
+               ": mean over seeds, band ± one sample std. Circles mark each run's last evaluation" +
+               (any_carried ? "; after it the run counts at that value (carried forward), so the mean stays over all "
+                              "seeds"
+                            : "") +
+               ".";
+  return sc;
+}
+
+// Loss per position bucket (eval.json buckets) at the longest eval length each group has, mean over seeds.
+std::optional<Script> lm_position_plot(const Sweep& s) {
+  if (!s.any_lm) return std::nullopt;
+  std::ostringstream dat;
+  dat << "# language-model loss per position bucket (eval.json buckets), mean over seeds, at the longest\n"
+      << "# eval length each group was evaluated at; one block per group; columns: from to middle loss runs\n";
+  std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, index)
+  std::vector<std::string> titles;
+  std::set<std::size_t> train_lens;
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const Group& g = s.groups[gi];
+    if (!g.runs.front()->is_lm) continue;
+    std::optional<std::size_t> len;
+    for (std::size_t l : s.lengths)
+      if (cell_stats(g, l, "loss").n > 0) len = l;
+    if (!len) continue;
+    std::vector<Bucket> sum;
+    std::vector<int> n;
+    for (const Run* r : g.runs) {
+      train_lens.insert(r->train_len);
+      for (const LengthResult& lr : r->results) {
+        if (lr.length != *len || !lr.ok || lr.buckets.empty()) continue;
+        if (sum.empty()) {
+          sum = lr.buckets;
+          for (Bucket& b : sum) b.loss = 0;
+          n.assign(sum.size(), 0);
+        }
+        for (std::size_t b = 0; b < lr.buckets.size() && b < sum.size(); ++b)
+          if (lr.buckets[b].from == sum[b].from && lr.buckets[b].to == sum[b].to && std::isfinite(lr.buckets[b].loss)) {
+            sum[b].loss += lr.buckets[b].loss;
+            ++n[b];
+          }
+      }
+    }
+    std::ostringstream block;
+    int points = 0;
+    for (std::size_t b = 0; b < sum.size(); ++b) {
+      if (!n[b]) continue;
+      block << sum[b].from << " " << sum[b].to << " " << gp_num(0.5 * double(sum[b].from + sum[b].to)) << " "
+            << gp_num(sum[b].loss / n[b]) << " " << n[b] << "\n";
+      ++points;
+    }
+    if (!points) continue;
+    if (!blocks.empty()) dat << "\n\n";
+    const std::string title = g.label + " (length " + std::to_string(*len) + ")";
+    dat << "# " << title << "\n" << block.str();
+    blocks.emplace_back(gi, blocks.size());
+    titles.push_back(title);
+  }
+  if (blocks.empty()) return std::nullopt;
+  std::ostringstream gp;
+  gp << "# Language-model loss per position, mean over seeds.\n"
+     << "# Re-render: cd to this directory and run `gnuplot loss_by_position.gp`.\n"
+     << plot_preamble("loss_by_position.png", task_text(s) + ": held-out loss per position (mean over seeds)")
+     << "set xlabel \"position in the context (bucket middle)\"\n"
+     << "set ylabel \"loss\"\n"
+     << "set xrange [0:*]\n";
+  for (std::size_t t : train_lens) {
+    gp << "set arrow from " << t << ", graph 0 to " << t << ", graph 1 nohead dt 2 lw 1.5 lc rgb \"#555555\"\n";
+    gp << "set label " << gp_string(train_lens.size() == 1 ? "training context" : "training context " + std::to_string(t))
+       << " at " << t << ", graph 0.5 center rotate by 90 offset -1,0 textcolor rgb \"#555555\"\n";
+  }
+  gp << "plot \\\n";
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const auto [g, idx] = blocks[b];
+    gp << "  " << (b == 0 ? "\"loss_by_position.dat\"" : "\"\"") << " index " << idx
+       << " using 3:4 with linespoints lw 2 pt " << plot_point_type(g) << " lc rgb \"" << plot_color(g) << "\" title "
+       << gp_string(titles[b]) << (b + 1 < blocks.size() ? ", \\\n" : "\n");
+  }
+  Script sc{"loss_by_position", dat.str(), gp.str(), ""};
+  sc.caption = "Held-out language-model loss per position bucket (eval.json buckets), mean over seeds, at the "
+               "longest eval length each group could be evaluated at (in its legend entry); the dashed vertical "
+               "line is the training context.";
+  return sc;
+}
+
+}  // namespace report_detail
+}  // namespace pelab

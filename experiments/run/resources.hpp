@@ -1,0 +1,123 @@
+// Memory estimates for a run, an evaluation and a probe, computed from the resolved config before
+// anything is allocated or written, so that a model or a length that cannot fit is refused with the
+// setting to change instead of ending in std::bad_alloc, a hang or swapping.
+//
+// The estimate (bytes, s = sizeof(real); B batch, T tokens, C d_model, H n_heads, L n_layers,
+// F d_ff, V vocab, N parameters):
+//   weights     N s (+ the encoding's own buffers, measured when it is built)
+//   gradients   N s                                                    training only
+//   optimizer   k N s, k = the optimizer's buffers per parameter (AdamW 2, SGD 1 or 0)
+//   activations training: L (B T (16 C + 2 F) s + B H T^2 s) + E(T) + B T (4 C + 3 V) s
+//                         + one layer's gradients B T (16 C + 2 F) s + one T^2 s scratch
+//               evaluation (no tape: one layer at a time):
+//                         B T (14 C + 2 F + 2 V) s + B H T^2 s + E(T)
+//               probe: evaluation plus every layer's attention maps kept, L B H T^2 s
+//   data        B T (12 + s): token, target and position ids, the mask
+// B H T^2 s is one layer's attention probabilities (B, H, T, T): training keeps them for backward in
+// every layer, so at long T they dominate. E(T) is what the positional encoding holds over all layers
+// in pairs of positions (biases, distance tables, FIRE's MLP over them, CoPE's gates, their gradients
+// when training): measured once by running the encoding's hooks alone for every layer at three short
+// lengths, one row and two, under the caching allocator and fitting T^2 terms: one per set of ids
+// (times B when the rows' ids differ) and one per row. Integer index tables (IndexArray) bypass the
+// allocator and are not counted. Tested against the caching allocator's peak
+// (tests/experiments/test_resources.cpp): within a factor of 2 either way.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiments/config/config.hpp"
+
+namespace pelab {
+
+struct MemoryEstimate {
+  std::size_t parameters = 0;  // count
+  std::size_t weights = 0, gradients = 0, optimizer = 0, activations = 0, data = 0;  // bytes
+  std::size_t total() const { return weights + gradients + optimizer + activations + data; }
+  // "1.2 GiB (weights 10 MiB, gradients 10 MiB, optimizer state 20 MiB, activations 1.1 GiB, data 2 MiB)"
+  std::string breakdown() const;
+};
+
+// "512 B", "12.0 KiB", "3.4 MiB", "1.50 GiB", "2.0 TiB".
+std::string format_bytes(double bytes);
+
+// Bytes per (query, key) pair over all layers: built once per set of position ids (`shared`: all
+// rows, when every row has the same ids) and for every row (`per_row`).
+struct PairBytes {
+  double shared = 0, per_row = 0;
+  double bytes(double rows, bool same_ids) const { return (same_ids ? 1 : rows) * shared + rows * per_row; }
+};
+
+// What a positional encoding adds, measured once by building it and running its hooks alone.
+struct EncodingCost {
+  std::size_t parameters = 0;            // its own parameters
+  std::size_t buffers = 0;               // bytes it holds besides them (tables)
+  std::size_t token_width = 0;           // columns of the token embedding (concat narrows it)
+  PairBytes pair_train, pair_eval;       // with and without gradients
+};
+EncodingCost measure_encoding(const ModelConfig& m);
+
+// Bytes of one forward pass without a tape (evaluation, probes) of a model `m` over `batch` rows of
+// `tokens` tokens: weights, activations one layer at a time, the ids; with `attention_maps`, every
+// layer's (batch, heads, tokens, tokens) probabilities kept as well. `shared_positions`: all rows
+// have the same ids (contiguous), so the encoding's pair tables are built once, not per row.
+// The first form measures the encoding (a few ms); pass an EncodingCost to evaluate many sizes.
+std::size_t forward_bytes(const ModelConfig& m, std::size_t batch, std::size_t tokens, bool attention_maps = false,
+                          bool shared_positions = true);
+std::size_t forward_bytes(const ModelConfig& m, const EncodingCost& enc, std::size_t batch, std::size_t tokens,
+                          bool attention_maps = false, bool shared_positions = true);
+
+// The cost model of one run: parameter counts and the encoding's measured per-pair bytes, computed once.
+class ResourceModel {
+ public:
+  explicit ResourceModel(const RunSpec& spec);
+  std::size_t parameters() const { return n_params_; }
+  // One training step at [train] batch_size and the longest training sequence.
+  MemoryEstimate training() const;
+  // One evaluation batch of `batch` rows at problem size n (not counting training state).
+  MemoryEstimate evaluation(std::size_t n, std::size_t batch) const;
+  // An evaluation that also keeps every layer's attention maps (ForwardOptions::attention_maps).
+  MemoryEstimate probe(std::size_t n, std::size_t batch) const;
+  // The largest batch <= `wanted` whose evaluation at n fits in `limit` bytes; 0 when not even one row fits.
+  std::size_t eval_batch_that_fits(std::size_t n, std::size_t wanted, std::size_t limit) const;
+
+ private:
+  MemoryEstimate weights_only() const;
+  const RunSpec& spec_;
+  EncodingCost enc_;
+  std::size_t n_params_ = 0, optimizer_buffers_ = 0;
+};
+
+// The parameter count of a model with this config, without building it (checked against Transformer
+// in the tests); the encoding's own parameters and token width come from `enc`.
+std::size_t count_parameters(const ModelConfig& m, const EncodingCost& enc);
+
+// The memory a run may use: --memory-limit when given (0 = no limit), else /proc/meminfo MemAvailable.
+struct MemoryLimit {
+  std::size_t bytes = 0;  // 0: no limit
+  std::string source;     // "--memory-limit 4096" or "MemAvailable in /proc/meminfo"
+};
+MemoryLimit memory_limit(std::optional<std::size_t> flag_mb);
+std::optional<std::size_t> available_memory();  // MemAvailable, bytes; nullopt when unreadable
+
+// Throws Error when `bytes` exceed the limit (nothing when limit.bytes is 0):
+//   "<setting>: <what> needs about 3.2 GiB; the limit is 1.5 GiB (MemAvailable in /proc/meminfo;
+//    --memory-limit MB sets it, 0 turns the check off)"
+// `setting` names what to change, ideally with its place ("--lengths", "eval.lengths at x.toml:12").
+void check_memory(const std::string& what, std::size_t bytes, const std::string& setting, const MemoryLimit& limit);
+
+// What a run needs, checked against `limit` before anything is written: training (when `train`) and
+// every eval length, reducing eval.batch_size per length to what fits (the returned plan says which).
+// Throws Error naming the setting to change (with its file:line), the estimate and the limit when
+// training, or evaluation at one row, does not fit.
+struct EvalBatches {
+  std::vector<std::pair<std::size_t, std::size_t>> reduced;  // (length, batch size that fits)
+  std::size_t batch_for(std::size_t n, std::size_t configured) const;
+};
+EvalBatches check_memory(const RunSpec& spec, const MemoryLimit& limit, bool train);
+// A note per reduced length ("eval length 4096: batch size 64 -> 3 to fit ..."), for the console.
+std::vector<std::string> describe(const EvalBatches& b, const RunSpec& spec, const MemoryLimit& limit);
+
+}  // namespace pelab

@@ -1,0 +1,269 @@
+#include "experiments/run/run.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/allocator.hpp"
+#include "core/blas.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
+#include "experiments/eval/eval_result.hpp"
+#include "experiments/eval/evaluate.hpp"
+#include "training/checkpoint.hpp"
+#include "training/data_parallel.hpp"
+#include "training/distributed.hpp"
+#include "training/fs.hpp"
+#include "training/metrics_table.hpp"
+#include "training/signals.hpp"
+#include "training/trainer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace pelab {
+
+RunLock::RunLock(const std::string& run_dir, double wait_s) {
+  const std::string path = run_dir + "/.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot create the lock file " + path + ": " + std::strerror(errno));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      std::string holder;
+      try {
+        holder = read_file(path);
+      } catch (const Error&) {
+      }
+      ::close(fd_);
+      fd_ = -1;
+      throw Error("another pelab process" + (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                  " is already running in " + run_dir);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // the pid is informational: a run proceeds without it
+  }
+}
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+std::string config_table(const RunSpec& spec, std::size_t n_params) {
+  const ExperimentConfig& cfg = spec.config;
+  std::ostringstream os;
+  auto row = [&](const std::string& k, const std::string& v) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-22s %s\n", k.c_str(), v.c_str());
+    os << buf;
+  };
+  const ModelConfig& m = spec.model;
+  std::string enc = m.encoding;
+  for (const auto& [k, v] : m.encoding_params) enc += " " + k + "=" + format_value(v);
+  row("task", cfg.task + "  (train sizes " + std::to_string(cfg.min_len) + ".." + std::to_string(cfg.train_len) + ")");
+  row("encoding", enc);
+  row("model", "d_model " + std::to_string(m.d_model) + ", " + std::to_string(m.n_layers) + " layers, " +
+                   std::to_string(m.n_heads) + " heads, d_ff " + std::to_string(m.d_ff ? m.d_ff : 4 * m.d_model) +
+                   (m.causal ? ", causal" : ", bidirectional"));
+  row("parameters", std::to_string(n_params));
+  const TrainConfig& t = cfg.train;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s lr %.2g (%s, warmup %zu, min %.2g), wd %.2g, clip %.2g", t.optimizer.c_str(), t.lr,
+                t.schedule.c_str(), t.warmup, t.min_lr, t.weight_decay, t.grad_clip);
+  std::string opt = buf;
+  if (auto it = t.optimizer_params.find(t.optimizer); it != t.optimizer_params.end())
+    for (const auto& [k, v] : it->second) opt += ", " + k + " " + format_value(v);
+  row("optimizer", opt);
+  row("steps x batch", std::to_string(t.steps) + " x " + std::to_string(t.batch_size));
+  row("seed / threads", std::to_string(t.seed) + " / " + std::to_string(t.threads));
+  const PositionConfig ep = eval_positions(cfg);
+  auto ids = [](PositionMode m, std::size_t max_position) {
+    return std::string(position_mode_name(m)) +
+           (m == PositionMode::contiguous ? "" : " in [0, " + std::to_string(max_position) + ")");
+  };
+  row("position ids", "train " + ids(t.positions, t.max_position) + ", eval " + ids(ep.mode, ep.max_position));
+  row("blas", blas::blas_summary());
+  row("simd", simd::summary());
+  return os.str();
+}
+
+namespace {
+
+// The metrics of one evaluation on one line: "loss 0.1234  token_acc 99.1%  exact_match 93.0%".
+std::string metrics_line(const LengthResult& r) {
+  std::string line;
+  char buf[64];
+  for (const auto& m : metric_table()) {
+    const auto v = r.metric(m.name);
+    if (!v) continue;
+    if (m.percent) std::snprintf(buf, sizeof buf, "%s %.1f%%", m.name.c_str(), 100 * *v);
+    else std::snprintf(buf, sizeof buf, "%s %.4f", m.name.c_str(), *v);
+    line += (line.empty() ? "" : "  ") + std::string(buf);
+  }
+  return line;
+}
+
+MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
+  MetricRecord rec;
+  rec.step = step;
+  rec.split = "eval";
+  rec.length = r.length;
+  rec.metrics = r.metrics;
+  rec.time = time;
+  return rec;
+}
+
+// A config's TOML without its "threads = N" line (train.threads).
+std::string without_threads(const std::string& toml) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < toml.size()) {
+    std::size_t e = toml.find('\n', i);
+    e = e == std::string::npos ? toml.size() : e + 1;
+    if (toml.compare(i, 10, "threads = ") != 0) out.append(toml, i, e - i);
+    i = e;
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_experiment(const RunSpec& spec, const RunOptions& opt) {
+  const ExperimentConfig& cfg = spec.config;
+  std::unique_ptr<DataParallel> dp;  // every rank checks alike below; only the writer writes
+  if (opt.data_parallel && dist::size() > 1) dp = std::make_unique<DataParallel>(cfg.train.batch_size);
+  const bool writer = !dp || dp->writer();
+  // Before anything is written: what training and every eval length need, against the memory limit.
+  set_phase("estimating memory");
+  const EvalBatches batches = check_memory(spec, opt.memory, true);
+  if (opt.console && writer)
+    for (const auto& note : describe(batches, spec, opt.memory)) std::printf("note: %s\n", note.c_str());
+  parallel::set_threads(cfg.train.threads, "train.threads (or --threads)");  // before the run directory exists
+  set_phase("preparing the run directory");
+  if (writer) make_directory(opt.run_dir, "run directory", opt.dir_source);
+  const std::string eval_path = opt.run_dir + "/eval.json";
+  const std::string toml = to_toml(cfg);
+  // Never mix two configs in one run directory (a finished result is never overwritten). The thread
+  // count may change on resume: results do not depend on it (docs/performance.md, "Threads").
+  if (fs::exists(opt.run_dir + "/config.toml") &&
+      without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
+      (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
+    throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
+                "config.toml); choose another output directory");
+  std::optional<RunLock> lock;
+  if (writer) lock.emplace(opt.run_dir);
+  if (fs::exists(eval_path)) {
+    if (opt.console) std::printf("%s is already finished (eval.json exists); nothing to do\n", opt.run_dir.c_str());
+    return kOk;
+  }
+  if (!opt.resume && latest_checkpoint(opt.run_dir))
+    throw Error("run directory " + opt.run_dir + " already holds checkpoints of an unfinished run; "
+                "resume it with --resume or choose another --out");
+
+  set_phase("building the model");
+  Transformer model(spec.model);
+  {
+    Rng irng = init_rng(cfg.train.seed);
+    init_parameters(model, irng, cfg.model.init_options());
+  }
+  try {
+    if (writer) write_file_atomic(opt.run_dir + "/config.toml", toml);  // after the model is built: a failure leaves none
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the run directory comes from " + opt.dir_source + ")");
+  }
+  if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
+
+  const std::size_t bs = cfg.train.batch_size, lo = cfg.min_len, hi = cfg.train_len;
+  const Task& t = *spec.task;
+  TrainerOptions to;
+  to.run_dir = opt.run_dir;
+  to.resume = opt.resume;
+  to.require_checkpoint = opt.require_checkpoint;
+  to.console = opt.console;
+  to.resume_command = opt.resume_command;
+  to.data_parallel = dp.get();
+  // Alive through the final evaluation (its table goes to train.log too): check_memory counts its
+  // gradients and optimizer state against the evaluation's limit.
+  Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
+  trainer.checkpoint_extra["config_toml"] = toml;
+  // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
+  EvalOptions periodic;
+  periodic.batches = &batches;
+  trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
+    const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
+                                           cfg.train_len, periodic);
+    set_phase("training");
+    mw.write(eval_record(step, r, time));
+    trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
+    if (cfg.train.early_stop_metric.empty()) return std::nullopt;
+    return r.metric(cfg.train.early_stop_metric);
+  };
+  set_phase("training");
+  const TrainResult tr = trainer.run();
+  if (dp && dp->reduces())
+    trainer.log(data_parallel_summary(*dp));
+  if (tr.status == TrainResult::Status::interrupted) return kInterrupted;
+  if (tr.status == TrainResult::Status::diverged) {
+    if (writer) std::fprintf(stderr, "error: %s\n", tr.message.c_str());
+    return kDiverged;
+  }
+  if (!writer) return kOk;  // rank 0 evaluates and writes eval.json
+
+  memory::release_cache();  // training's cached blocks go back before the (possibly long) evaluation
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult er;
+  EvalOptions final_eval;
+  final_eval.batches = &batches;
+  final_eval.progress = opt.console;
+  final_eval.stoppable = true;
+  try {
+    er.results = evaluate_lengths(model, spec, final_eval);
+  } catch (const Interrupted& e) {
+    const auto ck = latest_checkpoint(opt.run_dir);
+    std::fprintf(stderr, "%s; the checkpoint %s (step %zu) is kept, no eval.json was written; finish with: %s\n",
+                 e.what(), ck ? ck->c_str() : "?", tr.steps,
+                 opt.resume_command.empty() ? "pelab train ... --resume" : opt.resume_command.c_str());
+    return kInterrupted;
+  }
+  set_phase("writing the results");
+  er.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    MetricsWriter mw;
+    mw.open(opt.run_dir + "/metrics.jsonl");
+    for (const auto& r : er.results)
+      if (r.ok) mw.write(eval_record(tr.steps, r, tr.seconds + er.eval_seconds));
+  }
+  er.cell = cfg.cell.index;
+  er.label = cfg.cell.label;
+  er.assignment = cfg.cell.assignment;
+  er.encoding = cfg.encoding;
+  er.task = cfg.task;
+  er.is_lm = t.is_language_model();
+  er.train_len = cfg.train_len;
+  er.seed = cfg.train.seed;
+  er.steps = tr.steps;
+  er.status = status_name(tr.status);
+  er.final_train_loss = tr.final_loss;
+  er.train_seconds = tr.seconds;
+  er.parameters = model.num_parameters();
+  write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
+  // The final evaluation to the console and train.log alike.
+  if (opt.console) std::printf("\n");
+  trainer.log("evaluation (" + cfg.task + ", trained on sizes up to " + std::to_string(cfg.train_len) + ")");
+  std::istringstream table(format_results(er.results, t.is_language_model()));
+  for (std::string line; std::getline(table, line);) trainer.log(line);
+  return kOk;
+}
+
+}  // namespace pelab

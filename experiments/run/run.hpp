@@ -1,0 +1,53 @@
+// One experiment run: config -> task + model -> training -> evaluation -> run directory.
+//
+// Run directory: config.toml (to_toml of the run's config), train.log, metrics.jsonl, checkpoints/, and
+// at the end eval.json (experiments/eval/eval_result.hpp; its presence marks the run finished, and a sweep
+// skips finished cells).
+#pragma once
+
+#include <string>
+
+#include "experiments/config/config.hpp"
+#include "experiments/run/resources.hpp"
+
+namespace pelab {
+
+struct RunOptions {
+  std::string run_dir;
+  bool resume = true;     // continue from the latest checkpoint when there is one
+  bool require_checkpoint = false;  // with resume: no usable checkpoint is an error (pelab train --resume)
+  bool console = true;
+  std::string resume_command;
+  bool data_parallel = false;  // under mpirun with several ranks: one run trained across them all
+                               // (training/data_parallel.hpp); rank 0 alone writes run_dir
+  std::string dir_source = "--out";  // the flag or key that chose run_dir, for messages ("output.dir at x.toml:9")
+  MemoryLimit memory;                // checked before anything is written (bytes 0: no check)
+};
+
+// Exclusive lock on a run directory for the life of the object: two processes never write one run.
+// The holder writes its pid into the lock file (for messages and tests). A lock still held waits up
+// to `wait_s` seconds first: a sweep cell stopped by its parent's death may still be writing its
+// checkpoint when the sweep is re-run.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& run_dir, double wait_s = 2);  // throws Error if another process holds it
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Exit codes shared by the CLI.
+enum ExitCode { kOk = 0, kError = 1, kBadInput = 2, kDiverged = 3, kInterrupted = 130 };
+
+// Checks memory (opt.memory), trains and evaluates; returns an ExitCode (kInterrupted when a stop was
+// requested during training or evaluation: the checkpoint stays and a re-run with --resume finishes).
+// Throws Error on bad input, a filesystem error naming opt.dir_source.
+int run_experiment(const RunSpec& spec, const RunOptions& opt);
+
+// The run's settings as a two-column table, for the top of its console output.
+std::string config_table(const RunSpec& spec, std::size_t n_params);
+
+}  // namespace pelab

@@ -1,0 +1,211 @@
+#include "experiments/run/sweep.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "experiments/run/cell_process.hpp"
+#include "experiments/eval/eval_result.hpp"
+#include "experiments/run/mpi_sweep.hpp"
+#include "experiments/probe/probe.hpp"
+#include "experiments/report/report.hpp"
+#include "experiments/run/run.hpp"
+#include "training/distributed.hpp"
+#include "core/parallel.hpp"
+#include "training/fs.hpp"
+#include "training/metrics_table.hpp"
+#include "training/signals.hpp"
+
+namespace fs = std::filesystem;
+
+namespace pelab {
+
+namespace {
+
+struct Running {
+  std::size_t index;
+  std::chrono::steady_clock::time_point start;
+};
+
+// One line summarising a finished cell: its headline metric in distribution (at train_len) and at the
+// longest length.
+std::string cell_summary(const std::string& dir) {
+  try {
+    const EvalResult r = read_eval_result(dir + "/eval.json");
+    const MetricSpec& m = headline_metric(r.is_lm, !r.is_lm);
+    std::string in, out;
+    for (const auto& lr : r.results) {
+      std::string v = "n/a";
+      if (auto x = lr.metric(m.name)) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, m.percent ? "%s %.1f%%" : "%s %.3f", m.name.c_str(), m.percent ? 100 * *x : *x);
+        v = buf;
+      }
+      const std::string s = "@" + std::to_string(lr.length) + " " + v;
+      if (lr.in_distribution && lr.length == r.train_len) in = s;
+      out = s;
+    }
+    return in + (in.empty() ? "" : ", ") + out;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+std::string sweep_cell_summary(const std::string& dir) { return cell_summary(dir); }
+
+int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
+                 const std::vector<std::string>& failed) {
+  if ((opt.probe || loaded.config.probe.run) && !interrupted) {
+    std::vector<std::string> dirs;
+    for (const auto& c : loaded.runs) dirs.push_back(c.dir_name);
+    probe_sweep_cells(root, dirs, opt.memory);  // prints per cell; a failed probe does not fail the sweep
+  }
+  if (opt.report && !interrupted) {
+    restore_default_stop_handlers();  // the report writes whole files only: a signal may end it at once
+    set_phase("writing the report");
+    try {
+      const ReportResult rep = write_report(root);
+      std::printf("\n%s\n", rep.table_markdown.c_str());
+      for (const auto& f : rep.files_written) std::printf("wrote %s\n", f.c_str());
+      for (const auto& w : rep.warnings) std::printf("warning: %s\n", w.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "report: %s\n", e.what());
+    }
+  }
+  std::fflush(stdout);
+  if (interrupted) {
+    std::printf("interrupted: unfinished cells keep their checkpoints; re-run the same command to resume\n");
+    return kInterrupted;
+  }
+  if (!failed.empty()) {
+    std::fprintf(stderr, "%zu cell(s) failed: ", failed.size());
+    for (const auto& f : failed) std::fprintf(stderr, "%s  ", f.c_str());
+    std::fprintf(stderr, "\n");
+    return kError;
+  }
+  return kOk;
+}
+
+
+int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
+  if (dist::active()) return run_sweep_mpi(loaded, opt);  // under mpirun: cells across the ranks
+  const ExperimentConfig& cfg = loaded.config;
+  const std::vector<RunSpec>& cells = loaded.runs;
+  const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
+  const int jobs = std::max(1, opt.jobs);
+  if (opt.threads > 0) {
+    const std::string why = parallel::check_threads(opt.threads, "--threads");
+    if (!why.empty()) throw Error(why);
+  }
+  // cells x threads = cores unless --threads says otherwise (results do not depend on the count).
+  const int threads = opt.threads > 0 ? opt.threads : std::max(1, parallel::hardware_threads() / jobs);
+
+  // Before anything is written: every cell's training and evaluation must fit in memory.
+  for (const RunSpec& c : cells) {
+    try {
+      check_memory(c, opt.memory, true);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (sweep cell " + c.config.cell.label + ")");
+    }
+  }
+  make_directory(root, "sweep directory", opt.dir_source);
+  try {
+    write_file_atomic(root + "/sweep.toml", to_toml(cfg));
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the sweep directory comes from " + opt.dir_source + ")");
+  }
+
+  std::vector<std::size_t> todo;
+  std::size_t skipped = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string dir = root + "/" + cells[i].dir_name;
+    if (fs::exists(dir + "/eval.json")) {
+      ++skipped;
+      continue;
+    }
+    make_directory(dir, "cell directory", "under the sweep directory from " + opt.dir_source);
+    ExperimentConfig cell = cells[i].config;
+    cell.train.threads = threads;
+    write_file_atomic(dir + "/cell.toml", to_toml(cell));
+    todo.push_back(i);
+  }
+  std::printf("sweep %s: %zu cells (%zu already finished), %zu to run, %d at a time, %d thread(s) each\n",
+              root.c_str(), cells.size(), skipped, todo.size(), jobs, threads);
+  std::fflush(stdout);
+
+  install_stop_handlers();
+  std::map<pid_t, Running> running;
+  std::vector<std::string> failed;
+  std::size_t next = 0, finished = skipped;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool interrupted = false;
+
+  auto spawn = [&](std::size_t idx) {
+    const RunSpec& c = cells[idx];
+    const std::string dir = root + "/" + c.dir_name;
+    // The cell file says everything, its [cell] table included: the child reads nothing else.
+    std::vector<std::string> args = {opt.self_exe, "train", dir + "/cell.toml", "--out", dir, "--resume-or-start"};
+    if (!opt.memory_flag.empty()) args.insert(args.end(), {"--memory-limit", opt.memory_flag});
+    const pid_t pid = spawn_cell(args, dir + "/stdout.log");
+    running[pid] = {idx, std::chrono::steady_clock::now()};
+  };
+  auto running_pids = [&] {
+    std::vector<pid_t> v;
+    for (const auto& [pid, r] : running) v.push_back(pid);
+    return v;
+  };
+
+  bool forwarded = false;
+  while (next < todo.size() || !running.empty()) {
+    while (!interrupted && next < todo.size() && static_cast<int>(running.size()) < jobs) spawn(todo[next++]);
+    // Poll rather than block: the stop handler restarts waitpid (SA_RESTART), and a stop must be
+    // forwarded to the cells at once, exactly once (a second signal would kill them without a checkpoint).
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      if (stop_requested() && !forwarded) {
+        interrupted = forwarded = true;
+        signal_cells(running_pids(), stop_signal() ? stop_signal() : SIGTERM);
+        std::printf("stopping: %zu running cell(s) write a checkpoint and exit\n", running.size());
+        std::fflush(stdout);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (pid < 0) break;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const RunSpec& c = cells[it->second.index];
+    const std::string& label = c.config.cell.label;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const std::string dir = root + "/" + c.dir_name;
+    ++finished;
+    if (code == 0 && fs::exists(dir + "/eval.json")) {
+      std::printf("[%zu/%zu] done   %-45s %6.0fs  %s\n", finished, cells.size(), label.c_str(), secs,
+                  cell_summary(dir).c_str());
+    } else {
+      if (code == kInterrupted || stop_requested()) interrupted = true;
+      failed.push_back(label);
+      std::printf("[%zu/%zu] %s %-45s exit %d, see %s/stdout.log\n", finished, cells.size(),
+                  interrupted ? "stopped" : "FAILED", label.c_str(), code, dir.c_str());
+    }
+    std::fflush(stdout);
+    running.erase(it);
+    interrupted = interrupted || stop_requested();
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - failed.size(), cells.size());
+
+  return finish_sweep(loaded, root, opt, interrupted, failed);
+}
+
+}  // namespace pelab

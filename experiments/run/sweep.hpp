@@ -1,0 +1,45 @@
+// Sweeps: every cell of the [sweep] grid runs as its own `pelab train` process, up to `jobs` at a time,
+// each with `threads` step threads (train.threads; by default cores / jobs, so that cells x threads =
+// the cores this process may use; results do not depend on the thread count: docs/performance.md, "Threads"), in its
+// own process group (experiments/run/cell_process.hpp): Ctrl-C or SIGTERM to the sweep is forwarded to the
+// cells, which checkpoint and exit; if the sweep dies, they stop too. Finished cells (eval.json
+// present) are skipped, so re-running a
+// sweep resumes it; unfinished cells resume from their last checkpoint. Each cell's directory is
+// locked by the process training it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiments/config/config.hpp"
+#include "experiments/run/resources.hpp"
+
+namespace pelab {
+
+struct SweepOptions {
+  std::string out_dir;          // the sweep directory (default: output.dir of the config)
+  int jobs = 1;
+  int threads = 0;              // step threads per cell (train.threads); 0: max(1, cores / jobs)
+  bool report = true;           // run `pelab report` at the end
+  bool probe = false;           // run `pelab probe run` on every finished cell before the report
+  std::string self_exe;         // the pelab binary to spawn for each cell
+  std::string dir_source = "--out";  // the flag or key that chose the sweep directory, for messages
+  MemoryLimit memory;           // every cell is checked against it before anything is written
+  std::string memory_flag;      // --memory-limit as given (passed on to each cell), or ""
+};
+
+// Writes SWEEP/sweep.toml (the grid) and SWEEP/<cell>/cell.toml (each cell's config with its [cell]
+// table), then runs `pelab train <cell>/cell.toml` per unfinished cell. Returns an exit code (0 when
+// every cell finished).
+// Under an MPI launcher it runs the cells across the ranks instead (experiments/run/mpi_sweep.hpp).
+int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt);
+
+// One line summarising a finished cell directory (its headline metric), "" when it has no result.
+std::string sweep_cell_summary(const std::string& dir);
+
+// The end of a sweep, local or across ranks: probes (opt.probe or [probe] run), the report, and the
+// exit code: interrupted, some cells failed (listed), or 0.
+int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
+                 const std::vector<std::string>& failed);
+
+}  // namespace pelab
