@@ -32,6 +32,49 @@ std::string ParamSpec::allowed() const {
   return os.str();
 }
 
+ParamSpec ParamSpec::in(double lo, double hi) const {
+  ParamSpec p = *this;
+  p.min = lo;
+  p.max = hi;
+  p.max_exclusive = false;
+  return p;
+}
+
+ParamSpec ParamSpec::in_half_open(double lo, double hi) const {
+  ParamSpec p = in(lo, hi);
+  p.max_exclusive = true;
+  return p;
+}
+
+namespace {
+ParamSpec make_param(std::string key, ValueType type, Value default_value, std::string help) {
+  ParamSpec p;
+  p.key = std::move(key);
+  p.type = type;
+  p.default_value = std::move(default_value);
+  p.help = std::move(help);
+  return p;
+}
+}  // namespace
+
+ParamSpec number_param(std::string key, double default_value, std::string help) {
+  return make_param(std::move(key), ValueType::number, default_value, std::move(help));
+}
+ParamSpec integer_param(std::string key, std::int64_t default_value, std::string help) {
+  return make_param(std::move(key), ValueType::integer, default_value, std::move(help));
+}
+ParamSpec bool_param(std::string key, bool default_value, std::string help) {
+  return make_param(std::move(key), ValueType::boolean, default_value, std::move(help));
+}
+ParamSpec choice_param(std::string key, std::string default_value, std::vector<std::string> choices, std::string help) {
+  ParamSpec p = make_param(std::move(key), ValueType::string, std::move(default_value), std::move(help));
+  p.choices = std::move(choices);
+  return p;
+}
+ParamSpec string_param(std::string key, std::string default_value, std::string help) {
+  return make_param(std::move(key), ValueType::string, std::move(default_value), std::move(help));
+}
+
 const Value& Params::at(const std::string& key) const {
   auto it = values_.find(key);
   if (it == values_.end()) throw Error("parameter '" + key + "' is not declared");

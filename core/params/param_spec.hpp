@@ -23,7 +23,19 @@ struct ParamSpec {
   bool max_exclusive = false;         // ...except max when set: [min, max)
 
   std::string allowed() const;        // e.g. "a number in [1, 1000000]", "a number in [0, 1)", "one of: a, b"
+
+  // Bounds, chained on the named constructors below: number_param(...).in(0, 1).
+  ParamSpec in(double lo, double hi) const;            // [lo, hi]
+  ParamSpec in_half_open(double lo, double hi) const;  // [lo, hi)
 };
+
+// Named constructors, so that a plugin's table of parameters reads without opening this struct:
+//   number_param("base", 10000.0, "wavelength base").in(2, 1e9)
+ParamSpec number_param(std::string key, double default_value, std::string help);
+ParamSpec integer_param(std::string key, std::int64_t default_value, std::string help);
+ParamSpec bool_param(std::string key, bool default_value, std::string help);
+ParamSpec choice_param(std::string key, std::string default_value, std::vector<std::string> choices, std::string help);
+ParamSpec string_param(std::string key, std::string default_value, std::string help);  // any string
 
 // Resolved values: every declared key present (given or default), types exact.
 class Params {

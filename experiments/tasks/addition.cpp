@@ -83,8 +83,8 @@ PELAB_REGISTER_TASK(addition, TaskSpec{
     "a, b and s are all written least significant first.\n"
     "example (n=3, default format): <BOS> 4 5 6 + 7 8 9 <SEP> [1 2 4 5 <EOS>]\n"
     "reverse_digits:                <BOS> 6 5 4 + 9 8 7 <SEP> [5 4 2 1 <EOS>]\n" + std::string(kFormatKeys),
-    {{"reverse_digits", ValueType::boolean, Value(false), {}, {}, {},
-      "write operands and sum least significant digit first (carries then flow left to right)"}},
+    {bool_param("reverse_digits", false,
+        "write operands and sum least significant digit first (carries then flow left to right)")},
     [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
       return std::make_unique<Addition>(c.format, p.get_bool("reverse_digits"));
     }});

@@ -100,9 +100,9 @@ PELAB_REGISTER_TASK(assoc_recall, TaskSpec{
     "and may repeat, each of the m = `queries` query keys is one of the n keys (uniform, with replacement),\n"
     "y_j = the value stored under q_j.\n"
     "example (n=3, queries=1, default format): <BOS> c 7 a 2 f 7 ? a <SEP> [2 <EOS>]\n" + std::string(kFormatKeys),
-    {{"keys", ValueType::integer, Value(std::int64_t(16)), 2.0, 100.0, {}, "key alphabet size (>= the largest n)"},
-     {"values", ValueType::integer, Value(std::int64_t(10)), 2.0, 100.0, {}, "value alphabet size"},
-     {"queries", ValueType::integer, Value(std::int64_t(1)), 1.0, 64.0, {}, "query keys per example"}},
+    {integer_param("keys", 16, "key alphabet size (>= the largest n)").in(2.0, 100.0),
+     integer_param("values", 10, "value alphabet size").in(2.0, 100.0),
+     integer_param("queries", 1, "query keys per example").in(1.0, 64.0)},
     [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
       const auto keys = std::size_t(p.get_int("keys"));
       if (c.train_len > keys)

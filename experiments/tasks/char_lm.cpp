@@ -190,9 +190,9 @@ PELAB_REGISTER_TASK(char_lm, TaskSpec{
     "evaluation at length n: windows of n+1 bytes at evenly spaced offsets of the held-out last `holdout`\n"
     "of the file (which must be at least n+1 bytes long).\n"
     "example (L=8): tokens \"To be or\" -> targets \"o be or \"",
-    {{"path", ValueType::string, Value(std::string("/usr/share/games/fortunes/literature")), {}, {}, {},
-      "text file (relative paths: working directory, then the source tree)"},
-     {"holdout", ValueType::number, Value(0.1), 0.01, 0.5, {}, "fraction of the file, at its end, held out for eval"}},
+    {string_param("path", "/usr/share/games/fortunes/literature",
+        "text file (relative paths: working directory, then the source tree)"),
+     number_param("holdout", 0.1, "fraction of the file, at its end, held out for eval").in(0.01, 0.5)},
     [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
       return std::make_unique<CharLm>(c, p.get_string("path"), p.get_number("holdout"));
     }});

@@ -199,7 +199,7 @@ seq::Example SymbolTask::generate(Rng& rng, std::size_t n) const {
 }
 
 ParamSpec symbols_param() {
-  return {"symbols", ValueType::integer, Value(std::int64_t(10)), 2.0, 100.0, {}, "alphabet size of x"};
+  return integer_param("symbols", 10, "alphabet size of x").in(2.0, 100.0);
 }
 
 const char* const kSymbolVocabulary =

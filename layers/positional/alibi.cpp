@@ -2,10 +2,10 @@
 // -m_h * (distance between query and key) to its attention logits, with geometric slopes
 // m_h = 2^(-8(h+1)/H) (for H a power of two; the paper's interpolation otherwise). The bias depends
 // only on relative distance, so it is defined for any length.
-#include <algorithm>
 #include <cmath>
 
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
 
 namespace pelab {
 namespace {
@@ -36,25 +36,20 @@ class Alibi : public PositionalEncoding {
   }
 
   // bias[b, h, i, j] = -m_h |p_i - p_j|: (1, H, T, T) when every row has the same ids, else (B, H, T, T).
-  // A constant built once per forward and shared by every layer.
+  // A constant built once per forward and shared by every layer (as T5, Kerple and FIRE: pairwise.hpp).
   void begin_forward(const IndexArray& positions) override {
-    if (bias_.defined() && positions.shape() == positions_.shape() &&
-        std::equal(positions.begin(), positions.end(), positions_.begin()))
-      return;  // the same ids as last time: keep the bias
-    const std::size_t T = positions.shape()[1], H = slopes_.size();
-    const std::size_t rows = rows_share_positions(positions) ? 1 : positions.shape()[0];
+    if (seen_.same(positions)) return;  // the same ids as last time: keep the bias
+    const Array d = pairwise_difference(positions, rows_share_positions(positions));  // (rows, T, T)
+    const std::size_t rows = d.shape()[0], T = d.shape()[1], H = slopes_.size();
     Array bias(Shape{rows, H, T, T});
     real* out = bias.data();
-    for (std::size_t b = 0; b < rows; ++b) {
-      const std::int32_t* p = positions.data() + b * T;
-      for (std::size_t h = 0; h < H; ++h)
-        for (std::size_t i = 0; i < T; ++i)
-          for (std::size_t j = 0; j < T; ++j)
-            out[((b * H + h) * T + i) * T + j] =
-                static_cast<real>(-slopes_[h] * std::abs(double(p[i]) - double(p[j])));
-    }
+    for (std::size_t b = 0; b < rows; ++b)
+      for (std::size_t h = 0; h < H; ++h) {
+        const real* dist = d.data() + b * T * T;
+        for (std::size_t k = 0; k < T * T; ++k) *out++ = static_cast<real>(-slopes_[h] * std::abs(double(dist[k])));
+      }
     bias_ = Tensor(std::move(bias));  // nothing to learn
-    positions_ = positions;
+    seen_.set(positions);
   }
 
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
@@ -65,14 +60,14 @@ class Alibi : public PositionalEncoding {
  private:
   std::vector<double> slopes_;
   Tensor bias_;
-  IndexArray positions_;
+  SeenPositions seen_;
 };
 
 PELAB_REGISTER_ENCODING(alibi, EncodingSpec{
     "alibi",
     "linear distance penalty on attention logits, one slope per head (Press et al. 2022)",
     true,  // relative
-    {{"slope_scale", ValueType::number, 1.0, 0.0, 100.0, {}, "multiplies every head's slope"}},
+    {number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)},
     nullptr,
     [](const Params& p, const ModelDims& dims) {
       return std::make_unique<Alibi>(dims.n_heads, p.get_number("slope_scale"));

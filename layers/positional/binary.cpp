@@ -68,8 +68,9 @@ PELAB_REGISTER_ENCODING(binary, EncodingSpec{
     "binary",
     "the bits of the position id as +-1 in the first components: bounded, discrete",
     false,  // relative
-    {{"bits", ValueType::integer, std::int64_t(0), 0.0, 30.0, {},
-      "components holding bits; 0 = just enough for the training ids (max_position); ids >= 2^bits are unsupported"}},
+    {integer_param("bits", 0,
+        "components holding bits; 0 = just enough for the training ids (max_position); "
+        "ids >= 2^bits are unsupported").in(0.0, 30.0)},
     [](const Params& p, const ModelDims& dims) { bits_of(p, dims); },
     [](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); },
 });

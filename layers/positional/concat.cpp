@@ -74,13 +74,13 @@ PELAB_REGISTER_ENCODING(concat, EncodingSpec{
     "token embedding (d - d_pos wide) concatenated with a sinusoidal or learned position vector",
     false,  // relative
     {
-        {"kind", ValueType::string, std::string("sinusoidal"), {}, {}, {"sinusoidal", "learned"},
-         "the position vector: fixed sin/cos of width d_pos, or a trainable (max_len, d_pos) table"},
-        {"d_pos", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "components given to the position; 0 = d_model / 4 rounded down to even; the token table is d_model - d_pos wide"},
-        {"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "sinusoidal: frequencies are base^(-2i/d_pos)"},
-        {"max_len", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "learned: table rows; 0 = the ids training uses (max_position)"},
+        choice_param("kind", "sinusoidal", {"sinusoidal", "learned"},
+                     "the position vector: fixed sin/cos of width d_pos, or a trainable (max_len, d_pos) table"),
+        integer_param("d_pos", 0,
+            "components given to the position; 0 = d_model / 4 rounded down to even; "
+            "the token table is d_model - d_pos wide").in(0.0, 1e6),
+        number_param("base", 10000.0, "sinusoidal: frequencies are base^(-2i/d_pos)").in(2.0, 1e9),
+        integer_param("max_len", 0, "learned: table rows; 0 = the ids training uses (max_position)").in(0.0, 1e6),
     },
     [](const Params& p, const ModelDims& dims) { pos_width(p, dims); },
     [](const Params& p, const ModelDims& dims) {

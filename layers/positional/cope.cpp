@@ -95,10 +95,10 @@ PELAB_REGISTER_ENCODING(cope, EncodingSpec{
     "interpolated learned position logits (Golovneva et al. 2024)",
     true,  // ignores position ids altogether: every shift (any change) of the ids leaves the logits unchanged
     {
-        {"npos", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "position embeddings per layer; counts clamp to npos - 1; 0: the training length + 1"},
-        {"shared_layers", ValueType::boolean, false, {}, {}, {},
-         "one embedding table for all layers; false: one per layer (as the authors)"},
+        integer_param("npos", 0,
+            "position embeddings per layer; counts clamp to npos - 1; 0: the training length + 1").in(0.0, 1e6),
+        bool_param("shared_layers", false,
+            "one embedding table for all layers; false: one per layer (as the authors)"),
     },
     check,
     [](const Params& p, const ModelDims& dims) {

@@ -96,12 +96,13 @@ PELAB_REGISTER_ENCODING(fire, EncodingSpec{
     "MLP of the log distance normalized by log max(L, query id), per head (Li et al. 2023)",
     false,  // relative only while every query id is below L
     {
-        {"hidden", ValueType::integer, std::int64_t(32), 1.0, 4096.0, {}, "width of the MLP 1 -> hidden -> heads"},
-        {"init_c", ValueType::number, 0.1, 1e-6, 1e3, {}, "initial c of psi(x) = log(|c x| + 1)"},
-        {"init_L", ValueType::number, 512.0, 1.0, 1e9, {},
-         "L = |L_multiplier * init_L| with L_multiplier learned from 1: query ids below L share one normalizer"},
-        {"per_head", ValueType::boolean, true, {}, {}, {}, "one MLP output per head; false: one shared by all heads"},
-        {"shared_layers", ValueType::boolean, false, {}, {}, {}, "one FIRE for all layers; false: one per layer"},
+        integer_param("hidden", 32, "width of the MLP 1 -> hidden -> heads").in(1.0, 4096.0),
+        number_param("init_c", 0.1, "initial c of psi(x) = log(|c x| + 1)").in(1e-6, 1e3),
+        number_param("init_L", 512.0,
+            "L = |L_multiplier * init_L| with L_multiplier learned from 1: "
+            "query ids below L share one normalizer").in(1.0, 1e9),
+        bool_param("per_head", true, "one MLP output per head; false: one shared by all heads"),
+        bool_param("shared_layers", false, "one FIRE for all layers; false: one per layer"),
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {

@@ -41,7 +41,7 @@ PELAB_REGISTER_ENCODING(integer, EncodingSpec{
     "the position id itself (times a step) added to the embeddings: unbounded",
     false,  // relative
     {
-        {"scale", ValueType::number, 1.0, 1e-9, 1e9, {}, "the step: position t adds scale * t"},
+        number_param("scale", 1.0, "the step: position t adds scale * t").in(1e-9, 1e9),
         scalar_pattern_param(),
     },
     nullptr,

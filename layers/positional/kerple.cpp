@@ -98,10 +98,10 @@ PELAB_REGISTER_ENCODING(kerple, EncodingSpec{
     "learned kernel of the distance per head: -r1 log(1 + r2 d) or -r1 d^r2 (Chi et al. 2022)",
     true,  // relative
     {
-        {"variant", ValueType::string, std::string("log"), {}, {}, {"log", "power"},
-         "log: -r1 log(1 + r2 |i-j|); power: -r1 |i-j|^r2 with r2 in (0, 2]"},
-        {"shared_layers", ValueType::boolean, false, {}, {}, {},
-         "one (r1, r2) per head for all layers; false: per layer (as the authors)"},
+        choice_param("variant", "log", {"log", "power"},
+                     "log: -r1 log(1 + r2 |i-j|); power: -r1 |i-j|^r2 with r2 in (0, 2]"),
+        bool_param("shared_layers", false,
+            "one (r1, r2) per head for all layers; false: per layer (as the authors)"),
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {

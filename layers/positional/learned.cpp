@@ -46,11 +46,10 @@ PELAB_REGISTER_ENCODING(learned, EncodingSpec{
     "trainable absolute position table added to the embeddings (GPT-2)",
     false,  // relative
     {
-        {"max_len", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "table rows; 0 = the ids training uses: the longest training sequence, or [train] max_position "
-         "under offset/randomized positions (ids beyond the table are unsupported)"},
-        {"clamp", ValueType::boolean, false, {}, {}, {},
-         "reuse the last row for positions >= max_len instead of failing"},
+        integer_param("max_len", 0,
+            "table rows; 0 = the ids training uses: the longest training sequence, or [train] max_position "
+            "under offset/randomized positions (ids beyond the table are unsupported)").in(0.0, 1e6),
+        bool_param("clamp", false, "reuse the last row for positions >= max_len instead of failing"),
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {

@@ -56,11 +56,10 @@ PELAB_REGISTER_ENCODING(multiplicative, EncodingSpec{
     "token embedding times a sinusoidal or learned position vector, elementwise",
     false,  // relative
     {
-        {"kind", ValueType::string, std::string("sinusoidal"), {}, {}, {"sinusoidal", "learned"},
-         "the position vector: fixed sin/cos, or a trainable table of gains starting at 1"},
-        {"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "sinusoidal: frequencies are base^(-2i/d)"},
-        {"max_len", ValueType::integer, std::int64_t(0), 0.0, 1e6, {},
-         "learned: table rows; 0 = the ids training uses (max_position)"},
+        choice_param("kind", "sinusoidal", {"sinusoidal", "learned"},
+                     "the position vector: fixed sin/cos, or a trainable table of gains starting at 1"),
+        number_param("base", 10000.0, "sinusoidal: frequencies are base^(-2i/d)").in(2.0, 1e9),
+        integer_param("max_len", 0, "learned: table rows; 0 = the ids training uses (max_position)").in(0.0, 1e6),
     },
     [](const Params& p, const ModelDims& dims) {
       if (p.get_string("kind") == "sinusoidal" && dims.d_model % 2 != 0)

@@ -62,10 +62,10 @@ PELAB_REGISTER_ENCODING(recurrent, EncodingSpec{
     "a GRU or LSTM over the token embeddings in front of the first block; no position vector",
     true,  // relative: ids are ignored altogether
     {
-        {"cell", ValueType::string, std::string("gru"), {}, {}, {"gru", "lstm"},
-         "the recurrence (torch.nn.GRU / nn.LSTM equations, one layer, hidden size d_model)"},
-        {"residual", ValueType::boolean, false, {}, {}, {},
-         "false: the RNN's outputs replace the embeddings; true: they are added to them"},
+        choice_param("cell", "gru", {"gru", "lstm"},
+                     "the recurrence (torch.nn.GRU / nn.LSTM equations, one layer, hidden size d_model)"),
+        bool_param("residual", false,
+            "false: the RNN's outputs replace the embeddings; true: they are added to them"),
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {

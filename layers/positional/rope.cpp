@@ -116,25 +116,24 @@ PELAB_REGISTER_ENCODING(rope, EncodingSpec{
     "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)",
     true,  // relative
     {
-        {"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "theta_i = base^(-2i/rot)"},
-        {"layout", ValueType::string, std::string("interleaved"), {}, {}, {"interleaved", "half"},
-         "pairs (2i, 2i+1) as in RoFormer, or (i, i+rot/2) as in Llama"},
-        {"fraction", ValueType::number, 1.0, 0.0, 1.0, {}, "fraction of each head's dims rotated"},
-        {"scaling", ValueType::string, std::string("none"), {}, {}, {"none", "pi", "ntk", "dynamic_ntk", "yarn"},
-         "length extension (mainly for `pelab eval --set`): pi = positions p/factor (Chen et al. 2023); "
-         "ntk = base*factor^(d/(d-2)); dynamic_ntk = ntk with factor*n/L-(factor-1) for n > L (n: the row's largest "
-         "id + 1; not shift-invariant); yarn = per-frequency ramp between pi and none, logits *(yarn_mscale ln(factor)+1)^2 "
-         "(Peng et al. 2023)"},
-        {"factor", ValueType::number, 2.0, 1.0, 1e6, {}, "scale s of pi, ntk, yarn (the target length / L); "
-         "dynamic_ntk's multiplier"},
-        {"original_len", ValueType::integer, std::int64_t(0), 0.0, 1e9, {},
-         "L, the trained context the scaling starts from; 0 = the training position range"},
-        {"yarn_alpha", ValueType::number, 1.0, 0.0, 1e6, {},
-         "yarn: frequencies with fewer than alpha rotations in L are fully interpolated"},
-        {"yarn_beta", ValueType::number, 32.0, 0.0, 1e6, {},
-         "yarn: frequencies with more than beta rotations in L are kept"},
-        {"yarn_mscale", ValueType::number, 0.1, 0.0, 10.0, {},
-         "yarn: q and k times yarn_mscale*ln(factor)+1 (the paper's sqrt(1/t)); 0 = no temperature"},
+        number_param("base", 10000.0, "theta_i = base^(-2i/rot)").in(2.0, 1e9),
+        choice_param("layout", "interleaved", {"interleaved", "half"},
+                     "pairs (2i, 2i+1) as in RoFormer, or (i, i+rot/2) as in Llama"),
+        number_param("fraction", 1.0, "fraction of each head's dims rotated").in(0.0, 1.0),
+        choice_param("scaling", "none", {"none", "pi", "ntk", "dynamic_ntk", "yarn"},
+                     "length extension (mainly for `pelab eval --set`): pi = positions p/factor (Chen et al. 2023); "
+                     "ntk = base*factor^(d/(d-2)); dynamic_ntk = ntk with factor*n/L-(factor-1) for n > L "
+                     "(n: the row's largest id + 1; not shift-invariant); yarn = per-frequency ramp between pi and "
+                     "none, logits *(yarn_mscale ln(factor)+1)^2 (Peng et al. 2023)"),
+        number_param("factor", 2.0, "scale s of pi, ntk, yarn (the target length / L); "
+            "dynamic_ntk's multiplier").in(1.0, 1e6),
+        integer_param("original_len", 0,
+            "L, the trained context the scaling starts from; 0 = the training position range").in(0.0, 1e9),
+        number_param("yarn_alpha", 1.0,
+            "yarn: frequencies with fewer than alpha rotations in L are fully interpolated").in(0.0, 1e6),
+        number_param("yarn_beta", 32.0, "yarn: frequencies with more than beta rotations in L are kept").in(0.0, 1e6),
+        number_param("yarn_mscale", 0.1,
+            "yarn: q and k times yarn_mscale*ln(factor)+1 (the paper's sqrt(1/t)); 0 = no temperature").in(0.0, 10.0),
     },
     [](const Params& p, const ModelDims& dims) { check_scaling(p, dims); },
     [](const Params& p, const ModelDims& dims) {

@@ -79,10 +79,9 @@ PELAB_REGISTER_ENCODING(shaw, EncodingSpec{
     "learned relative keys (and values) of the clipped distance inside attention (Shaw et al. 2018)",
     true,  // relative
     {
-        {"clip", ValueType::integer, std::int64_t(16), 1.0, 100000.0, {},
-         "clip distance k: distances beyond +-k share the edge buckets (2k + 1 per layer)"},
-        {"values", ValueType::boolean, true, {}, {}, {},
-         "relative values a^V too (keys and values); false: relative keys only"},
+        integer_param("clip", 16,
+            "clip distance k: distances beyond +-k share the edge buckets (2k + 1 per layer)").in(1.0, 100000.0),
+        bool_param("values", true, "relative values a^V too (keys and values); false: relative keys only"),
     },
     nullptr,
     [](const Params& p, const ModelDims& dims) {

@@ -68,7 +68,7 @@ PELAB_REGISTER_ENCODING(sinusoidal, EncodingSpec{
     "sinusoidal",
     "fixed sin/cos absolute encoding added to the embeddings (Vaswani et al. 2017)",
     false,  // relative
-    {{"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "wavelength base: frequencies are base^(-2i/d)"}},
+    {number_param("base", 10000.0, "wavelength base: frequencies are base^(-2i/d)").in(2.0, 1e9)},
     [](const Params&, const ModelDims& dims) {
       if (dims.d_model % 2 != 0)
         throw Error("encoding 'sinusoidal' needs an even d_model (sin/cos pairs), got " + std::to_string(dims.d_model));

@@ -115,12 +115,11 @@ PELAB_REGISTER_ENCODING(t5, EncodingSpec{
     "learned scalar bias per head for bucketed relative distances (Raffel et al. 2020)",
     true,  // relative
     {
-        {"num_buckets", ValueType::integer, std::int64_t(32), 4.0, 4096.0, {},
-         "distance buckets (per side when model.causal = false)"},
-        {"max_distance", ValueType::integer, std::int64_t(128), 1.0, 1e6, {},
-         "distances from here on share the last bucket; must exceed num_buckets/2 (causal) or num_buckets/4"},
-        {"shared_layers", ValueType::boolean, true, {}, {}, {},
-         "one bias table for all layers (as T5); false: one per layer"},
+        integer_param("num_buckets", 32, "distance buckets (per side when model.causal = false)").in(4.0, 4096.0),
+        integer_param("max_distance", 128,
+            "distances from here on share the last bucket; "
+            "must exceed num_buckets/2 (causal) or num_buckets/4").in(1.0, 1e6),
+        bool_param("shared_layers", true, "one bias table for all layers (as T5); false: one per layer"),
     },
     check,
     [](const Params& p, const ModelDims& dims) {

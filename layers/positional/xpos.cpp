@@ -85,10 +85,10 @@ PELAB_REGISTER_ENCODING(xpos, EncodingSpec{
     "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)",
     true,  // relative
     {
-        {"base", ValueType::number, 10000.0, 2.0, 1e9, {}, "rotation frequencies theta_i = base^(-2i/hs), as RoPE"},
-        {"scale_base", ValueType::number, 512.0, 1.0, 1e9, {},
-         "the decay's length scale B: q scaled by zeta^(s/B), k by zeta^(-s/B)"},
-        {"gamma", ValueType::number, 0.4, 1e-3, 1e3, {}, "zeta_i = (2i/hs + gamma) / (1 + gamma)"},
+        number_param("base", 10000.0, "rotation frequencies theta_i = base^(-2i/hs), as RoPE").in(2.0, 1e9),
+        number_param("scale_base", 512.0,
+            "the decay's length scale B: q scaled by zeta^(s/B), k by zeta^(-s/B)").in(1.0, 1e9),
+        number_param("gamma", 0.4, "zeta_i = (2i/hs + gamma) / (1 + gamma)").in(1e-3, 1e3),
     },
     check,
     [](const Params& p, const ModelDims& dims) {

@@ -87,9 +87,9 @@ PELAB_REGISTER_OPTIMIZER(adamw, OptimizerSpec{
     "adamw",
     "Adam with decoupled weight decay (torch.optim.AdamW)",
     {
-        {"beta1", ValueType::number, 0.9, 0.0, 1.0, {}, "decay of the gradient mean", true},
-        {"beta2", ValueType::number, 0.999, 0.0, 1.0, {}, "decay of the squared-gradient mean", true},
-        {"eps", ValueType::number, 1e-8, 1e-30, 1.0, {}, "added to the denominator"},
+        number_param("beta1", 0.9, "decay of the gradient mean").in_half_open(0.0, 1.0),
+        number_param("beta2", 0.999, "decay of the squared-gradient mean").in_half_open(0.0, 1.0),
+        number_param("eps", 1e-8, "added to the denominator").in(1e-30, 1.0),
     },
     [](std::vector<Parameter> params, const Params& p, const OptimizerCommon& common) -> std::unique_ptr<Optimizer> {
       AdamWConfig c;

@@ -41,7 +41,7 @@ PELAB_REGISTER_OPTIMIZER(sgd, OptimizerSpec{
     "sgd",
     "stochastic gradient descent with momentum, L2-style weight decay (torch.optim.SGD)",
     {
-        {"momentum", ValueType::number, 0.9, 0.0, 1.0, {}, "0 = plain SGD", true},
+        number_param("momentum", 0.9, "0 = plain SGD").in_half_open(0.0, 1.0),
     },
     [](std::vector<Parameter> params, const Params& p, const OptimizerCommon& common) -> std::unique_ptr<Optimizer> {
       SGDConfig c;
