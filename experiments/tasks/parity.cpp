@@ -7,7 +7,7 @@ namespace {
 
 class Parity : public SequenceTask {
  public:
-  explicit Parity(const SequenceFormat& f) : SequenceTask("parity", f, "Parity:") {}
+  Parity(const SequenceFormat& f, std::string name) : SequenceTask(std::move(name), f, "Parity:") {}
 
  protected:
   std::size_t base_vocab_size() const override { return seq::kFirstSymbol + 2; }
@@ -43,6 +43,19 @@ PELAB_REGISTER_TASK(parity, TaskSpec{
     "x = n uniformly random bits, y = one bit: 1 if x has an odd number of 1s.\n"
     "example (n=4, default format): <BOS> 1 0 1 1 <SEP> [1 <EOS>]\n" + std::string(kFormatKeys),
     {},
-    [](const TaskCommon& c, const Params&) -> std::unique_ptr<Task> { return std::make_unique<Parity>(c.format); }});
+    [](const TaskCommon& c, const Params&) -> std::unique_ptr<Task> {
+      return std::make_unique<Parity>(c.format, "parity");
+    }});
+
+// The Chomsky suite's parity_check (Delétang et al. 2023, tasks/regular/parity_check.py) is this task:
+// the same bits and answer, under the suite's name.
+PELAB_REGISTER_TASK(parity_check, TaskSpec{
+    "parity_check",
+    "Chomsky suite, regular: `parity` under the suite's name (Deletang et al. 2023)",
+    "`parity` (the same generator and scoring); see `pelab show-task parity`.\n" + std::string(kFormatKeys),
+    {},
+    [](const TaskCommon& c, const Params&) -> std::unique_ptr<Task> {
+      return std::make_unique<Parity>(c.format, "parity_check");
+    }});
 
 }  // namespace pelab

@@ -22,4 +22,16 @@ PELAB_REGISTER_TASK(reverse, TaskSpec{
       return std::make_unique<SymbolTask>("reverse", c.format, "Reverse:", std::size_t(p.get_int("symbols")), reversed);
     }});
 
+// The Chomsky suite's reverse_string (Delétang et al. 2023, tasks/dcf/reverse_string.py) is this task with
+// the paper's 2 symbols: one generator, so its results compare with `reverse`'s.
+PELAB_REGISTER_TASK(reverse_string, TaskSpec{
+    "reverse_string",
+    "Chomsky suite: `reverse` with 2 symbols (Deletang et al. 2023)",
+    "`reverse` with symbols = 2 by default (the paper's alphabet); see `pelab show-task reverse`.\n" +
+        std::string(kFormatKeys),
+    {symbols_param(2)},
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<SymbolTask>("reverse_string", c.format, "Reverse:", std::size_t(p.get_int("symbols")), reversed);
+    }});
+
 }  // namespace pelab

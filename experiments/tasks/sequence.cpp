@@ -198,8 +198,8 @@ seq::Example SymbolTask::generate(Rng& rng, std::size_t n) const {
   return e;
 }
 
-ParamSpec symbols_param() {
-  return integer_param("symbols", 10, "alphabet size of x").in(2.0, 100.0);
+ParamSpec symbols_param(std::int64_t default_symbols) {
+  return integer_param("symbols", default_symbols, "alphabet size of x").in(2.0, 100.0);
 }
 
 const char* const kSymbolVocabulary =

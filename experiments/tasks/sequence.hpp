@@ -110,7 +110,7 @@ class SymbolTask : public SequenceTask {
 };
 
 // The `symbols` parameter of the SymbolTasks and the vocabulary paragraph of their format text.
-ParamSpec symbols_param();
+ParamSpec symbols_param(std::int64_t default_symbols = 10);
 extern const char* const kSymbolVocabulary;
 // The paragraph every sequence task's format text ends with: the [task] format keys.
 extern const char* const kFormatKeys;

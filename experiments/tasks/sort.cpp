@@ -22,4 +22,16 @@ PELAB_REGISTER_TASK(sort, TaskSpec{
       return std::make_unique<SymbolTask>("sort", c.format, "Sort:", std::size_t(p.get_int("symbols")), sorted);
     }});
 
+// The Chomsky suite's bucket_sort (Delétang et al. 2023, tasks/cs/bucket_sort.py) is this task with the
+// paper's 5 symbols: one generator, so its results compare with `sort`'s.
+PELAB_REGISTER_TASK(bucket_sort, TaskSpec{
+    "bucket_sort",
+    "Chomsky suite: `sort` with 5 symbols (Deletang et al. 2023)",
+    "`sort` with symbols = 5 by default (the paper's alphabet); see `pelab show-task sort`.\n" +
+        std::string(kFormatKeys),
+    {symbols_param(5)},
+    [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
+      return std::make_unique<SymbolTask>("bucket_sort", c.format, "Sort:", std::size_t(p.get_int("symbols")), sorted);
+    }});
+
 }  // namespace pelab
