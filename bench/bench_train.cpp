@@ -35,6 +35,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -136,12 +137,7 @@ const BenchConfig& find_config(const std::string& name) {
   throw Error("--config: unknown configuration '" + name + "'; allowed: a, b, c, all");
 }
 
-void run_cell(const BenchConfig& bc, const std::string& encoding, const Options& opt) {
-  const double rss_base = proc_status_mb("VmRSS");
-  const int steps = opt.steps > 0 ? opt.steps : bc.steps;
-  const int warmup = opt.warmup >= 0 ? opt.warmup : bc.warmup;
-  parallel::set_threads(opt.threads, "--threads");  // pelab's pool; OpenBLAS stays at 1 thread
-
+ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encoding, const PositionConfig& pc) {
   ModelConfig mc;
   mc.vocab = kVocab;
   mc.d_model = bc.d_model;
@@ -149,8 +145,134 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   mc.n_heads = bc.n_heads;
   mc.encoding = encoding;
   mc.train_seq_len = bc.seq;
-  const PositionConfig pc{parse_position_mode(opt.positions), 2 * bc.seq};
   if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows
+  return mc;
+}
+
+// One fixed random batch: throughput does not depend on the values.
+struct BenchBatch {
+  IndexArray tokens, targets, positions;  // (B, T)
+  Array mask;                             // (B, T), every token counts
+  Batch ids;                              // the position ids, drawn once; kept with the batch (as above)
+};
+
+BenchBatch bench_batch(const BenchConfig& bc, const PositionConfig& pc) {
+  const std::size_t B = bc.batch, T = bc.seq;
+  // Every buffer made at its size: a default-constructed Array (one element) replaced later would be
+  // freed into the allocator's cache and change the count of buffers the timed steps take from the system.
+  BenchBatch b{IndexArray(Shape{B, T}), IndexArray(Shape{B, T}), IndexArray(), Array(Shape{B, T}), Batch()};
+  Rng data_rng(1);
+  for (auto& v : b.tokens) v = static_cast<std::int32_t>(data_rng.below(kVocab));
+  for (auto& v : b.targets) v = static_cast<std::int32_t>(data_rng.below(kVocab));
+  b.ids.tokens = b.tokens;
+  Rng position_rng(2);
+  assign_positions(b.ids, pc, position_rng);
+  b.positions = b.ids.positions;
+  b.mask.fill(real(1));
+  return b;
+}
+
+// What the timed steps of one cell measured.
+struct CellMeasure {
+  std::vector<double> wall, cpu;  // seconds per timed step
+  double rss_warm = 0, rss_end = 0, heap_warm = 0, heap_end = 0, peak_rss = 0;  // MB, kB, MB
+  memory::Stats mem_warm, mem_end;
+  double loss_first = 0, loss_last = 0;
+};
+
+// `warmup` untimed steps, then `steps` timed ones, with the memory figures around the timed ones.
+// `step` runs one training step and returns its loss.
+CellMeasure time_steps(const std::function<double()>& step, int warmup, int steps) {
+  CellMeasure m;
+  for (int i = 0; i < warmup; ++i) {
+    m.loss_last = step();
+    if (i == 0) m.loss_first = m.loss_last;
+  }
+  m.wall.resize(steps), m.cpu.resize(steps);  // before the heap baseline: not a step's allocation
+  m.rss_warm = proc_status_mb("VmRSS"), m.heap_warm = heap_in_use_kb();
+  m.mem_warm = memory::stats();
+  for (int i = 0; i < steps; ++i) {
+    const double c0 = cpu_now_s();
+    const auto t0 = std::chrono::steady_clock::now();
+    m.loss_last = step();
+    m.wall[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.cpu[i] = cpu_now_s() - c0;
+    if (warmup == 0 && i == 0) m.loss_first = m.loss_last;
+  }
+  m.rss_end = proc_status_mb("VmRSS"), m.heap_end = heap_in_use_kb();
+  m.mem_end = memory::stats();
+  m.peak_rss = proc_status_mb("VmHWM");
+  return m;
+}
+
+// The figures printed for one cell.
+struct CellFigures {
+  std::size_t B, T, d, L, params;
+  int steps, warmup;
+  double rss_base, peak_gflops;
+  double flops, step_s, cpu_s, tok_s, gflops, util;
+  std::size_t sys_allocs;  // tensor buffers obtained from the system during the timed steps: 0 in steady state
+  double sys_mb_delta;
+};
+
+CellFigures cell_figures(const BenchConfig& bc, const ModelConfig& mc, std::size_t params, int steps, int warmup,
+                         double rss_base, const CellMeasure& m, double peak_gflops) {
+  CellFigures f;
+  f.B = bc.batch, f.T = bc.seq, f.d = bc.d_model, f.L = bc.n_layers, f.params = params;
+  f.steps = steps, f.warmup = warmup, f.rss_base = rss_base, f.peak_gflops = peak_gflops;
+  f.sys_allocs = m.mem_end.system_allocs - m.mem_warm.system_allocs;
+  f.sys_mb_delta = (double(m.mem_end.system_bytes) - double(m.mem_warm.system_bytes)) / (1 << 20);
+  const std::size_t B = f.B, T = f.T, d = f.d, ff = mc.d_ff ? mc.d_ff : 4 * d, L = f.L;
+  const double n_mm = double(L) * (4.0 * d * d + 2.0 * d * ff) + double(d) * kVocab;
+  f.flops = 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d;
+  f.step_s = median(m.wall), f.cpu_s = median(m.cpu);
+  f.tok_s = double(B * T) / f.step_s, f.gflops = f.flops / f.step_s / 1e9;
+  f.util = f.gflops / peak_gflops;
+  return f;
+}
+
+void print_cell_json(const BenchConfig& bc, const std::string& encoding, const Options& opt, const CellFigures& f,
+                     const CellMeasure& m) {
+  std::printf(
+      "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"positions\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
+      "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
+      "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
+      "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
+      "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
+      "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
+      "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
+      bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, f.B, f.T, f.d, f.L, bc.n_heads, kVocab,
+      f.params, f.warmup, f.steps, f.step_s * 1e3, f.cpu_s * 1e3, f.tok_s, double(f.B * f.T) / f.cpu_s,
+      f.flops, f.gflops, f.peak_gflops, f.util, f.rss_base, m.peak_rss, m.rss_warm, m.rss_end, m.rss_end - m.rss_warm,
+      m.heap_end - m.heap_warm, f.sys_allocs, f.sys_mb_delta, m.mem_end.system_bytes / double(1 << 20), m.loss_first,
+      m.loss_last, blas::core_name().c_str(), simd::summary().c_str());
+}
+
+void print_cell_text(const BenchConfig& bc, const std::string& encoding, const Options& opt, const CellFigures& f,
+                     const CellMeasure& m) {
+  std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %s positions, "
+              "%d thread(s)\n", bc.name.c_str(), f.d, f.L, bc.n_heads, f.B, f.T, encoding.c_str(), opt.positions.c_str(),
+              opt.threads);
+  std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", f.tok_s,
+              f.step_s * 1e3, f.cpu_s * 1e3, f.steps, f.warmup);
+  std::printf("  %.2f GFLOP/s (%.3g GFLOP/step)", f.gflops, f.flops / 1e9);
+  std::printf(" = %.1f%% of the single-thread sgemm peak %.1f GFLOP/s", 100 * f.util, f.peak_gflops);
+  std::printf("\n  peak RSS %.1f MB; RSS after warm-up %.2f MB, after %d more steps %.2f MB (%+.3f MB); "
+              "heap in use %+.1f kB\n"
+              "  tensor buffers from the system during the timed steps: %zu (%+.3f MB; %.2f MB held)\n"
+              "  loss %.4f -> %.4f\n",
+              m.peak_rss, m.rss_warm, f.steps, m.rss_end, m.rss_end - m.rss_warm, m.heap_end - m.heap_warm,
+              f.sys_allocs, f.sys_mb_delta, m.mem_end.system_bytes / double(1 << 20), m.loss_first, m.loss_last);
+}
+
+void run_cell(const BenchConfig& bc, const std::string& encoding, const Options& opt) {
+  const double rss_base = proc_status_mb("VmRSS");
+  const int steps = opt.steps > 0 ? opt.steps : bc.steps;
+  const int warmup = opt.warmup >= 0 ? opt.warmup : bc.warmup;
+  parallel::set_threads(opt.threads, "--threads");  // pelab's pool; OpenBLAS stays at 1 thread
+
+  const PositionConfig pc{parse_position_mode(opt.positions), 2 * bc.seq};
+  const ModelConfig mc = bench_model_config(bc, encoding, pc);
   Transformer model(mc);
   Rng init_rng(0);
   init_parameters(model, init_rng);
@@ -160,90 +282,22 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   common.weight_decay = 0.01;
   auto optimizer = make_optimizer("adamw", {}, common, model.parameters());
 
-  // One fixed random batch: throughput does not depend on the values.
-  const std::size_t B = bc.batch, T = bc.seq;
-  Rng data_rng(1);
-  IndexArray tokens(Shape{B, T}), targets(Shape{B, T});
-  for (auto& v : tokens) v = static_cast<std::int32_t>(data_rng.below(kVocab));
-  for (auto& v : targets) v = static_cast<std::int32_t>(data_rng.below(kVocab));
-  Batch ids;  // the position ids, drawn once
-  ids.tokens = tokens;
-  Rng position_rng(2);
-  assign_positions(ids, pc, position_rng);
-  const IndexArray positions = ids.positions;
-  Array mask(Shape{B, T});
-  mask.fill(real(1));  // every token counts
-
-  double loss_first = 0, loss_last = 0;
-  auto step = [&] {
-    Tensor logits = model.forward(tokens, positions);
-    Tensor loss = cross_entropy(logits, targets, &mask);
-    loss_last = loss.item();
+  const BenchBatch batch = bench_batch(bc, pc);
+  const std::function<double()> step = [&] {
+    Tensor logits = model.forward(batch.tokens, batch.positions);
+    Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
+    const double l = loss.item();
     loss.backward();
     optimizer->step(1e-3);
     model.zero_grad();
+    return l;
   };
-
-  for (int i = 0; i < warmup; ++i) {
-    step();
-    if (i == 0) loss_first = loss_last;
-  }
-  std::vector<double> wall(steps), cpu(steps);  // before the heap baseline: not a step's allocation
-  const double rss_warm = proc_status_mb("VmRSS"), heap_warm = heap_in_use_kb();
-  const memory::Stats mem_warm = memory::stats();
-  for (int i = 0; i < steps; ++i) {
-    const double c0 = cpu_now_s();
-    const auto t0 = std::chrono::steady_clock::now();
-    step();
-    wall[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    cpu[i] = cpu_now_s() - c0;
-    if (warmup == 0 && i == 0) loss_first = loss_last;
-  }
-  const double rss_end = proc_status_mb("VmRSS"), heap_end = heap_in_use_kb();
-  const memory::Stats mem_end = memory::stats();
-  // Tensor buffers obtained from the system during the timed steps: 0 when steady state allocates nothing new.
-  const std::size_t sys_allocs = mem_end.system_allocs - mem_warm.system_allocs;
-  const double sys_mb_delta = (double(mem_end.system_bytes) - double(mem_warm.system_bytes)) / (1 << 20);
-  const double peak_rss = proc_status_mb("VmHWM");
+  const CellMeasure m = time_steps(step, warmup, steps);
   // Measured after the cell when not given, so that its buffers stay out of the cell's RSS figures.
   const double peak_gflops = opt.peak_gflops > 0 ? opt.peak_gflops : measure_peak_gflops();
-
-  const std::size_t d = bc.d_model, ff = mc.d_ff ? mc.d_ff : 4 * d, L = bc.n_layers;
-  const double n_mm = double(L) * (4.0 * d * d + 2.0 * d * ff) + double(d) * kVocab;
-  const double flops = 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d;
-  const double step_s = median(wall), cpu_s = median(cpu);
-  const double tok_s = double(B * T) / step_s, gflops = flops / step_s / 1e9;
-  const double util = gflops / peak_gflops;
-
-  if (opt.json) {
-    std::printf(
-        "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"positions\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
-        "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
-        "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
-        "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
-        "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
-        "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
-        "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
-        bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, B, T, d, L, bc.n_heads, kVocab,
-        model.num_parameters(), warmup, steps, step_s * 1e3, cpu_s * 1e3, tok_s, double(B * T) / cpu_s,
-        flops, gflops, peak_gflops, util, rss_base, peak_rss, rss_warm, rss_end, rss_end - rss_warm,
-        heap_end - heap_warm, sys_allocs, sys_mb_delta, mem_end.system_bytes / double(1 << 20), loss_first,
-        loss_last, blas::core_name().c_str(), simd::summary().c_str());
-  } else {
-    std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %s positions, "
-                "%d thread(s)\n", bc.name.c_str(), d, L, bc.n_heads, B, T, encoding.c_str(), opt.positions.c_str(),
-                opt.threads);
-    std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", tok_s,
-                step_s * 1e3, cpu_s * 1e3, steps, warmup);
-    std::printf("  %.2f GFLOP/s (%.3g GFLOP/step)", gflops, flops / 1e9);
-    std::printf(" = %.1f%% of the single-thread sgemm peak %.1f GFLOP/s", 100 * util, peak_gflops);
-    std::printf("\n  peak RSS %.1f MB; RSS after warm-up %.2f MB, after %d more steps %.2f MB (%+.3f MB); "
-                "heap in use %+.1f kB\n"
-                "  tensor buffers from the system during the timed steps: %zu (%+.3f MB; %.2f MB held)\n"
-                "  loss %.4f -> %.4f\n",
-                peak_rss, rss_warm, steps, rss_end, rss_end - rss_warm, heap_end - heap_warm, sys_allocs,
-                sys_mb_delta, mem_end.system_bytes / double(1 << 20), loss_first, loss_last);
-  }
+  const CellFigures f = cell_figures(bc, mc, model.num_parameters(), steps, warmup, rss_base, m, peak_gflops);
+  if (opt.json) print_cell_json(bc, encoding, opt, f, m);
+  else print_cell_text(bc, encoding, opt, f, m);
   std::fflush(stdout);
 }
 

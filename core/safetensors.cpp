@@ -224,12 +224,14 @@ SafeTensors load_safetensors(const std::string& path) {
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 
-SafeTensors parse_safetensors(const char* bytes, std::size_t byte_count, const std::string& path) {
-  const std::uint64_t size = byte_count;
+namespace {
+
+// The 8-byte length and the JSON header after it, checked; `n` gets the header's length in bytes.
+json parse_header(const char* bytes, std::uint64_t size, const std::string& path, std::uint64_t& n) {
   if (size < 8)
     fail(path, "file is " + std::to_string(size) +
                    " bytes, shorter than the 8-byte header length (truncated or not a safetensors file)");
-  std::uint64_t n = 0;
+  n = 0;
   for (int b = 7; b >= 0; --b) n = (n << 8) | static_cast<unsigned char>(bytes[b]);
   if (n > size - 8)
     fail(path, "header length " + std::to_string(n) + " exceeds the " + std::to_string(size - 8) +
@@ -248,83 +250,116 @@ SafeTensors parse_safetensors(const char* bytes, std::size_t byte_count, const s
     fail(path, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) fail(path, "header JSON is not an object");
+  return header;
+}
 
-  const char* data = hdr + n;
+void read_metadata(const json& e, const std::string& path, SafeTensors& st) {
+  if (!e.is_object()) fail(path, "\"__metadata__\" is not an object");
+  for (auto& [k, v] : e.items()) {
+    if (!v.is_string()) fail(path, "\"__metadata__\" value of '" + k + "' is not a string");
+    st.metadata[k] = v.get<std::string>();
+  }
+}
+
+// One tensor's header entry, checked against the data section.
+struct TensorEntry {
+  std::string dtype;
+  DtypeInfo info{};
+  Shape shape;
+  std::uint64_t numel = 1;
+  std::uint64_t begin = 0;  // offset in the data section
+};
+
+// dtype and shape of an entry; numel without overflow (a shape with a 0 holds nothing, whatever the rest).
+void read_dtype_and_shape(const json& e, const std::string& path, const std::string& where, TensorEntry& t) {
+  const json& jd = e["dtype"];
+  if (!jd.is_string()) fail(path, where + ": \"dtype\" is not a string");
+  t.dtype = jd.get<std::string>();
+  if (!dtype_info(t.dtype, t.info))
+    fail(path, where + ": unsupported dtype " + t.dtype + " (supported: " + kSupported + ")");
+
+  const json& js = e["shape"];
+  if (!js.is_array()) fail(path, where + ": \"shape\" is not an array");
+  bool overflow = false;
+  for (const json& d : js) {
+    if (!d.is_number_unsigned()) fail(path, where + ": \"shape\" holds " + d.dump() + ", not a non-negative integer");
+    const std::uint64_t v = d.get<std::uint64_t>();
+    if (v != 0 && t.numel > std::numeric_limits<std::uint64_t>::max() / v) overflow = true;
+    else t.numel *= v;
+    t.shape.push_back(static_cast<std::size_t>(v));
+  }
+  const bool empty = std::find(t.shape.begin(), t.shape.end(), std::size_t(0)) != t.shape.end();
+  if (empty) t.numel = 0, overflow = false;
+  if (overflow || t.numel > std::numeric_limits<std::uint64_t>::max() / t.info.itemsize)
+    fail(path, where + ": shape " + js.dump() + " is too large");
+}
+
+TensorEntry read_entry(const json& e, const std::string& path, const std::string& where, std::uint64_t data_size) {
+  if (!e.is_object()) fail(path, where + ": entry is not an object");
+  for (const char* field : {"dtype", "shape", "data_offsets"})
+    if (!e.contains(field)) fail(path, where + ": missing \"" + field + "\"");
+  TensorEntry t;
+  read_dtype_and_shape(e, path, where, t);
+  const std::uint64_t nbytes = t.numel * t.info.itemsize;
+
+  const json& jo = e["data_offsets"];
+  if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
+    fail(path, where + ": \"data_offsets\" is " + jo.dump() + ", not [begin, end] with non-negative integers");
+  const std::uint64_t begin = jo[0].get<std::uint64_t>(), end = jo[1].get<std::uint64_t>();
+  if (begin > end) fail(path, where + ": data_offsets " + jo.dump() + " has begin > end");
+  if (end > data_size)
+    fail(path, where + ": data_offsets " + jo.dump() + " out of range: the data section is " +
+                   std::to_string(data_size) + " bytes (truncated file?)");
+  if (end - begin != nbytes)
+    fail(path, where + ": data_offsets " + jo.dump() + " span " + std::to_string(end - begin) +
+                   " bytes but " + t.dtype + " shape " + e["shape"].dump() + " needs " + std::to_string(nbytes));
+  t.begin = begin;
+  return t;
+}
+
+// The tensor's bytes at src into st: floats as real, integers as int32 (I64 values must fit).
+void copy_tensor(const TensorEntry& t, const char* src, const std::string& name, const std::string& path,
+                 const std::string& where, SafeTensors& st) {
+  if (t.info.is_float) {
+    Array a(t.shape);
+    if (t.dtype == "F32") convert_copy<float>(src, t.numel, a.data());
+    else convert_copy<double>(src, t.numel, a.data());
+    st.floats.emplace(name, std::move(a));
+    return;
+  }
+  IndexArray a(t.shape);
+  if (t.dtype == "I32") {
+    convert_copy<std::int32_t>(src, t.numel, a.data());
+  } else {
+    for (std::uint64_t k = 0; k < t.numel; ++k) {
+      std::int64_t v;
+      std::memcpy(&v, src + k * 8, 8);
+      if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+        fail(path, where + ": I64 value " + std::to_string(v) + " at flat index " + std::to_string(k) +
+                       " does not fit in int32");
+      a.data()[k] = static_cast<std::int32_t>(v);
+    }
+  }
+  st.ints.emplace(name, std::move(a));
+}
+
+}  // namespace
+
+SafeTensors parse_safetensors(const char* bytes, std::size_t byte_count, const std::string& path) {
+  const std::uint64_t size = byte_count;
+  std::uint64_t n = 0;
+  json header = parse_header(bytes, size, path, n);
+  const char* data = bytes + 8 + n;
   const std::uint64_t data_size = size - 8 - n;
   SafeTensors st;
   for (auto& [name, e] : header.items()) {
     if (name == "__metadata__") {
-      if (!e.is_object()) fail(path, "\"__metadata__\" is not an object");
-      for (auto& [k, v] : e.items()) {
-        if (!v.is_string()) fail(path, "\"__metadata__\" value of '" + k + "' is not a string");
-        st.metadata[k] = v.get<std::string>();
-      }
+      read_metadata(e, path, st);
       continue;
     }
     const std::string where = "tensor '" + name + "'";
-    if (!e.is_object()) fail(path, where + ": entry is not an object");
-    for (const char* field : {"dtype", "shape", "data_offsets"})
-      if (!e.contains(field)) fail(path, where + ": missing \"" + field + "\"");
-
-    const json& jd = e["dtype"];
-    if (!jd.is_string()) fail(path, where + ": \"dtype\" is not a string");
-    const std::string dtype = jd.get<std::string>();
-    DtypeInfo info{};
-    if (!dtype_info(dtype, info))
-      fail(path, where + ": unsupported dtype " + dtype + " (supported: " + kSupported + ")");
-
-    const json& js = e["shape"];
-    if (!js.is_array()) fail(path, where + ": \"shape\" is not an array");
-    Shape shape;
-    std::uint64_t numel = 1;
-    bool overflow = false;
-    for (const json& d : js) {
-      if (!d.is_number_unsigned()) fail(path, where + ": \"shape\" holds " + d.dump() + ", not a non-negative integer");
-      const std::uint64_t v = d.get<std::uint64_t>();
-      if (v != 0 && numel > std::numeric_limits<std::uint64_t>::max() / v) overflow = true;
-      else numel *= v;
-      shape.push_back(static_cast<std::size_t>(v));
-    }
-    const bool empty = std::find(shape.begin(), shape.end(), std::size_t(0)) != shape.end();
-    if (empty) numel = 0, overflow = false;
-    if (overflow || numel > std::numeric_limits<std::uint64_t>::max() / info.itemsize)
-      fail(path, where + ": shape " + js.dump() + " is too large");
-    const std::uint64_t nbytes = numel * info.itemsize;
-
-    const json& jo = e["data_offsets"];
-    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
-      fail(path, where + ": \"data_offsets\" is " + jo.dump() + ", not [begin, end] with non-negative integers");
-    const std::uint64_t begin = jo[0].get<std::uint64_t>(), end = jo[1].get<std::uint64_t>();
-    if (begin > end) fail(path, where + ": data_offsets " + jo.dump() + " has begin > end");
-    if (end > data_size)
-      fail(path, where + ": data_offsets " + jo.dump() + " out of range: the data section is " +
-                     std::to_string(data_size) + " bytes (truncated file?)");
-    if (end - begin != nbytes)
-      fail(path, where + ": data_offsets " + jo.dump() + " span " + std::to_string(end - begin) +
-                     " bytes but " + dtype + " shape " + js.dump() + " needs " + std::to_string(nbytes));
-
-    const char* src = data + begin;
-    if (info.is_float) {
-      Array a(shape);
-      if (dtype == "F32") convert_copy<float>(src, numel, a.data());
-      else convert_copy<double>(src, numel, a.data());
-      st.floats.emplace(name, std::move(a));
-    } else {
-      IndexArray a(shape);
-      if (dtype == "I32") {
-        convert_copy<std::int32_t>(src, numel, a.data());
-      } else {
-        for (std::uint64_t k = 0; k < numel; ++k) {
-          std::int64_t v;
-          std::memcpy(&v, src + k * 8, 8);
-          if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
-            fail(path, where + ": I64 value " + std::to_string(v) + " at flat index " + std::to_string(k) +
-                           " does not fit in int32");
-          a.data()[k] = static_cast<std::int32_t>(v);
-        }
-      }
-      st.ints.emplace(name, std::move(a));
-    }
+    const TensorEntry t = read_entry(e, path, where, data_size);
+    copy_tensor(t, data + t.begin, name, path, where, st);
   }
   return st;
 }

@@ -54,9 +54,19 @@ Plot heatmap(const std::string& name, const std::string& title, const Matrix& m,
   return p;
 }
 
-}  // namespace
+// What every plot of one probe shares: the encoding at its positions, and where and how to label.
+struct EncodingProbe {
+  const EncodingProbeArgs& a;
+  const Params& params;
+  PositionalEncoding& enc;
+  const IndexArray& pos;                      // (1, T)
+  std::size_t T, C, H, hs;
+  const nlohmann::ordered_json& settings;     // each plot's JSON "settings"
+  const std::string& tag;                     // the encoding and its --set values, in titles
+  Output& out;
+};
 
-std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
+ModelDims probe_dims(const EncodingProbeArgs& a) {
   if (a.len < 2 || a.len > 4096) throw Error("--len must be in [2, 4096] positions");
   if (a.n_heads == 0 || a.d_model == 0 || a.d_model % a.n_heads)
     throw Error("--d-model " + std::to_string(a.d_model) + " must be a positive multiple of --heads " + std::to_string(a.n_heads));
@@ -67,154 +77,197 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   dims.head_dim = a.d_model / a.n_heads;
   dims.n_layers = 1;
   dims.train_seq_len = dims.max_position = a.len;
+  return dims;
+}
+
+nlohmann::ordered_json probe_settings(const EncodingProbeArgs& a, const Params& params) {
+  nlohmann::ordered_json settings;
+  settings["encoding"] = a.name;
+  for (const auto& [k, v] : params.values()) settings["params"][k] = format_value(v);
+  settings["positions"] = a.len;
+  settings["d_model"] = a.d_model;
+  settings["n_heads"] = a.n_heads;
+  return settings;
+}
+
+// "NAME" or "NAME (k=v, k2=v2)".
+std::string probe_tag(const EncodingProbeArgs& a) {
+  if (a.sets.empty()) return a.name;
+  std::string s;
+  for (const auto& kv : a.sets) s += (s.empty() ? "" : ", ") + kv;
+  return a.name + " (" + s + ")";
+}
+
+// Input side: PE(t) = encode_input(0, t) for encodings that add or concatenate; for those that scale x
+// (multiplicative: zero stays zero) PE(t) = encode_input(1, t) - 1, what the position does to a unit input.
+// Returns whether the encoding changes the input (and so was plotted).
+bool plot_input_side(EncodingProbe& p) {
+  const std::size_t T = p.T, C = p.C;
+  const std::size_t w = p.enc.token_width(C);
+  const auto nonzero = [](const Array& x) { return std::any_of(x.begin(), x.end(), [](real v) { return v != 0; }); };
+  Array zeros = xt::zeros<real>(Shape{1, T, w});
+  Array pe = p.enc.encode_input(Tensor(zeros), p.pos).value();  // (1, T, C)
+  if (!nonzero(pe) && w == C) {
+    Array ones = xt::ones<real>(Shape{1, T, w});
+    pe = p.enc.encode_input(Tensor(ones), p.pos).value();
+    for (real& v : pe) v -= 1;
+  }
+  if (!nonzero(pe)) return false;
+  Array rows = pe;
+  rows.reshape({T, pe.shape()[2]});
+  const Matrix g = gram_matrix(rows);
+  Plot hm = heatmap("similarity", "<PE(i), PE(j)> of input-side vectors: " + p.tag, g, "dot");
+  hm.json["settings"] = p.settings;
+  write_plot(p.out, hm);
+  const std::size_t c = T / 2;
+  Plot pr;
+  pr.name = "similarity_profile";
+  pr.title = "<PE(c), PE(c+k)> against k, c = " + std::to_string(c) + ": " + p.tag;
+  pr.csv = profile_csv(g, c, "dot");
+  pr.gp = "set title " + report_detail::gp_string(pr.title) + "\nset xlabel \"k = j - c\"\nset ylabel \"<PE(c), PE(c+k)>\"\n"
+          "set grid\nunset key\nplot \"similarity_profile.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5 lc rgb \"#1f77b4\"\n";
+  pr.json["settings"] = p.settings;
+  double asym = 0;
+  for (std::size_t k = 1; k <= std::min(c, T - 1 - c); ++k) asym = std::max(asym, std::abs(g[c][c + k] - g[c][c - k]));
+  pr.json["max_asymmetry"] = asym;  // max_k |S(c, c+k) - S(c, c-k)|
+  write_plot(p.out, pr);
+  return true;
+}
+
+// <q_i, k_j> of head 0 of batch row 0 (q, k: (1, H, T, hs)), in double.
+Matrix head0_dots(const Tensor& q, const Tensor& k, std::size_t T, std::size_t hs) {
+  const real* qr = q.value().data();  // head 0 of batch row 0: the first T * hs values
+  const real* kr = k.value().data();
+  Matrix g(T, std::vector<double>(T, 0.0));
+  for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t j = 0; j < T; ++j) {
+      double s = 0;
+      for (std::size_t d = 0; d < hs; ++d) s += double(qr[i * hs + d]) * double(kr[j * hs + d]);
+      g[i][j] = s;
+    }
+  return g;
+}
+
+// Against distance from query 0 (forward): the logit a key m positions away would get, normalized;
+// with RoFormer's bound for encodings with a RoPE base.
+Plot rotary_decay_plot(const EncodingProbe& p, const Matrix& g) {
+  const std::size_t T = p.T;
+  Plot dp;
+  dp.name = "rotary_decay";
+  dp.title = "remote decay: <R_0 1, R_m 1> / <R_0 1, R_0 1> against m: " + p.tag;
+  dp.csv = "distance,normalized_dot";
+  const bool has_bound = p.params.values().count("base") > 0;
+  std::vector<double> bound;
+  if (has_bound) {
+    double frac = p.params.values().count("fraction") ? p.params.get_number("fraction") : 1.0;
+    std::size_t rot = std::size_t(std::llround(frac * double(p.hs)));
+    rot -= rot % 2;
+    if (rot >= 2) bound = rope_decay_bound(rot, p.params.get_number("base"), T - 1);
+    dp.csv += ",roformer_bound";
+    dp.json["bound"] = "RoFormer 3.4.3: (1/(d/2)) sum_{j=1}^{d/2} |sum_{k<j} e^{i m theta_k}|, theta_k = base^(-2k/d), d = rotated dims";
+  }
+  dp.csv += "\n";
+  for (std::size_t m = 0; m < T; ++m) {
+    dp.csv += std::to_string(m) + "," + num(g[0][m] / g[0][0]);
+    if (!bound.empty()) dp.csv += "," + num(bound[m] / bound[0]);
+    dp.csv += "\n";
+  }
+  dp.gp = "set title " + report_detail::gp_string(dp.title) + "\nset xlabel \"relative distance m\"\n"
+          "set ylabel \"relative to m = 0\"\nset grid\nset key top right\n"
+          "plot \"rotary_decay.csv\" skip 1 using 1:2 with lines lw 1.5 lc rgb \"#1f77b4\" title \"<R_0 1, R_m 1> (all-ones q, k)\"" +
+          std::string(bound.empty() ? "" : ", \"rotary_decay.csv\" skip 1 using 1:3 with lines lw 2 lc rgb \"#d62728\" title \"RoFormer bound (normalized)\"") + "\n";
+  dp.json["settings"] = p.settings;
+  return dp;
+}
+
+// Rotations: q = k = all ones in every head. Returns whether encode_qk changed q (and so was plotted).
+bool plot_rotations(EncodingProbe& p) {
+  const std::size_t T = p.T, H = p.H, hs = p.hs;
+  Tensor q(Array(xt::ones<real>(Shape{1, H, T, hs}))), k(Array(xt::ones<real>(Shape{1, H, T, hs})));
+  const Array before = q.value();
+  p.enc.encode_qk(q, k, {p.pos, 0, true});
+  if (std::equal(before.begin(), before.end(), q.value().begin())) return false;
+  const Matrix g = head0_dots(q, k, T, hs);
+  Plot hm = heatmap("rotary_similarity", "<R_i 1, R_j 1> of all-ones q, k after encode_qk (head 0): " + p.tag, g, "dot");
+  hm.json["settings"] = p.settings;
+  write_plot(p.out, hm);
+  write_plot(p.out, rotary_decay_plot(p, g));
+  return true;
+}
+
+// Bias: zero q and k (content-dependent biases see no content). Returns whether there is one (plotted).
+bool plot_bias(EncodingProbe& p) {
+  const std::size_t T = p.T, H = p.H, hs = p.hs;
+  Tensor zq(Array(xt::zeros<real>(Shape{1, H, T, hs}))), zk(Array(xt::zeros<real>(Shape{1, H, T, hs})));
+  const Tensor bias = p.enc.attention_bias(zq, zk, {p.pos, 0, true});
+  if (!bias.defined()) return false;
+  const Array& bv = bias.value();  // (1, H or 1, T, T)
+  const std::size_t bh = bv.shape()[1];
+  Plot pl;
+  pl.name = "bias_by_distance";
+  pl.title = "attention bias of the last query against distance, per head: " + p.tag;
+  pl.csv = "distance";
+  for (std::size_t h = 0; h < bh; ++h) pl.csv += ",head" + std::to_string(h);
+  pl.csv += "\n";
+  for (std::size_t d = 0; d < T; ++d) {
+    pl.csv += std::to_string(d);
+    for (std::size_t h = 0; h < bh; ++h) pl.csv += "," + num(bv(0, h, T - 1, T - 1 - d));
+    pl.csv += "\n";
+  }
+  pl.gp = "set title " + report_detail::gp_string(pl.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"bias\"\n"
+          "set grid\nset key outside right\nplot for [h=2:" + std::to_string(bh + 1) +
+          "] \"bias_by_distance.csv\" skip 1 using 1:h with lines lw 1.5 title sprintf(\"head %d\", h - 2)\n";
+  pl.json["settings"] = p.settings;
+  write_plot(p.out, pl);
+  return true;
+}
+
+// Relative keys (Shaw): the logit term q_i . a^K[idx_ij] of an all-ones q, against distance from the last
+// query. Returns whether the encoding has relative keys (plotted).
+bool plot_relative_keys(EncodingProbe& p) {
+  const std::size_t T = p.T;
+  const RelativeKV rel = p.enc.relative_kv({p.pos, 0, true});
+  if (!(rel.defined() && rel.key.defined() && rel.index)) return false;
+  const IndexArray& idx = *rel.index;  // (1, T, T)
+  const Array& ak = rel.key.value();   // (R, hs)
+  Plot pl;
+  pl.name = "relative_key_by_distance";
+  pl.title = "relative-key logit term q . a^K[bucket(i - j)] of an all-ones q, last query, at initialization: " + p.tag;
+  pl.csv = "distance,logit_term\n";
+  for (std::size_t d = 0; d < T; ++d) {
+    const std::int32_t b = idx(0, T - 1, T - 1 - d);
+    double v = 0;
+    for (std::size_t c = 0; c < ak.shape()[1]; ++c) v += double(ak(std::size_t(b), c));
+    pl.csv += std::to_string(d) + "," + num(v) + "\n";
+  }
+  pl.gp = "set title " + report_detail::gp_string(pl.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"logit term\"\n"
+          "set grid\nunset key\nplot \"relative_key_by_distance.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5\n";
+  pl.json["settings"] = p.settings;
+  write_plot(p.out, pl);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
+  const ModelDims dims = probe_dims(a);
   const auto given = parse_sets(a.sets, a.name);
   const Params params = resolve_encoding_params(a.name, given, dims);  // Error: unknown name or parameter
   auto enc = make_encoding(a.name, params, dims);
   Rng rng(0);
   init_parameters(*enc, rng, InitOptions{});
   NoGrad ng;
-  const std::size_t T = a.len, C = a.d_model, H = a.n_heads, hs = dims.head_dim;
+  const std::size_t T = a.len;
   const IndexArray pos = default_positions(1, T);
   enc->begin_forward(pos);
   Output out = open_output(a.out_dir.empty() ? "runs/probe-encoding/" + a.name : a.out_dir);
-  nlohmann::ordered_json settings;
-  settings["encoding"] = a.name;
-  for (const auto& [k, v] : params.values()) settings["params"][k] = format_value(v);
-  settings["positions"] = T;
-  settings["d_model"] = C;
-  settings["n_heads"] = H;
-  const std::string tag = a.name + (a.sets.empty() ? "" : " (" + [&] {
-    std::string s;
-    for (const auto& kv : a.sets) s += (s.empty() ? "" : ", ") + kv;
-    return s;
-  }() + ")");
-  bool any = false;
-
-  // Input side: PE(t) = encode_input(0, t) for encodings that add or concatenate; for those that scale x
-  // (multiplicative: zero stays zero) PE(t) = encode_input(1, t) - 1, what the position does to a unit input.
-  const std::size_t w = enc->token_width(C);
-  const auto nonzero = [](const Array& x) { return std::any_of(x.begin(), x.end(), [](real v) { return v != 0; }); };
-  Array zeros = xt::zeros<real>(Shape{1, T, w});
-  Array pe = enc->encode_input(Tensor(zeros), pos).value();  // (1, T, C)
-  if (!nonzero(pe) && w == C) {
-    Array ones = xt::ones<real>(Shape{1, T, w});
-    pe = enc->encode_input(Tensor(ones), pos).value();
-    for (real& v : pe) v -= 1;
-  }
-  if (nonzero(pe)) {
-    any = true;
-    Array rows = pe;
-    rows.reshape({T, pe.shape()[2]});
-    const Matrix g = gram_matrix(rows);
-    Plot hm = heatmap("similarity", "<PE(i), PE(j)> of input-side vectors: " + tag, g, "dot");
-    hm.json["settings"] = settings;
-    write_plot(out, hm);
-    const std::size_t c = T / 2;
-    Plot pr;
-    pr.name = "similarity_profile";
-    pr.title = "<PE(c), PE(c+k)> against k, c = " + std::to_string(c) + ": " + tag;
-    pr.csv = profile_csv(g, c, "dot");
-    pr.gp = "set title " + report_detail::gp_string(pr.title) + "\nset xlabel \"k = j - c\"\nset ylabel \"<PE(c), PE(c+k)>\"\n"
-            "set grid\nunset key\nplot \"similarity_profile.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5 lc rgb \"#1f77b4\"\n";
-    pr.json["settings"] = settings;
-    double asym = 0;
-    for (std::size_t k = 1; k <= std::min(c, T - 1 - c); ++k) asym = std::max(asym, std::abs(g[c][c + k] - g[c][c - k]));
-    pr.json["max_asymmetry"] = asym;  // max_k |S(c, c+k) - S(c, c-k)|
-    write_plot(out, pr);
-  }
-
-  // Rotations: q = k = all ones in every head.
-  Tensor q(Array(xt::ones<real>(Shape{1, H, T, hs}))), k(Array(xt::ones<real>(Shape{1, H, T, hs})));
-  const Array before = q.value();
-  enc->encode_qk(q, k, {pos, 0, true});
-  if (!std::equal(before.begin(), before.end(), q.value().begin())) {
-    any = true;
-    const real* qr = q.value().data();  // head 0 of batch row 0: the first T * hs values
-    const real* kr = k.value().data();
-    Matrix g(T, std::vector<double>(T, 0.0));
-    for (std::size_t i = 0; i < T; ++i)
-      for (std::size_t j = 0; j < T; ++j) {
-        double s = 0;
-        for (std::size_t d = 0; d < hs; ++d) s += double(qr[i * hs + d]) * double(kr[j * hs + d]);
-        g[i][j] = s;
-      }
-    Plot hm = heatmap("rotary_similarity", "<R_i 1, R_j 1> of all-ones q, k after encode_qk (head 0): " + tag, g, "dot");
-    hm.json["settings"] = settings;
-    write_plot(out, hm);
-    // Against distance from query 0 (forward): the logit a key m positions away would get, normalized.
-    Plot dp;
-    dp.name = "rotary_decay";
-    dp.title = "remote decay: <R_0 1, R_m 1> / <R_0 1, R_0 1> against m: " + tag;
-    dp.csv = "distance,normalized_dot";
-    const bool has_bound = params.values().count("base") > 0;
-    std::vector<double> bound;
-    if (has_bound) {
-      double frac = params.values().count("fraction") ? params.get_number("fraction") : 1.0;
-      std::size_t rot = std::size_t(std::llround(frac * double(hs)));
-      rot -= rot % 2;
-      if (rot >= 2) bound = rope_decay_bound(rot, params.get_number("base"), T - 1);
-      dp.csv += ",roformer_bound";
-      dp.json["bound"] = "RoFormer 3.4.3: (1/(d/2)) sum_{j=1}^{d/2} |sum_{k<j} e^{i m theta_k}|, theta_k = base^(-2k/d), d = rotated dims";
-    }
-    dp.csv += "\n";
-    for (std::size_t m = 0; m < T; ++m) {
-      dp.csv += std::to_string(m) + "," + num(g[0][m] / g[0][0]);
-      if (!bound.empty()) dp.csv += "," + num(bound[m] / bound[0]);
-      dp.csv += "\n";
-    }
-    dp.gp = "set title " + report_detail::gp_string(dp.title) + "\nset xlabel \"relative distance m\"\n"
-            "set ylabel \"relative to m = 0\"\nset grid\nset key top right\n"
-            "plot \"rotary_decay.csv\" skip 1 using 1:2 with lines lw 1.5 lc rgb \"#1f77b4\" title \"<R_0 1, R_m 1> (all-ones q, k)\"" +
-            std::string(bound.empty() ? "" : ", \"rotary_decay.csv\" skip 1 using 1:3 with lines lw 2 lc rgb \"#d62728\" title \"RoFormer bound (normalized)\"") + "\n";
-    dp.json["settings"] = settings;
-    write_plot(out, dp);
-  }
-
-  // Bias: zero q and k (content-dependent biases see no content).
-  Tensor zq(Array(xt::zeros<real>(Shape{1, H, T, hs}))), zk(Array(xt::zeros<real>(Shape{1, H, T, hs})));
-  const Tensor bias = enc->attention_bias(zq, zk, {pos, 0, true});
-  if (bias.defined()) {
-    any = true;
-    const Array& bv = bias.value();  // (1, H or 1, T, T)
-    const std::size_t bh = bv.shape()[1];
-    Plot p;
-    p.name = "bias_by_distance";
-    p.title = "attention bias of the last query against distance, per head: " + tag;
-    p.csv = "distance";
-    for (std::size_t h = 0; h < bh; ++h) p.csv += ",head" + std::to_string(h);
-    p.csv += "\n";
-    for (std::size_t d = 0; d < T; ++d) {
-      p.csv += std::to_string(d);
-      for (std::size_t h = 0; h < bh; ++h) p.csv += "," + num(bv(0, h, T - 1, T - 1 - d));
-      p.csv += "\n";
-    }
-    p.gp = "set title " + report_detail::gp_string(p.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"bias\"\n"
-           "set grid\nset key outside right\nplot for [h=2:" + std::to_string(bh + 1) +
-           "] \"bias_by_distance.csv\" skip 1 using 1:h with lines lw 1.5 title sprintf(\"head %d\", h - 2)\n";
-    p.json["settings"] = settings;
-    write_plot(out, p);
-  }
-  // Relative keys (Shaw): the logit term q_i . a^K[idx_ij] of an all-ones q, against distance from the last query.
-  const RelativeKV rel = enc->relative_kv({pos, 0, true});
-  if (rel.defined() && rel.key.defined() && rel.index) {
-    any = true;
-    const IndexArray& idx = *rel.index;  // (1, T, T)
-    const Array& ak = rel.key.value();   // (R, hs)
-    Plot p;
-    p.name = "relative_key_by_distance";
-    p.title = "relative-key logit term q . a^K[bucket(i - j)] of an all-ones q, last query, at initialization: " + tag;
-    p.csv = "distance,logit_term\n";
-    for (std::size_t d = 0; d < T; ++d) {
-      const std::int32_t b = idx(0, T - 1, T - 1 - d);
-      double v = 0;
-      for (std::size_t c = 0; c < ak.shape()[1]; ++c) v += double(ak(std::size_t(b), c));
-      p.csv += std::to_string(d) + "," + num(v) + "\n";
-    }
-    p.gp = "set title " + report_detail::gp_string(p.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"logit term\"\n"
-           "set grid\nunset key\nplot \"relative_key_by_distance.csv\" skip 1 using 1:2 with linespoints pt 7 ps 0.5\n";
-    p.json["settings"] = settings;
-    write_plot(out, p);
-  }
+  const nlohmann::ordered_json settings = probe_settings(a, params);
+  const std::string tag = probe_tag(a);
+  EncodingProbe p{a, params, *enc, pos, T, a.d_model, a.n_heads, dims.head_dim, settings, tag, out};
+  bool any = plot_input_side(p);  // each step writes its own plots, in this order: none is skipped
+  any |= plot_rotations(p);
+  any |= plot_bias(p);
+  any |= plot_relative_keys(p);
   if (!any) {
     discard_if_unused(out);
     throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias nor relative keys at "

@@ -166,19 +166,11 @@ Plot accuracy_plot(const TrainedRun& run, const std::vector<LengthProbe>& lps, b
   return p;
 }
 
-}  // namespace
-
-std::vector<std::string> probe_run(const RunProbeArgs& a) {
-  if (a.factors.empty()) throw Error("--lengths: give at least one multiple of the training length");
-  TrainedRun run = load_trained_run(a.run_dir);
-  const std::size_t samples = a.samples ? a.samples : run.spec.config.probe.samples;
+// One LengthProbe per --lengths factor, every length checked against the memory limit before any work
+// (the estimate keeps every layer's attention maps).
+std::vector<LengthProbe> plan_lengths(const RunProbeArgs& a, const TrainedRun& run, std::size_t samples) {
   const ExperimentConfig& cfg = run.spec.config;
   const Task& task = *run.spec.task;
-  const ModelConfig& mc = run.spec.model;
-  Transformer& model = *run.model;
-  const std::size_t L = mc.n_layers, H = mc.n_heads;
-
-  // Every length checked before any work (the estimate keeps every layer's attention maps).
   const ResourceModel resources(run.spec);
   std::vector<LengthProbe> lps;
   for (std::size_t f : a.factors) {
@@ -191,46 +183,128 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
                  resources.probe(lp.n, samples).total(), "--lengths / --samples", a.memory);
     lps.push_back(lp);
   }
+  return lps;
+}
+
+// Head h of sample 0 of one layer's attention probabilities (B, H, T, T), in double.
+Matrix sample0_map(const Array& probs, std::size_t h, std::size_t T) {
+  Matrix m(T, std::vector<double>(T));
+  const real* p = probs.data() + h * T * T;  // sample 0
+  for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t j = 0; j < T; ++j) m[i][j] = p[i * T + j];
+  return m;
+}
+
+// One forward at lp.n on `samples` held-out examples, keeping the attention maps: fills lp (ok), or
+// lp.reason when the task or the encoding cannot give this length.
+void probe_length(LengthProbe& lp, TrainedRun& run, const PositionConfig& positions, const RunProbeArgs& a,
+                  std::size_t samples) {
+  const Task& task = *run.spec.task;
+  Transformer& model = *run.model;
+  const std::size_t L = run.spec.model.n_layers, H = run.spec.model.n_heads;
+  Batch batch;
+  try {
+    batch = task.eval_batch(a.seed ^ (0x9E3779B97F4A7C15ull * (lp.n + 1)), samples, lp.n);
+  } catch (const Error& e) {
+    lp.reason = e.what();
+    return;
+  }
+  lp.T = batch.length();
+  Rng position_rng(a.seed, 4);
+  assign_positions(batch, positions, position_rng);
+  if (auto why = model.encoding().unsupported(max_position_id(positions, lp.T))) {
+    lp.reason = *why;
+    return;
+  }
+  std::vector<Array> maps;  // per layer (B, H, T, T)
+  ForwardOptions fo;
+  fo.attention_maps = &maps;
+  const Tensor logits = model.forward(batch.tokens, batch.positions, fo);
+  lp.ok = true;
+  lp.acc = position_accuracy(logits.value(), batch);
+  lp.entropy.assign(lp.T, 0.0);
+  for (std::size_t l = 0; l < L; ++l) {
+    lp.layer_entropy.push_back(attention_entropy(maps[l]));
+    for (std::size_t t = 0; t < lp.T; ++t) lp.entropy[t] += lp.layer_entropy.back()[t] / double(L);
+  }
+  if (lp.factor <= 2) {  // maps of sample 0 at 1x and 2x (4x maps are too dense to read)
+    for (std::size_t l = 0; l < L; ++l)
+      for (std::size_t h = 0; h < H; ++h) lp.maps.push_back(sample0_map(maps[l], h, lp.T));
+  }
+}
+
+// (Tq, Tq) p_i^T W_Q^T W_K p_j from the first layer's qkv weight w (3C, C) and position vectors pe (1, Tq, C).
+Matrix qk_position_logits(const Array& w, const Array& pe, std::size_t Tq, std::size_t C) {
+  std::vector<std::vector<double>> q(Tq, std::vector<double>(C)), k(Tq, std::vector<double>(C));
+  for (std::size_t t = 0; t < Tq; ++t)
+    for (std::size_t o = 0; o < C; ++o) {
+      double sq = 0, sk = 0;
+      for (std::size_t i = 0; i < C; ++i) sq += double(w(o, i)) * pe(0, t, i), sk += double(w(C + o, i)) * pe(0, t, i);
+      q[t][o] = sq, k[t][o] = sk;
+    }
+  Matrix m(Tq, std::vector<double>(Tq));
+  for (std::size_t i = 0; i < Tq; ++i)
+    for (std::size_t j = 0; j < Tq; ++j) {
+      double s = 0;
+      for (std::size_t o = 0; o < C; ++o) s += q[i][o] * k[j][o];
+      m[i][j] = s;
+    }
+  return m;
+}
+
+Plot qk_positions_plot(const TrainedRun& run, const Matrix& m, std::size_t Tq, std::size_t train_T) {
+  Plot p;
+  p.name = "qk_positions";
+  p.title = "p_i^T W_Q^T W_K p_j of layer 1 (position vectors only, all heads): " + run_tag(run);
+  p.csv = "i,j,value\n";
+  for (std::size_t i = 0; i < Tq; ++i)
+    for (std::size_t j = 0; j < Tq; ++j) p.csv += std::to_string(i) + "," + std::to_string(j) + "," + num(m[i][j]) + "\n";
+  p.dat = image_block(m, false);
+  double mx = 0;
+  for (const auto& r : m)
+    for (double v : r) mx = std::max(mx, std::abs(v));
+  p.gp = "set title " + gp_string(p.title) + "\nset xlabel \"key position j\"\nset ylabel \"query position i\"\n"
+         "set palette defined (0 \"#2166ac\", 0.5 \"#f7f7f7\", 1 \"#b2182b\")\nset cbrange [" + num(-mx) + ":" + num(mx) +
+         "]\nset size ratio -1\n" + square_ranges(Tq) + "unset key\nplot \"qk_positions.dat\" using 1:2:3 with image\n";
+  p.width = 760, p.height = 680;
+  p.json["tokens"] = Tq;
+  p.json["train_tokens"] = train_T;
+  return p;
+}
+
+// Absolute encodings: p_i^T W_Q^T W_K p_j of layer 1 over the longest length probed at 1x or 2x (one the
+// encoding represents). Writes nothing for encodings with no input-side vectors.
+void write_qk_positions(Output& out, TrainedRun& run, const std::vector<LengthProbe>& lps, std::size_t train_T) {
+  std::size_t Tq = 0;
+  for (const auto& lp : lps)
+    if (lp.ok && lp.factor <= 2) Tq = std::max(Tq, lp.T);
+  if (!Tq) return;
+  Transformer& model = *run.model;
+  PositionalEncoding& enc = model.encoding();
+  const IndexArray pos = default_positions(1, Tq);
+  const std::size_t C = run.spec.model.d_model;
+  enc.begin_forward(pos);
+  Array zeros = xt::zeros<real>(Shape{1, Tq, enc.token_width(C)});
+  const Array pe = enc.encode_input(Tensor(zeros), pos).value();  // (1, Tq, C)
+  if (!std::any_of(pe.begin(), pe.end(), [](real v) { return v != 0; })) return;
+  const Array w = model.parameter("blocks.0.attn.qkv.weight").value();  // (3C, C): rows [W_Q; W_K; W_V]
+  write_plot(out, captioned(qk_positions_plot(run, qk_position_logits(w, pe, Tq, C), Tq, train_T)));
+}
+
+}  // namespace
+
+std::vector<std::string> probe_run(const RunProbeArgs& a) {
+  if (a.factors.empty()) throw Error("--lengths: give at least one multiple of the training length");
+  TrainedRun run = load_trained_run(a.run_dir);
+  const std::size_t samples = a.samples ? a.samples : run.spec.config.probe.samples;
+  const ExperimentConfig& cfg = run.spec.config;
+  const Task& task = *run.spec.task;
+  const std::size_t L = run.spec.model.n_layers, H = run.spec.model.n_heads;
+  std::vector<LengthProbe> lps = plan_lengths(a, run, samples);
 
   NoGrad ng;
   const PositionConfig positions = eval_positions(cfg);
-  for (auto& lp : lps) {
-    Batch batch;
-    try {
-      batch = task.eval_batch(a.seed ^ (0x9E3779B97F4A7C15ull * (lp.n + 1)), samples, lp.n);
-    } catch (const Error& e) {
-      lp.reason = e.what();
-      continue;
-    }
-    lp.T = batch.length();
-    Rng position_rng(a.seed, 4);
-    assign_positions(batch, positions, position_rng);
-    if (auto why = model.encoding().unsupported(max_position_id(positions, lp.T))) {
-      lp.reason = *why;
-      continue;
-    }
-    std::vector<Array> maps;
-    ForwardOptions fo;
-    fo.attention_maps = &maps;
-    const Tensor logits = model.forward(batch.tokens, batch.positions, fo);
-    lp.ok = true;
-    lp.acc = position_accuracy(logits.value(), batch);
-    lp.entropy.assign(lp.T, 0.0);
-    for (std::size_t l = 0; l < L; ++l) {
-      lp.layer_entropy.push_back(attention_entropy(maps[l]));
-      for (std::size_t t = 0; t < lp.T; ++t) lp.entropy[t] += lp.layer_entropy.back()[t] / double(L);
-    }
-    if (lp.factor <= 2) {  // maps of sample 0 at 1x and 2x (4x maps are too dense to read)
-      for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t h = 0; h < H; ++h) {
-          Matrix m(lp.T, std::vector<double>(lp.T));
-          const real* p = maps[l].data() + h * lp.T * lp.T;  // sample 0
-          for (std::size_t i = 0; i < lp.T; ++i)
-            for (std::size_t j = 0; j < lp.T; ++j) m[i][j] = p[i * lp.T + j];
-          lp.maps.push_back(std::move(m));
-        }
-    }
-  }
+  for (auto& lp : lps) probe_length(lp, run, positions, a, samples);
 
   Output out = open_output(a.out_dir.empty() ? a.run_dir + "/" + report_detail::kProbeDir : a.out_dir);
   for (const auto& lp : lps)
@@ -242,53 +316,7 @@ std::vector<std::string> probe_run(const RunProbeArgs& a) {
   }
   for (const auto& lp : lps)
     if (!lp.ok) out.warnings.push_back(factor_tag(lp.factor) + " (n = " + std::to_string(lp.n) + ") skipped: " + lp.reason);
-
-  // Absolute encodings: p_i^T W_Q^T W_K p_j of layer 1 over the longest length the encoding represents.
-  std::size_t Tq = 0;
-  for (const auto& lp : lps)
-    if (lp.ok && lp.factor <= 2) Tq = std::max(Tq, lp.T);
-  PositionalEncoding& enc = model.encoding();
-  const IndexArray pos = default_positions(1, Tq ? Tq : 1);
-  const std::size_t C = mc.d_model;
-  if (Tq) {
-    enc.begin_forward(pos);
-    Array zeros = xt::zeros<real>(Shape{1, Tq, enc.token_width(C)});
-    const Array pe = enc.encode_input(Tensor(zeros), pos).value();  // (1, Tq, C)
-    if (std::any_of(pe.begin(), pe.end(), [](real v) { return v != 0; })) {
-      const Array w = model.parameter("blocks.0.attn.qkv.weight").value();  // (3C, C): rows [W_Q; W_K; W_V]
-      std::vector<std::vector<double>> q(Tq, std::vector<double>(C)), k(Tq, std::vector<double>(C));
-      for (std::size_t t = 0; t < Tq; ++t)
-        for (std::size_t o = 0; o < C; ++o) {
-          double sq = 0, sk = 0;
-          for (std::size_t i = 0; i < C; ++i) sq += double(w(o, i)) * pe(0, t, i), sk += double(w(C + o, i)) * pe(0, t, i);
-          q[t][o] = sq, k[t][o] = sk;
-        }
-      Matrix m(Tq, std::vector<double>(Tq));
-      for (std::size_t i = 0; i < Tq; ++i)
-        for (std::size_t j = 0; j < Tq; ++j) {
-          double s = 0;
-          for (std::size_t o = 0; o < C; ++o) s += q[i][o] * k[j][o];
-          m[i][j] = s;
-        }
-      Plot p;
-      p.name = "qk_positions";
-      p.title = "p_i^T W_Q^T W_K p_j of layer 1 (position vectors only, all heads): " + run_tag(run);
-      p.csv = "i,j,value\n";
-      for (std::size_t i = 0; i < Tq; ++i)
-        for (std::size_t j = 0; j < Tq; ++j) p.csv += std::to_string(i) + "," + std::to_string(j) + "," + num(m[i][j]) + "\n";
-      p.dat = image_block(m, false);
-      double mx = 0;
-      for (const auto& r : m)
-        for (double v : r) mx = std::max(mx, std::abs(v));
-      p.gp = "set title " + gp_string(p.title) + "\nset xlabel \"key position j\"\nset ylabel \"query position i\"\n"
-             "set palette defined (0 \"#2166ac\", 0.5 \"#f7f7f7\", 1 \"#b2182b\")\nset cbrange [" + num(-mx) + ":" + num(mx) +
-             "]\nset size ratio -1\n" + square_ranges(Tq) + "unset key\nplot \"qk_positions.dat\" using 1:2:3 with image\n";
-      p.width = 760, p.height = 680;
-      p.json["tokens"] = Tq;
-      p.json["train_tokens"] = train_T;
-      write_plot(out, captioned(p));
-    }
-  }
+  write_qk_positions(out, run, lps, train_T);
   for (const auto& w : out.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   return out.files;
 }

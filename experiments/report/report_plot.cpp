@@ -11,15 +11,15 @@
 namespace pelab {
 namespace report_detail {
 
-Script length_plot(const Sweep& s, const std::string& metric) {
-  const MetricSpec& m = find_metric(metric);
-  const bool pct = m.percent;
-  std::ostringstream dat;
-  dat << "# " << m.title << " vs eval length, mean and sample std over seeds; n/a lengths omitted\n"
-      << "# one block per group (gnuplot index); columns: length mean std n band_lo band_hi\n";
-  std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, gnuplot index)
-  double lo_mean = 0, hi_mean = 0;
-  bool any = false;
+namespace {
+
+using Blocks = std::vector<std::pair<std::size_t, std::size_t>>;  // (group, gnuplot index)
+
+// One data block per group with a value at some length, appended to `dat`: length mean std n band_lo
+// band_hi. Returns the blocks; `lo_mean`, `hi_mean` get the range of the means (any: there is one).
+Blocks length_blocks(const Sweep& s, const std::string& metric, bool pct, std::ostringstream& dat,
+                     double& lo_mean, double& hi_mean, bool& any) {
+  Blocks blocks;
   for (std::size_t i = 0; i < s.groups.size(); ++i) {
     std::ostringstream block;
     int points = 0;
@@ -46,8 +46,14 @@ Script length_plot(const Sweep& s, const std::string& metric) {
     dat << "# " << s.groups[i].label << "\n" << block.str();
     blocks.emplace_back(i, blocks.size());
   }
-  // Chance lines after the groups' blocks: columns length chance.
-  std::vector<std::pair<std::string, std::size_t>> chance_blocks;  // (title, gnuplot index)
+  return blocks;
+}
+
+// Chance lines after the groups' `n_blocks` blocks, appended to `dat`: columns length chance.
+// Returns (title, gnuplot index) of each.
+std::vector<std::pair<std::string, std::size_t>> chance_blocks(const Sweep& s, const std::string& metric,
+                                                               std::size_t n_blocks, std::ostringstream& dat) {
+  std::vector<std::pair<std::string, std::size_t>> chances;
   for (const ChanceLine& cl : chance_lines(s, metric)) {
     std::ostringstream block;
     int points = 0;
@@ -57,11 +63,76 @@ Script length_plot(const Sweep& s, const std::string& metric) {
         ++points;
       }
     if (points == 0) continue;
-    const std::size_t idx = blocks.size() + chance_blocks.size();
+    const std::size_t idx = n_blocks + chances.size();
     if (idx > 0) dat << "\n\n";
     dat << "# " << cl.label << " (columns: length chance)\n" << block.str();
-    chance_blocks.emplace_back(cl.label, idx);
+    chances.emplace_back(cl.label, idx);
   }
+  return chances;
+}
+
+// The x range and tics: every eval length and training length, on a log2 axis.
+std::string length_x_axis(const Sweep& s, const std::set<std::size_t>& train_lens) {
+  std::ostringstream gp;
+  std::size_t xmin = s.lengths.front(), xmax = s.lengths.back();
+  for (std::size_t t : train_lens) {
+    xmin = std::min(xmin, t);
+    xmax = std::max(xmax, t);
+  }
+  gp << "set xrange [" << gp_num(xmin / 1.25) << ":" << gp_num(xmax * 1.25) << "]\n";
+  gp << "set xtics (";
+  for (std::size_t j = 0; j < s.lengths.size(); ++j) gp << (j ? ", " : "") << s.lengths[j];
+  gp << ")\n";
+  return gp.str();
+}
+
+// A grey dashed vertical line, labelled, at each training length.
+std::string train_length_markers(const std::set<std::size_t>& train_lens) {
+  std::ostringstream gp;
+  for (std::size_t t : train_lens) {
+    gp << "set arrow from " << t << ", graph 0 to " << t << ", graph 1 nohead dt 2 lw 1.5 lc rgb \"#555555\"\n";
+    gp << "set label " << gp_string(train_lens.size() == 1 ? "train length" : "train length " + std::to_string(t))
+       << " at " << t << ", graph 0.5 center rotate by 90 offset -1,0 textcolor rgb \"#555555\"\n";
+  }
+  return gp.str();
+}
+
+// The plot command: a band and a line per group, then the chance lines.
+std::string length_plot_command(const Sweep& s, const Blocks& blocks,
+                                const std::vector<std::pair<std::string, std::size_t>>& chances) {
+  if (blocks.empty())
+    return "set label \"no data: every length is n/a\" at graph 0.5, graph 0.5 center\n"
+           "plot NaN notitle\n";
+  std::vector<std::string> parts;
+  for (const auto& [g, idx] : blocks) {
+    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
+                    "\" notitle");
+    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 dt " +
+                    std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) +
+                    " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
+                    gp_string(s.groups[g].label));
+  }
+  for (std::size_t k = 0; k < chances.size(); ++k)
+    parts.push_back("\"\" index " + std::to_string(chances[k].second) + " using 1:2 with lines dt " +
+                    std::to_string(3 + k) + " lw 1.5 lc rgb \"#000000\" title " + gp_string(chances[k].first));
+  parts.front().replace(0, 2, "\"length_generalization.dat\"");
+  std::string cmd = "plot \\\n";
+  for (std::size_t i = 0; i < parts.size(); ++i) cmd += "  " + parts[i] + (i + 1 < parts.size() ? ", \\\n" : "\n");
+  return cmd;
+}
+
+}  // namespace
+
+Script length_plot(const Sweep& s, const std::string& metric) {
+  const MetricSpec& m = find_metric(metric);
+  const bool pct = m.percent;
+  std::ostringstream dat;
+  dat << "# " << m.title << " vs eval length, mean and sample std over seeds; n/a lengths omitted\n"
+      << "# one block per group (gnuplot index); columns: length mean std n band_lo band_hi\n";
+  double lo_mean = 0, hi_mean = 0;
+  bool any = false;
+  const Blocks blocks = length_blocks(s, metric, pct, dat, lo_mean, hi_mean, any);
+  const auto chances = chance_blocks(s, metric, blocks.size(), dat);
 
   std::set<std::size_t> train_lens;
   for (const Run& r : s.runs) train_lens.insert(r.train_len);
@@ -72,51 +143,19 @@ Script length_plot(const Sweep& s, const std::string& metric) {
                       task_text(s) + ": " + m.title + " vs eval length (mean ± std over seeds)")
      << "set xlabel \"eval length (log2 scale)\"\n"
      << "set ylabel " << gp_string(m.title) << "\n"
-     << "set logscale x 2\n";
-  std::size_t xmin = s.lengths.front(), xmax = s.lengths.back();
-  for (std::size_t t : train_lens) {
-    xmin = std::min(xmin, t);
-    xmax = std::max(xmax, t);
-  }
-  gp << "set xrange [" << gp_num(xmin / 1.25) << ":" << gp_num(xmax * 1.25) << "]\n";
-  gp << "set xtics (";
-  for (std::size_t j = 0; j < s.lengths.size(); ++j) gp << (j ? ", " : "") << s.lengths[j];
-  gp << ")\n";
+     << "set logscale x 2\n"
+     << length_x_axis(s, train_lens);
   if (pct) {
     gp << "set yrange [-2:102]\n";
   } else if (any && lo_mean > 0 && hi_mean / lo_mean > 20) {
     gp << "set logscale y\n";
   }
-  for (std::size_t t : train_lens) {
-    gp << "set arrow from " << t << ", graph 0 to " << t << ", graph 1 nohead dt 2 lw 1.5 lc rgb \"#555555\"\n";
-    gp << "set label " << gp_string(train_lens.size() == 1 ? "train length" : "train length " + std::to_string(t))
-       << " at " << t << ", graph 0.5 center rotate by 90 offset -1,0 textcolor rgb \"#555555\"\n";
-  }
-  gp << "set style fill transparent solid 0.18 noborder\n";
-  if (blocks.empty()) {
-    gp << "set label \"no data: every length is n/a\" at graph 0.5, graph 0.5 center\n"
-       << "plot NaN notitle\n";
-  } else {
-    std::vector<std::string> parts;
-    for (const auto& [g, idx] : blocks) {
-      parts.push_back("\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
-                      "\" notitle");
-      parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 dt " +
-                      std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) +
-                      " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
-                      gp_string(s.groups[g].label));
-    }
-    for (std::size_t k = 0; k < chance_blocks.size(); ++k)
-      parts.push_back("\"\" index " + std::to_string(chance_blocks[k].second) + " using 1:2 with lines dt " +
-                      std::to_string(3 + k) + " lw 1.5 lc rgb \"#000000\" title " + gp_string(chance_blocks[k].first));
-    parts.front().replace(0, 2, "\"length_generalization.dat\"");
-    gp << "plot \\\n";
-    for (std::size_t i = 0; i < parts.size(); ++i) gp << "  " << parts[i] << (i + 1 < parts.size() ? ", \\\n" : "\n");
-  }
+  gp << train_length_markers(train_lens) << "set style fill transparent solid 0.18 noborder\n"
+     << length_plot_command(s, blocks, chances);
   Script sc{"length_generalization", dat.str(), gp.str(), ""};
   sc.caption = m.title + " against eval length: mean over seeds, band ± one sample std; the grey dashed vertical "
                "line is the training length" +
-               std::string(chance_blocks.empty() ? "" : ", the black dotted line the chance level") +
+               std::string(chances.empty() ? "" : ", the black dotted line the chance level") +
                "; n/a lengths are left out.";
   return sc;
 }

@@ -11,6 +11,135 @@
 namespace pelab {
 namespace report_detail {
 
+namespace {
+
+// What the held-out curves of all groups span, for the y scale and the caption.
+struct CurveRange {
+  double lo_all = 0, hi_all = 0;  // of the means
+  bool any = false, any_carried = false;
+};
+
+// Per run of the group with held-out values of `metric`: step -> value (times k); also collects the
+// runs' eval_every into `every`.
+std::vector<std::map<long, double>> held_out_series(const Group& g, const std::string& metric, double k,
+                                                    std::set<std::size_t>& every) {
+  std::vector<std::map<long, double>> series;
+  for (const Run* r : g.runs) {
+    std::map<long, double> x;
+    for (const HeldOut& h : r->held_out)
+      if (auto it = h.metrics.find(metric); it != h.metrics.end()) x[h.step] = k * it->second;
+    if (!x.empty()) series.push_back(x);
+    if (r->settings.known && r->settings.eval_every) every.insert(r->settings.eval_every);
+  }
+  return series;
+}
+
+// One line "step mean std n n_carried band_lo band_hi" per step: a run that has stopped counts at its
+// last value (carried forward).
+std::string curve_block(const std::vector<std::map<long, double>>& series, const std::set<long>& steps,
+                        bool percent, CurveRange& range) {
+  std::ostringstream curve;
+  for (long st : steps) {
+    std::vector<double> vs;
+    int carried = 0;
+    for (const auto& x : series) {
+      if (auto it = x.find(st); it != x.end()) {
+        vs.push_back(it->second);
+      } else if (st > x.rbegin()->first) {
+        vs.push_back(x.rbegin()->second);
+        ++carried;
+      }
+    }
+    if (vs.empty()) continue;
+    double mean = 0;
+    for (double v : vs) mean += v;
+    mean /= static_cast<double>(vs.size());
+    double ss = 0;
+    for (double v : vs) ss += (v - mean) * (v - mean);
+    const double sd = vs.size() > 1 ? std::sqrt(ss / static_cast<double>(vs.size() - 1)) : 0.0;
+    double lo = mean - sd, hi = mean + sd;
+    if (percent) {
+      lo = std::max(lo, 0.0);
+      hi = std::min(hi, 100.0);
+    } else if (lo <= 0) {
+      lo = mean / 10;
+    }
+    curve << st << " " << gp_num(mean) << " " << gp_num(sd) << " " << vs.size() << " " << carried << " "
+          << gp_num(lo) << " " << gp_num(hi) << "\n";
+    range.any_carried = range.any_carried || carried > 0;
+    range.lo_all = range.any ? std::min(range.lo_all, mean) : mean;
+    range.hi_all = range.any ? std::max(range.hi_all, mean) : mean;
+    range.any = true;
+  }
+  return curve.str();
+}
+
+// Reference lines shared by every run: the early-stop target (when it is this metric) and chance.
+struct ReferenceLines {
+  std::set<double> targets, chances;
+  bool all_target = true;  // every run stops early on this metric
+};
+
+ReferenceLines reference_lines(const Sweep& s, const std::string& metric) {
+  ReferenceLines ref;
+  for (const Run& r : s.runs) {
+    if (r.settings.early_stop_metric == metric) ref.targets.insert(r.settings.early_stop_target);
+    else ref.all_target = false;
+    for (const LengthResult& lr : r.results)
+      if (lr.length == r.train_len)
+        if (auto it = lr.chance.find(metric); it != lr.chance.end()) ref.chances.insert(it->second);
+  }
+  return ref;
+}
+
+// "length 16" when every run trained at one length, else "train_len".
+std::string at_train_len_text(const Sweep& s) {
+  std::set<std::size_t> train_lens;
+  for (const Run& r : s.runs) train_lens.insert(r.train_len);
+  if (train_lens.size() == 1) return "length " + std::to_string(*train_lens.begin());
+  return "train_len";
+}
+
+// The plot command: per group (group, index of its first block) a band, a mean line and its runs' last
+// evaluations; then the legend entry for those, the target and chance.
+std::string held_out_plot_command(const Sweep& s, const std::vector<std::pair<std::size_t, std::size_t>>& blocks,
+                                  const std::string& metric, double k, const ReferenceLines& ref) {
+  std::vector<std::string> parts;
+  for (const auto& [g, idx] : blocks) {
+    const std::string c = plot_color(g);
+    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle");
+    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with lines lw 2 lc rgb \"" + c + "\" title " +
+                    gp_string(s.groups[g].label));
+    parts.push_back("\"\" index " + std::to_string(idx + 1) + " using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb \"" + c +
+                    "\" notitle");
+  }
+  parts.push_back("NaN with points pt 6 ps 1.6 lw 1.5 lc rgb \"#000000\" title \"a run's last evaluation\"");
+  if (ref.all_target && ref.targets.size() == 1)
+    parts.push_back(gp_num(k * *ref.targets.begin()) + " with lines dt 3 lw 1.5 lc rgb \"#555555\" title " +
+                    gp_string("target " + target_text(metric, *ref.targets.begin())));
+  if (ref.chances.size() == 1)
+    parts.push_back(gp_num(k * *ref.chances.begin()) + " with lines dt 4 lw 1.5 lc rgb \"#000000\" title \"chance\"");
+  parts.front().replace(0, 2, "\"held_out_curves.dat\"");
+  std::string cmd = "plot \\\n";
+  for (std::size_t i = 0; i < parts.size(); ++i) cmd += "  " + parts[i] + (i + 1 < parts.size() ? ", \\\n" : "\n");
+  return cmd;
+}
+
+std::string held_out_caption(const MetricSpec& m, const std::string& at_len, const std::set<std::size_t>& every,
+                             bool any_carried) {
+  std::string every_text;
+  for (std::size_t e : every) every_text += (every_text.empty() ? "" : " / ") + std::to_string(e);
+  return "Held-out " + m.title + " at " + at_len + " during training" +
+         (every_text.empty() ? "" : " (evaluated every " + every_text + " steps and at the end)") +
+         ": mean over seeds, band ± one sample std. Circles mark each run's last evaluation" +
+         (any_carried ? "; after it the run counts at that value (carried forward), so the mean stays over all "
+                        "seeds"
+                      : "") +
+         ".";
+}
+
+}  // namespace
+
 // Definition in report_detail.hpp: every run counts at every step, a stopped run at its last value.
 std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
   const MetricSpec& m = find_metric(metric);
@@ -23,79 +152,26 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
   std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (group, index of its first block)
   std::set<std::size_t> every;
   std::size_t most_steps = 0;  // a curve needs two evaluations (runs without eval_every have only the final one)
-  double lo_all = 0, hi_all = 0;
-  bool any = false, any_carried = false;
+  CurveRange range;
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
-    // Per run: step -> value of the metric.
-    std::vector<std::map<long, double>> series;
-    for (const Run* r : s.groups[gi].runs) {
-      std::map<long, double> x;
-      for (const HeldOut& h : r->held_out)
-        if (auto it = h.metrics.find(metric); it != h.metrics.end()) x[h.step] = k * it->second;
-      if (!x.empty()) series.push_back(x);
-      if (r->settings.known && r->settings.eval_every) every.insert(r->settings.eval_every);
-    }
+    const auto series = held_out_series(s.groups[gi], metric, k, every);
     if (series.empty()) continue;
     std::set<long> steps;
     for (const auto& x : series)
       for (const auto& [st, v] : x) steps.insert(st);
     most_steps = std::max(most_steps, steps.size());
-    std::ostringstream curve, stops;
-    for (long st : steps) {
-      std::vector<double> vs;
-      int carried = 0;
-      for (const auto& x : series) {
-        if (auto it = x.find(st); it != x.end()) {
-          vs.push_back(it->second);
-        } else if (st > x.rbegin()->first) {
-          vs.push_back(x.rbegin()->second);
-          ++carried;
-        }
-      }
-      if (vs.empty()) continue;
-      double mean = 0;
-      for (double v : vs) mean += v;
-      mean /= static_cast<double>(vs.size());
-      double ss = 0;
-      for (double v : vs) ss += (v - mean) * (v - mean);
-      const double sd = vs.size() > 1 ? std::sqrt(ss / static_cast<double>(vs.size() - 1)) : 0.0;
-      double lo = mean - sd, hi = mean + sd;
-      if (m.percent) {
-        lo = std::max(lo, 0.0);
-        hi = std::min(hi, 100.0);
-      } else if (lo <= 0) {
-        lo = mean / 10;
-      }
-      curve << st << " " << gp_num(mean) << " " << gp_num(sd) << " " << vs.size() << " " << carried << " "
-            << gp_num(lo) << " " << gp_num(hi) << "\n";
-      any_carried = any_carried || carried > 0;
-      lo_all = any ? std::min(lo_all, mean) : mean;
-      hi_all = any ? std::max(hi_all, mean) : mean;
-      any = true;
-    }
+    const std::string curve = curve_block(series, steps, m.percent, range);
+    std::ostringstream stops;
     for (const auto& x : series) stops << x.rbegin()->first << " " << gp_num(x.rbegin()->second) << "\n";
     if (!blocks.empty()) dat << "\n\n";
-    dat << "# " << s.groups[gi].label << "\n" << curve.str() << "\n\n# " << s.groups[gi].label
+    dat << "# " << s.groups[gi].label << "\n" << curve << "\n\n# " << s.groups[gi].label
         << ": last evaluation of each run\n" << stops.str();
     blocks.emplace_back(gi, 2 * blocks.size());
   }
   if (blocks.empty() || most_steps < 2) return std::nullopt;
 
-  // Reference lines shared by every run: the early-stop target (when it is this metric) and chance.
-  std::set<double> targets, chances;
-  bool all_target = true;
-  for (const Run& r : s.runs) {
-    if (r.settings.early_stop_metric == metric) targets.insert(r.settings.early_stop_target);
-    else all_target = false;
-    for (const LengthResult& lr : r.results)
-      if (lr.length == r.train_len)
-        if (auto it = lr.chance.find(metric); it != lr.chance.end()) chances.insert(it->second);
-  }
-  std::set<std::size_t> train_lens;
-  for (const Run& r : s.runs) train_lens.insert(r.train_len);
-  std::string at_len = "train_len";
-  if (train_lens.size() == 1) at_len = "length " + std::to_string(*train_lens.begin());
-
+  const ReferenceLines ref = reference_lines(s, metric);
+  const std::string at_len = at_train_len_text(s);
   std::ostringstream gp;
   gp << "# Held-out " << m.name << " at the training length vs step, mean over seeds.\n"
      << "# Re-render: cd to this directory and run `gnuplot held_out_curves.gp`.\n"
@@ -106,37 +182,12 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
      << "set autoscale xfix\n"
      << "set offsets 0, graph 0.03, 0, 0\n";
   if (m.percent) gp << "set yrange [-2:102]\n";
-  else if (any && lo_all > 0 && hi_all / lo_all > 20) gp << "set logscale y\n";
+  else if (range.any && range.lo_all > 0 && range.hi_all / range.lo_all > 20) gp << "set logscale y\n";
   gp << "set style fill transparent solid 0.18 noborder\n";
-  std::vector<std::string> parts;
-  for (const auto& [g, idx] : blocks) {
-    const std::string c = plot_color(g);
-    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle");
-    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with lines lw 2 lc rgb \"" + c + "\" title " +
-                    gp_string(s.groups[g].label));
-    parts.push_back("\"\" index " + std::to_string(idx + 1) + " using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb \"" + c +
-                    "\" notitle");
-  }
-  parts.push_back("NaN with points pt 6 ps 1.6 lw 1.5 lc rgb \"#000000\" title \"a run's last evaluation\"");
-  if (all_target && targets.size() == 1)
-    parts.push_back(gp_num(k * *targets.begin()) + " with lines dt 3 lw 1.5 lc rgb \"#555555\" title " +
-                    gp_string("target " + target_text(metric, *targets.begin())));
-  if (chances.size() == 1)
-    parts.push_back(gp_num(k * *chances.begin()) + " with lines dt 4 lw 1.5 lc rgb \"#000000\" title \"chance\"");
-  parts.front().replace(0, 2, "\"held_out_curves.dat\"");
-  gp << "plot \\\n";
-  for (std::size_t i = 0; i < parts.size(); ++i) gp << "  " << parts[i] << (i + 1 < parts.size() ? ", \\\n" : "\n");
+  gp << held_out_plot_command(s, blocks, metric, k, ref);
 
-  std::string every_text;
-  for (std::size_t e : every) every_text += (every_text.empty() ? "" : " / ") + std::to_string(e);
   Script sc{"held_out_curves", dat.str(), gp.str(), ""};
-  sc.caption = "Held-out " + m.title + " at " + at_len + " during training" +
-               (every_text.empty() ? "" : " (evaluated every " + every_text + " steps and at the end)") +
-               ": mean over seeds, band ± one sample std. Circles mark each run's last evaluation" +
-               (any_carried ? "; after it the run counts at that value (carried forward), so the mean stays over all "
-                              "seeds"
-                            : "") +
-               ".";
+  sc.caption = held_out_caption(m, at_len, every, range.any_carried);
   return sc;
 }
 

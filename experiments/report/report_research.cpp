@@ -155,89 +155,93 @@ std::vector<double> average_ranks(const std::vector<std::optional<double>>& scor
   return rank;
 }
 
-std::optional<Table> rank_table(const Sweep& s, const std::string& metric) {
-  if (s.tasks.size() < 2) return std::nullopt;
-  const MetricSpec& m = find_metric(metric);
-  // Row identity: the group's values without the task key.
-  const auto task_col = std::find(s.group_keys.begin(), s.group_keys.end(), kTaskKey) - s.group_keys.begin();
-  std::vector<std::string> row_keys;
-  for (std::size_t k = 0; k < s.group_keys.size(); ++k)
-    if (static_cast<std::ptrdiff_t>(k) != task_col) row_keys.push_back(s.group_keys[k]);
-  if (row_keys.empty()) return std::nullopt;  // only the task varies: nothing to rank
-  auto row_of = [&](const Group& g) {
+namespace {
+
+// The rows of a rank table: a group's values without the task key (one row per such combination, over
+// its tasks).
+struct RankRows {
+  std::ptrdiff_t task_col = 0;               // index of the task key in Sweep::group_keys
+  std::vector<std::string> keys;             // the group keys but the task
+  std::vector<std::vector<std::string>> rows;  // first-appearance order
+
+  std::vector<std::string> row_of(const Group& g) const {
     std::vector<std::string> v;
     for (std::size_t k = 0; k < g.values.size(); ++k)
       if (static_cast<std::ptrdiff_t>(k) != task_col) v.push_back(g.values[k]);
     return v;
-  };
-  std::vector<std::vector<std::string>> rows;
+  }
+  std::size_t index_of(const Group& g) const { return std::find(rows.begin(), rows.end(), row_of(g)) - rows.begin(); }
+};
+
+RankRows rank_rows(const Sweep& s) {
+  RankRows rr;
+  rr.task_col = std::find(s.group_keys.begin(), s.group_keys.end(), kTaskKey) - s.group_keys.begin();
+  for (std::size_t k = 0; k < s.group_keys.size(); ++k)
+    if (static_cast<std::ptrdiff_t>(k) != rr.task_col) rr.keys.push_back(s.group_keys[k]);
   for (const Group& g : s.groups) {
-    const auto v = row_of(g);
-    if (std::find(rows.begin(), rows.end(), v) == rows.end()) rows.push_back(v);
+    const auto v = rr.row_of(g);
+    if (std::find(rr.rows.begin(), rr.rows.end(), v) == rr.rows.end()) rr.rows.push_back(v);
   }
+  return rr;
+}
 
-  struct Column {
-    std::string task;
-    std::vector<std::size_t> ood;                       // lengths scored
-    std::vector<std::optional<double>> rank, score;     // per row (nullopt rank: row did not run the task)
-  };
-  std::vector<Column> cols;
-  std::vector<std::string> skipped;
-  for (const std::string& task : s.tasks) {
-    std::vector<const Group*> gs;
-    for (const Group& g : s.groups)
-      if (g.runs.front()->task == task) gs.push_back(&g);
-    Column c;
-    c.task = task;
-    for (std::size_t len : s.lengths)
-      for (const Group* g : gs) {
-        const CellStats cs = cell_stats(*g, len, metric);
-        if (cs.present && !cs.in_distribution) {
-          c.ood.push_back(len);
-          break;
-        }
-      }
-    if (gs.size() < 2 || c.ood.empty()) {
-      skipped.push_back(task);
-      continue;
-    }
-    std::vector<std::optional<double>> scores;
+struct RankColumn {
+  std::string task;
+  std::vector<std::size_t> ood;                       // lengths scored
+  std::vector<std::optional<double>> rank, score;     // per row (nullopt rank: row did not run the task)
+};
+
+// One task's column: its out-of-distribution lengths (some group of the task evaluated there), each
+// group's score (mean over those lengths; nullopt when n/a at one) and rank. nullopt when the task
+// cannot be ranked (fewer than two groups, or no length beyond training).
+std::optional<RankColumn> rank_column(const Sweep& s, const std::string& task, const std::string& metric,
+                                      const RankRows& rr) {
+  std::vector<const Group*> gs;
+  for (const Group& g : s.groups)
+    if (g.runs.front()->task == task) gs.push_back(&g);
+  RankColumn c;
+  c.task = task;
+  for (std::size_t len : s.lengths)
     for (const Group* g : gs) {
-      double sum = 0;
-      bool ok = true;
-      for (std::size_t len : c.ood) {
-        const CellStats cs = cell_stats(*g, len, metric);
-        ok = ok && cs.n > 0;
-        sum += cs.mean;
+      const CellStats cs = cell_stats(*g, len, metric);
+      if (cs.present && !cs.in_distribution) {
+        c.ood.push_back(len);
+        break;
       }
-      scores.push_back(ok ? std::optional<double>(sum / static_cast<double>(c.ood.size())) : std::nullopt);
     }
-    const std::vector<double> ranks = average_ranks(scores, m.lower_is_better);
-    c.rank.assign(rows.size(), std::nullopt);
-    c.score.assign(rows.size(), std::nullopt);
-    for (std::size_t i = 0; i < gs.size(); ++i) {
-      const std::size_t r = std::find(rows.begin(), rows.end(), row_of(*gs[i])) - rows.begin();
-      c.rank[r] = ranks[i];
-      c.score[r] = scores[i];
+  if (gs.size() < 2 || c.ood.empty()) return std::nullopt;
+  std::vector<std::optional<double>> scores;
+  for (const Group* g : gs) {
+    double sum = 0;
+    bool ok = true;
+    for (std::size_t len : c.ood) {
+      const CellStats cs = cell_stats(*g, len, metric);
+      ok = ok && cs.n > 0;
+      sum += cs.mean;
     }
-    cols.push_back(c);
+    scores.push_back(ok ? std::optional<double>(sum / static_cast<double>(c.ood.size())) : std::nullopt);
   }
-  if (cols.size() < 2) return std::nullopt;
+  const std::vector<double> ranks = average_ranks(scores, find_metric(metric).lower_is_better);
+  c.rank.assign(rr.rows.size(), std::nullopt);
+  c.score.assign(rr.rows.size(), std::nullopt);
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    const std::size_t r = rr.index_of(*gs[i]);
+    c.rank[r] = ranks[i];
+    c.score[r] = scores[i];
+  }
+  return c;
+}
 
-  Table t;
-  t.id = "rank-" + metric;
-  t.title = "rank by " + m.title + " beyond the training length, per task";
-  t.n_left = row_keys.size();
-  t.header = row_keys;
-  for (const Column& c : cols) t.header.push_back(c.task);
-  t.header.push_back("MRR");
+// Each row's cells "rank (score)" per task and its MRR, into t.rows sorted by MRR (best first); rows
+// without a rank anywhere last. Returns whether some row did not run some task.
+bool add_rank_rows(Table& t, const RankRows& rr, const std::vector<RankColumn>& cols, const std::string& metric) {
   std::vector<std::pair<double, std::vector<std::string>>> out;
   bool partial = false;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    std::vector<std::string> row = rows[r];
-    double rr = 0;
+  for (std::size_t r = 0; r < rr.rows.size(); ++r) {
+    std::vector<std::string> row = rr.rows[r];
+    double sum = 0;
     int n = 0;
-    for (const Column& c : cols) {
+    for (const RankColumn& c : cols) {
       if (!c.rank[r]) {
         row.push_back("-");
         partial = true;
@@ -246,10 +250,10 @@ std::optional<Table> rank_table(const Sweep& s, const std::string& metric) {
       const double k = *c.rank[r];
       row.push_back((k == std::floor(k) ? fmt("%.0f", k) : fmt("%.1f", k)) + " (" +
                     (c.score[r] ? value_text(*c.score[r], metric) : "n/a") + ")");
-      rr += 1 / k;
+      sum += 1 / k;
       ++n;
     }
-    const double mrr = n ? rr / n : 0;
+    const double mrr = n ? sum / n : 0;
     row.push_back(n ? fmt("%.3f", mrr) : "-");
     out.emplace_back(n ? mrr : -1, row);
   }
@@ -258,8 +262,13 @@ std::optional<Table> rank_table(const Sweep& s, const std::string& metric) {
     t.rows.push_back(row);
     t.reference.push_back(false);
   }
+  return partial;
+}
+
+void add_rank_notes(Table& t, const std::vector<RankColumn>& cols, const MetricSpec& m, bool partial,
+                    const std::vector<std::string>& skipped) {
   std::vector<std::string> ood_text;
-  for (const Column& c : cols) {
+  for (const RankColumn& c : cols) {
     std::vector<std::string> lens;
     for (std::size_t len : c.ood) lens.push_back(std::to_string(len));
     ood_text.push_back(c.task + ": " + join(lens, ", "));
@@ -272,6 +281,32 @@ std::optional<Table> rank_table(const Sweep& s, const std::string& metric) {
   if (partial) t.notes.push_back("\"-\": the row did not run that task; its MRR is over the tasks it ran.");
   if (!skipped.empty())
     t.notes.push_back("Not ranked (fewer than two rows or no length beyond training): " + join(skipped, ", ") + ".");
+}
+
+}  // namespace
+
+std::optional<Table> rank_table(const Sweep& s, const std::string& metric) {
+  if (s.tasks.size() < 2) return std::nullopt;
+  const MetricSpec& m = find_metric(metric);
+  const RankRows rr = rank_rows(s);
+  if (rr.keys.empty()) return std::nullopt;  // only the task varies: nothing to rank
+  std::vector<RankColumn> cols;
+  std::vector<std::string> skipped;
+  for (const std::string& task : s.tasks) {
+    if (auto c = rank_column(s, task, metric, rr)) cols.push_back(*c);
+    else skipped.push_back(task);
+  }
+  if (cols.size() < 2) return std::nullopt;
+
+  Table t;
+  t.id = "rank-" + metric;
+  t.title = "rank by " + m.title + " beyond the training length, per task";
+  t.n_left = rr.keys.size();
+  t.header = rr.keys;
+  for (const RankColumn& c : cols) t.header.push_back(c.task);
+  t.header.push_back("MRR");
+  const bool partial = add_rank_rows(t, rr, cols, metric);
+  add_rank_notes(t, cols, m, partial, skipped);
   return t;
 }
 

@@ -137,6 +137,115 @@ std::string without_threads(const std::string& toml) {
   return out;
 }
 
+// Never mix two configs in one run directory (a finished result is never overwritten). The thread
+// count may change on resume: results do not depend on it (docs/performance.md, "Threads").
+void check_same_config(const RunOptions& opt, const std::string& toml, const std::string& eval_path) {
+  if (fs::exists(opt.run_dir + "/config.toml") &&
+      without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
+      (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
+    throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
+                "config.toml); choose another output directory");
+}
+
+// Whether the run directory holds a finished run (nothing to do); throws Error when it holds an
+// unfinished one and we are not resuming.
+bool already_finished(const RunOptions& opt, const std::string& eval_path) {
+  if (fs::exists(eval_path)) {
+    if (opt.console) std::printf("%s is already finished (eval.json exists); nothing to do\n", opt.run_dir.c_str());
+    return true;
+  }
+  if (!opt.resume && latest_checkpoint(opt.run_dir))
+    throw Error("run directory " + opt.run_dir + " already holds checkpoints of an unfinished run; "
+                "resume it with --resume or choose another --out");
+  return false;
+}
+
+void write_config(const RunOptions& opt, const std::string& toml, bool writer) {
+  try {
+    if (writer) write_file_atomic(opt.run_dir + "/config.toml", toml);  // after the model is built: a failure leaves none
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the run directory comes from " + opt.dir_source + ")");
+  }
+}
+
+TrainerOptions trainer_options(const RunOptions& opt, DataParallel* dp) {
+  TrainerOptions to;
+  to.run_dir = opt.run_dir;
+  to.resume = opt.resume;
+  to.require_checkpoint = opt.require_checkpoint;
+  to.console = opt.console;
+  to.resume_command = opt.resume_command;
+  to.data_parallel = dp;
+  return to;
+}
+
+// Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping. `periodic`
+// must outlive the trainer's run.
+void set_periodic_evaluator(Trainer& trainer, Transformer& model, const Task& t, const ExperimentConfig& cfg,
+                            const EvalOptions& periodic) {
+  trainer.evaluator = [&trainer, &model, &t, &cfg, &periodic](std::size_t step, MetricsWriter& mw,
+                                                             double time) -> std::optional<double> {
+    const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
+                                           cfg.train_len, periodic);
+    set_phase("training");
+    mw.write(eval_record(step, r, time));
+    trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
+    if (cfg.train.early_stop_metric.empty()) return std::nullopt;
+    return r.metric(cfg.train.early_stop_metric);
+  };
+}
+
+// The final evaluation at every eval length, timed; nullopt when interrupted (the checkpoint is kept,
+// and a message says how to finish).
+std::optional<EvalResult> final_evaluation(Transformer& model, const RunSpec& spec, const EvalBatches& batches,
+                                           const RunOptions& opt, const TrainResult& tr) {
+  memory::release_cache();  // training's cached blocks go back before the (possibly long) evaluation
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult er;
+  EvalOptions final_eval;
+  final_eval.batches = &batches;
+  final_eval.progress = opt.console;
+  final_eval.stoppable = true;
+  try {
+    er.results = evaluate_lengths(model, spec, final_eval);
+  } catch (const Interrupted& e) {
+    const auto ck = latest_checkpoint(opt.run_dir);
+    std::fprintf(stderr, "%s; the checkpoint %s (step %zu) is kept, no eval.json was written; finish with: %s\n",
+                 e.what(), ck ? ck->c_str() : "?", tr.steps,
+                 opt.resume_command.empty() ? "pelab train ... --resume" : opt.resume_command.c_str());
+    return std::nullopt;
+  }
+  set_phase("writing the results");
+  er.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return er;
+}
+
+// The final evaluation's records into metrics.jsonl, then eval.json with what describes the run.
+void write_results(EvalResult& er, const RunSpec& spec, const RunOptions& opt, const TrainResult& tr,
+                   const Transformer& model, const std::string& eval_path) {
+  const ExperimentConfig& cfg = spec.config;
+  {
+    MetricsWriter mw;
+    mw.open(opt.run_dir + "/metrics.jsonl");
+    for (const auto& r : er.results)
+      if (r.ok) mw.write(eval_record(tr.steps, r, tr.seconds + er.eval_seconds));
+  }
+  er.cell = cfg.cell.index;
+  er.label = cfg.cell.label;
+  er.assignment = cfg.cell.assignment;
+  er.encoding = cfg.encoding;
+  er.task = cfg.task;
+  er.is_lm = spec.task->is_language_model();
+  er.train_len = cfg.train_len;
+  er.seed = cfg.train.seed;
+  er.steps = tr.steps;
+  er.status = status_name(tr.status);
+  er.final_train_loss = tr.final_loss;
+  er.train_seconds = tr.seconds;
+  er.parameters = model.num_parameters();
+  write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
+}
+
 }  // namespace
 
 int run_experiment(const RunSpec& spec, const RunOptions& opt) {
@@ -154,22 +263,10 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   if (writer) make_directory(opt.run_dir, "run directory", opt.dir_source);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
-  // Never mix two configs in one run directory (a finished result is never overwritten). The thread
-  // count may change on resume: results do not depend on it (docs/performance.md, "Threads").
-  if (fs::exists(opt.run_dir + "/config.toml") &&
-      without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
-      (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
-    throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
-                "config.toml); choose another output directory");
+  check_same_config(opt, toml, eval_path);
   std::optional<RunLock> lock;
   if (writer) lock.emplace(opt.run_dir);
-  if (fs::exists(eval_path)) {
-    if (opt.console) std::printf("%s is already finished (eval.json exists); nothing to do\n", opt.run_dir.c_str());
-    return kOk;
-  }
-  if (!opt.resume && latest_checkpoint(opt.run_dir))
-    throw Error("run directory " + opt.run_dir + " already holds checkpoints of an unfinished run; "
-                "resume it with --resume or choose another --out");
+  if (already_finished(opt, eval_path)) return kOk;
 
   set_phase("building the model");
   Transformer model(spec.model);
@@ -177,38 +274,19 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
     Rng irng = init_rng(cfg.train.seed);
     init_parameters(model, irng, cfg.model.init_options());
   }
-  try {
-    if (writer) write_file_atomic(opt.run_dir + "/config.toml", toml);  // after the model is built: a failure leaves none
-  } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (the run directory comes from " + opt.dir_source + ")");
-  }
+  write_config(opt, toml, writer);
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
 
   const std::size_t bs = cfg.train.batch_size, lo = cfg.min_len, hi = cfg.train_len;
   const Task& t = *spec.task;
-  TrainerOptions to;
-  to.run_dir = opt.run_dir;
-  to.resume = opt.resume;
-  to.require_checkpoint = opt.require_checkpoint;
-  to.console = opt.console;
-  to.resume_command = opt.resume_command;
-  to.data_parallel = dp.get();
   // Alive through the final evaluation (its table goes to train.log too): check_memory counts its
   // gradients and optimizer state against the evaluation's limit.
-  Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); }, to);
+  Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); },
+                  trainer_options(opt, dp.get()));
   trainer.checkpoint_extra["config_toml"] = toml;
-  // Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping.
   EvalOptions periodic;
   periodic.batches = &batches;
-  trainer.evaluator = [&](std::size_t step, MetricsWriter& mw, double time) -> std::optional<double> {
-    const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
-                                           cfg.train_len, periodic);
-    set_phase("training");
-    mw.write(eval_record(step, r, time));
-    trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
-    if (cfg.train.early_stop_metric.empty()) return std::nullopt;
-    return r.metric(cfg.train.early_stop_metric);
-  };
+  set_periodic_evaluator(trainer, model, t, cfg, periodic);
   set_phase("training");
   const TrainResult tr = trainer.run();
   if (dp && dp->reduces())
@@ -220,48 +298,13 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   }
   if (!writer) return kOk;  // rank 0 evaluates and writes eval.json
 
-  memory::release_cache();  // training's cached blocks go back before the (possibly long) evaluation
-  const auto t0 = std::chrono::steady_clock::now();
-  EvalResult er;
-  EvalOptions final_eval;
-  final_eval.batches = &batches;
-  final_eval.progress = opt.console;
-  final_eval.stoppable = true;
-  try {
-    er.results = evaluate_lengths(model, spec, final_eval);
-  } catch (const Interrupted& e) {
-    const auto ck = latest_checkpoint(opt.run_dir);
-    std::fprintf(stderr, "%s; the checkpoint %s (step %zu) is kept, no eval.json was written; finish with: %s\n",
-                 e.what(), ck ? ck->c_str() : "?", tr.steps,
-                 opt.resume_command.empty() ? "pelab train ... --resume" : opt.resume_command.c_str());
-    return kInterrupted;
-  }
-  set_phase("writing the results");
-  er.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  {
-    MetricsWriter mw;
-    mw.open(opt.run_dir + "/metrics.jsonl");
-    for (const auto& r : er.results)
-      if (r.ok) mw.write(eval_record(tr.steps, r, tr.seconds + er.eval_seconds));
-  }
-  er.cell = cfg.cell.index;
-  er.label = cfg.cell.label;
-  er.assignment = cfg.cell.assignment;
-  er.encoding = cfg.encoding;
-  er.task = cfg.task;
-  er.is_lm = t.is_language_model();
-  er.train_len = cfg.train_len;
-  er.seed = cfg.train.seed;
-  er.steps = tr.steps;
-  er.status = status_name(tr.status);
-  er.final_train_loss = tr.final_loss;
-  er.train_seconds = tr.seconds;
-  er.parameters = model.num_parameters();
-  write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
+  std::optional<EvalResult> er = final_evaluation(model, spec, batches, opt, tr);
+  if (!er) return kInterrupted;
+  write_results(*er, spec, opt, tr, model, eval_path);
   // The final evaluation to the console and train.log alike.
   if (opt.console) std::printf("\n");
   trainer.log("evaluation (" + cfg.task + ", trained on sizes up to " + std::to_string(cfg.train_len) + ")");
-  std::istringstream table(format_results(er.results, t.is_language_model()));
+  std::istringstream table(format_results(er->results, t.is_language_model()));
   for (std::string line; std::getline(table, line);) trainer.log(line);
   return kOk;
 }

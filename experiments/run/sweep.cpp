@@ -95,20 +95,20 @@ int finish_sweep(const LoadedConfig& loaded, const std::string& root, const Swee
 }
 
 
-int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
-  if (dist::active()) return run_sweep_mpi(loaded, opt);  // under mpirun: cells across the ranks
-  const ExperimentConfig& cfg = loaded.config;
-  const std::vector<RunSpec>& cells = loaded.runs;
-  const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
-  const int jobs = std::max(1, opt.jobs);
+namespace {
+
+// Threads per cell: cells x threads = cores unless --threads says otherwise (results do not depend on
+// the count).
+int threads_per_cell(const SweepOptions& opt, int jobs) {
   if (opt.threads > 0) {
     const std::string why = parallel::check_threads(opt.threads, "--threads");
     if (!why.empty()) throw Error(why);
   }
-  // cells x threads = cores unless --threads says otherwise (results do not depend on the count).
-  const int threads = opt.threads > 0 ? opt.threads : std::max(1, parallel::hardware_threads() / jobs);
+  return opt.threads > 0 ? opt.threads : std::max(1, parallel::hardware_threads() / jobs);
+}
 
-  // Before anything is written: every cell's training and evaluation must fit in memory.
+// Before anything is written: every cell's training and evaluation must fit in memory.
+void check_cells_memory(const std::vector<RunSpec>& cells, const SweepOptions& opt) {
   for (const RunSpec& c : cells) {
     try {
       check_memory(c, opt.memory, true);
@@ -116,15 +116,22 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
       throw Error(std::string(e.what()) + " (sweep cell " + c.config.cell.label + ")");
     }
   }
+}
+
+void write_sweep_toml(const std::string& root, const ExperimentConfig& cfg, const SweepOptions& opt) {
   make_directory(root, "sweep directory", opt.dir_source);
   try {
     write_file_atomic(root + "/sweep.toml", to_toml(cfg));
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (the sweep directory comes from " + opt.dir_source + ")");
   }
+}
 
+// The cells still to run (no eval.json), each given its directory and cell.toml; `skipped` counts the
+// finished ones.
+std::vector<std::size_t> prepare_cells(const std::vector<RunSpec>& cells, const std::string& root,
+                                       const SweepOptions& opt, int threads, std::size_t& skipped) {
   std::vector<std::size_t> todo;
-  std::size_t skipped = 0;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::string dir = root + "/" + cells[i].dir_name;
     if (fs::exists(dir + "/eval.json")) {
@@ -137,18 +144,22 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
     write_file_atomic(dir + "/cell.toml", to_toml(cell));
     todo.push_back(i);
   }
-  std::printf("sweep %s: %zu cells (%zu already finished), %zu to run, %d at a time, %d thread(s) each\n",
-              root.c_str(), cells.size(), skipped, todo.size(), jobs, threads);
-  std::fflush(stdout);
+  return todo;
+}
 
-  install_stop_handlers();
+// Runs cells `jobs` at a time, each a `pelab train` child process, printing a line as each ends. A stop
+// request is forwarded to the running cells once; then no new cell starts.
+struct CellRunner {
+  const std::vector<RunSpec>& cells;
+  const std::string& root;
+  const SweepOptions& opt;
+  int jobs;
+  std::size_t finished;  // cells done so far (the skipped ones included), for "[k/n]"
   std::map<pid_t, Running> running;
-  std::vector<std::string> failed;
-  std::size_t next = 0, finished = skipped;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool interrupted = false;
+  std::vector<std::string> failed;  // labels
+  bool interrupted = false, forwarded = false;
 
-  auto spawn = [&](std::size_t idx) {
+  void spawn(std::size_t idx) {
     const RunSpec& c = cells[idx];
     const std::string dir = root + "/" + c.dir_name;
     // The cell file says everything, its [cell] table included: the child reads nothing else.
@@ -156,33 +167,21 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
     if (!opt.memory_flag.empty()) args.insert(args.end(), {"--memory-limit", opt.memory_flag});
     const pid_t pid = spawn_cell(args, dir + "/stdout.log");
     running[pid] = {idx, std::chrono::steady_clock::now()};
-  };
-  auto running_pids = [&] {
-    std::vector<pid_t> v;
-    for (const auto& [pid, r] : running) v.push_back(pid);
-    return v;
-  };
+  }
 
-  bool forwarded = false;
-  while (next < todo.size() || !running.empty()) {
-    while (!interrupted && next < todo.size() && static_cast<int>(running.size()) < jobs) spawn(todo[next++]);
-    // Poll rather than block: the stop handler restarts waitpid (SA_RESTART), and a stop must be
-    // forwarded to the cells at once, exactly once (a second signal would kill them without a checkpoint).
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid == 0 || (pid < 0 && errno == EINTR)) {
-      if (stop_requested() && !forwarded) {
-        interrupted = forwarded = true;
-        signal_cells(running_pids(), stop_signal() ? stop_signal() : SIGTERM);
-        std::printf("stopping: %zu running cell(s) write a checkpoint and exit\n", running.size());
-        std::fflush(stdout);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    if (pid < 0) break;
+  void forward_stop() {
+    interrupted = forwarded = true;
+    std::vector<pid_t> pids;
+    for (const auto& [pid, r] : running) pids.push_back(pid);
+    signal_cells(pids, stop_signal() ? stop_signal() : SIGTERM);
+    std::printf("stopping: %zu running cell(s) write a checkpoint and exit\n", running.size());
+    std::fflush(stdout);
+  }
+
+  // A child has ended with `status`: one line, done or failed.
+  void reap(pid_t pid, int status) {
     auto it = running.find(pid);
-    if (it == running.end()) continue;
+    if (it == running.end()) return;
     const RunSpec& c = cells[it->second.index];
     const std::string& label = c.config.cell.label;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
@@ -202,10 +201,52 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
     running.erase(it);
     interrupted = interrupted || stop_requested();
   }
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - failed.size(), cells.size());
 
-  return finish_sweep(loaded, root, opt, interrupted, failed);
+  void run(const std::vector<std::size_t>& todo) {
+    std::size_t next = 0;
+    while (next < todo.size() || !running.empty()) {
+      while (!interrupted && next < todo.size() && static_cast<int>(running.size()) < jobs) spawn(todo[next++]);
+      // Poll rather than block: the stop handler restarts waitpid (SA_RESTART), and a stop must be
+      // forwarded to the cells at once, exactly once (a second signal would kill them without a checkpoint).
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid == 0 || (pid < 0 && errno == EINTR)) {
+        if (stop_requested() && !forwarded) forward_stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      if (pid < 0) break;
+      reap(pid, status);
+    }
+  }
+};
+
+}  // namespace
+
+int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
+  if (dist::active()) return run_sweep_mpi(loaded, opt);  // under mpirun: cells across the ranks
+  const ExperimentConfig& cfg = loaded.config;
+  const std::vector<RunSpec>& cells = loaded.runs;
+  const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
+  const int jobs = std::max(1, opt.jobs);
+  const int threads = threads_per_cell(opt, jobs);
+  check_cells_memory(cells, opt);
+  write_sweep_toml(root, cfg, opt);
+  std::size_t skipped = 0;
+  const std::vector<std::size_t> todo = prepare_cells(cells, root, opt, threads, skipped);
+  std::printf("sweep %s: %zu cells (%zu already finished), %zu to run, %d at a time, %d thread(s) each\n",
+              root.c_str(), cells.size(), skipped, todo.size(), jobs, threads);
+  std::fflush(stdout);
+
+  install_stop_handlers();
+  CellRunner runner{cells, root, opt, jobs, skipped, {}, {}};
+  const auto t0 = std::chrono::steady_clock::now();
+  runner.run(todo);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - runner.failed.size(),
+              cells.size());
+
+  return finish_sweep(loaded, root, opt, runner.interrupted, runner.failed);
 }
 
 }  // namespace pelab
