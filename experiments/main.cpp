@@ -12,6 +12,7 @@
 
 #include "core/blas_coretype.hpp"
 #include "experiments/cli/command.hpp"
+#include "experiments/run/provenance.hpp"
 #include "experiments/run/run.hpp"
 #include "training/distributed.hpp"
 #include "training/signals.hpp"
@@ -28,7 +29,7 @@ const cli::AddCommand kCommands[] = {cli::add_train,  cli::add_sweep,     cli::a
 void set_up(CLI::App& app, cli::Commands& commands) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every command");
-  app.set_version_flag("--version", "pelab\nMPI: " + dist::summary());
+  app.set_version_flag("--version", version_text() + "\nMPI: " + dist::summary());
   for (const cli::AddCommand add : kCommands) add(app, commands);
 }
 

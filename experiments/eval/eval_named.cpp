@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/parallel.hpp"
+#include "experiments/run/provenance.hpp"
 #include "experiments/tasks/task.hpp"
 #include "training/fs.hpp"
 
@@ -103,6 +105,7 @@ std::string write_named_eval(const std::string& run_dir, const std::string& name
   er.eval_seconds = eval_seconds;
   er.eval_name = name;
   er.eval_settings = sets;
+  er.provenance = to_json(provenance(std::size_t(parallel::threads())));  // this evaluation's, not training's
   const std::string path = named_eval_path(run_dir, name);
   write_file_atomic(path, to_json(er).dump(2) + "\n");
   return path;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "core/tensor.hpp"  // Error
@@ -140,6 +141,31 @@ ojson to_json(const LengthResult& r) {
   return j;
 }
 
+OodScore ood_score(const std::vector<LengthResult>& results, std::size_t train_len) {
+  OodScore s;
+  std::map<std::string, double> sums;
+  for (const LengthResult& r : results) {
+    if (r.length <= train_len) continue;
+    if (!r.ok) {
+      ++s.n_a;
+      continue;
+    }
+    s.lengths.push_back(r.length);
+    for (const auto& [name, v] : r.metrics) sums[name] += v;
+  }
+  for (const auto& [name, sum] : sums) s.metrics[name] = sum / double(s.lengths.size());
+  return s;
+}
+
+ojson to_json(const OodScore& s) {
+  ojson j;
+  j["lengths"] = s.lengths;
+  j["n_a"] = s.n_a;
+  for (const auto& m : metric_table())  // the table's order, as per-length results
+    if (auto it = s.metrics.find(m.name); it != s.metrics.end()) j[m.name] = number_or_null(it->second);
+  return j;
+}
+
 ojson to_json(const EvalResult& r) {
   ojson j;
   if (r.cell) j["cell"] = *r.cell;
@@ -165,6 +191,8 @@ ojson to_json(const EvalResult& r) {
     j["eval_name"] = r.eval_name;
     j["eval_settings"] = r.eval_settings;
   }
+  j["ood"] = to_json(ood_score(r.results, r.train_len));
+  if (!r.provenance.is_null()) j["provenance"] = r.provenance;
   return j;
 }
 
@@ -191,6 +219,10 @@ EvalResult eval_result_from_json(const ojson& j, const std::string& file) {
   r.train_seconds = rd.number(j, "train_seconds", top);
   r.eval_seconds = rd.number(j, "eval_seconds", top);
   r.parameters = rd.count(j, "parameters", top, 0);
+  if (auto p = j.find("provenance"); p != j.end()) {
+    if (!p->is_object()) bad(file, "provenance", "expected an object, got " + p->dump());
+    r.provenance = *p;
+  }
   const ojson& results = rd.need(j, "results", top);
   if (!results.is_array()) bad(file, "results", "expected an array");
   std::set<std::size_t> seen;

@@ -35,6 +35,17 @@ struct LengthResult {
   std::optional<double> metric(const std::string& name) const;  // nullopt when n/a or not reported
 };
 
+// The out-of-distribution score: each metric's mean over the evaluated lengths above the training
+// length (Delétang et al. 2023 score a model by its mean accuracy over the lengths beyond training).
+// Lengths reported n/a are left out of the means and counted in `n_a`.
+struct OodScore {
+  std::vector<std::size_t> lengths;  // the lengths averaged (ok ones)
+  std::size_t n_a = 0;
+  MetricValues metrics;
+};
+// Empty lengths (and no metrics) when no length above train_len was evaluated with a result.
+OodScore ood_score(const std::vector<LengthResult>& results, std::size_t train_len);
+
 // A finished run.
 struct EvalResult {
   std::optional<std::size_t> cell;  // the sweep cell's index in its grid (absent for a plain run)
@@ -53,10 +64,14 @@ struct EvalResult {
   // settings; both empty in the training's eval.json.
   std::string eval_name;
   std::vector<std::string> eval_settings;
+  // What produced it (experiments/run/provenance.hpp): version, build, CPU, BLAS kernel, SIMD, threads;
+  // null in files written before it existed.
+  nlohmann::ordered_json provenance;
 };
 
 nlohmann::ordered_json to_json(const LengthResult& r);
-nlohmann::ordered_json to_json(const EvalResult& r);
+nlohmann::ordered_json to_json(const EvalResult& r);  // with "ood": ood_score(results, train_len)
+nlohmann::ordered_json to_json(const OodScore& s);
 // The inverse of to_json; throws Error "FILE: where: what" for anything malformed (`file` names the
 // source in messages).
 EvalResult eval_result_from_json(const nlohmann::ordered_json& j, const std::string& file);

@@ -20,6 +20,7 @@
 #include "core/simd.hpp"
 #include "experiments/eval/eval_result.hpp"
 #include "experiments/eval/evaluate.hpp"
+#include "experiments/run/provenance.hpp"
 #include "training/checkpoint.hpp"
 #include "training/data_parallel.hpp"
 #include "training/distributed.hpp"
@@ -243,6 +244,7 @@ void write_results(EvalResult& er, const RunSpec& spec, const RunOptions& opt, c
   er.final_train_loss = tr.final_loss;
   er.train_seconds = tr.seconds;
   er.parameters = model.num_parameters();
+  er.provenance = to_json(provenance(std::size_t(parallel::threads())));
   write_file_atomic(eval_path, to_json(er).dump(2) + "\n");
 }
 
