@@ -1,3 +1,4 @@
+// The pool behind core/parallel.hpp (why not OpenMP: there).
 #include "core/parallel.hpp"
 
 #include <sched.h>

@@ -1,3 +1,5 @@
+// Not OpenMP: schedule(static) could run the same fixed plan; on a loaded 2-core machine the comparison was
+// inconclusive (bench/bench_libraries.cpp --threads 2; docs/performance.md), so the pool stays until re-measured.
 // The threads of one training step: a small pool that runs a fixed plan of pieces.
 //
 // pelab runs a step on N threads (`--threads N`, train.threads; 1 by default): the caller plus N - 1

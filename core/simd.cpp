@@ -1,3 +1,4 @@
+// The run header's SIMD line; why not xsimd: core/simd.hpp.
 #include "core/simd.hpp"
 
 #ifndef PELAB_MARCH

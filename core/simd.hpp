@@ -1,3 +1,5 @@
+// Not xsimd's dispatch: target_clones compiles the same scalar loops per architecture with one attribute, where
+// xsimd::dispatch needs one translation unit per architecture (bench/bench_libraries.cpp, docs/performance.md).
 // Run-time instruction-set dispatch for the hot vectorized loops.
 //
 // The default build targets a portable baseline (x86-64-v2, CMakeLists.txt) so that pelab runs on any

@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
 packages=(g++ cmake make pkg-config
-          libxtensor-dev libxsimd-dev libopenblas-dev
+          libxtensor-dev libopenblas-dev
+          libxsimd-dev  # bench/bench_libraries.cpp only: xsimd's exp/erf against ours (docs/performance.md)
+          libxtensor-blas-dev  # xt::linalg (SVD, eigenvalues) for `pelab probe spectrum`
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           gnuplot-nox fortunes-min  # fortunes-min: the default char_lm corpus
           openmpi-bin libopenmpi-dev)  # MPI: sweeps across ranks, data-parallel training (docs/cluster.md)

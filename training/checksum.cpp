@@ -1,3 +1,4 @@
+// Why not a packaged CRC32C (ISA-L): training/checksum.hpp.
 // CRC32C, table driven "slicing by 8": eight 256-entry tables let the loop consume 8 bytes per step
 // (about 8x the byte-at-a-time speed); crc32c_reference is the plain bitwise definition.
 #include "training/checksum.hpp"

@@ -1,3 +1,5 @@
+// Not ISA-L's crc32_iscsi (libisal-dev): same CRCs, 10-22x faster, but ~10 ms a checkpoint does not pay for a
+// dependency; ./build/bench/bench_libraries (1-64 MiB), docs/performance.md "Libraries we did not adopt".
 // CRC32C (Castagnoli polynomial 0x1EDC6F41, reflected 0x82F63B78; init and final xor 0xFFFFFFFF), the
 // checksum of iSCSI (RFC 3720), ext4 and LevelDB. pelab uses it to detect corrupted checkpoint files:
 // it catches every burst error up to 32 bits and random damage with probability 1 - 2^-32. Not a

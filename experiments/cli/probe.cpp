@@ -1,5 +1,6 @@
-// `pelab probe encoding|run`: looking inside an encoding or a trained run. Their options and the command are
-// in experiments/probe/probe_cli.cpp; here the memory limit that `probe run` checks like train and eval.
+// `pelab probe encoding|run|spectrum`: looking inside an encoding or a trained run. Their options and the command
+// are in experiments/probe/probe_cli.cpp; here the memory limit that `probe run` and `probe spectrum --run` check
+// like train and eval.
 #include <memory>
 #include <string>
 
@@ -14,11 +15,11 @@ namespace {
 
 struct ProbeCli {
   ProbeCommand probe;
-  std::string memory_mb;  // probe run
+  std::string memory_mb;  // probe run, probe spectrum --run
 };
 
 int cmd_probe(ProbeCli& p) {
-  p.probe.run_args.memory = parse_memory_limit(p.memory_mb);
+  p.probe.run_args.memory = p.probe.spectrum_args.memory = parse_memory_limit(p.memory_mb);
   return run_probe_command(p.probe);
 }
 
@@ -28,6 +29,7 @@ void add_probe(CLI::App& app, Commands& commands) {
   auto p = std::make_shared<ProbeCli>();
   add_probe_command(app, p->probe);
   add_memory_limit(*p->probe.run, p->memory_mb);
+  add_memory_limit(*p->probe.spectrum, p->memory_mb);
   commands.push_back({p->probe.app, [p](const Invocation&) { return cmd_probe(*p); }});
 }
 

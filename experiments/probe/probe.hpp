@@ -16,6 +16,11 @@
 //                       line per length (1x, 2x, 4x the training size), with the uniform maximum log(t+1)
 //     position_accuracy token accuracy per answer position (teacher forced, as token_acc), one line per length
 //     qk_positions      p_i^T W_Q^T W_K p_j of the first layer for absolute encodings (input-side vectors)
+//   spectrum (`pelab probe spectrum --encoding NAME | --run RUN_DIR`; experiments/probe/spectrum_probe.cpp):
+//     spectrum          singular values (and eigenvalues of symmetric ones), entropy effective rank and
+//                       Toeplitz-ness of the position-position matrices: the Gram matrix of input-side vectors,
+//                       the rotation kernel, the bias per head, relative keys; trained: also layer 0's mean
+//                       attention per head and p_i^T W_Q^T W_K p_j per head (docs/reports.md, "Spectrum")
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,7 @@
 
 #include "core/tensor.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/probe/spectrum.hpp"
 #include "experiments/run/resources.hpp"
 #include "training/batch.hpp"
 
@@ -81,6 +87,28 @@ struct RunProbeArgs {
 // the memory it would need) before any forward.
 std::vector<std::string> probe_run(const RunProbeArgs& args);
 
+struct SpectrumProbeArgs {
+  std::string encoding;              // --encoding NAME: an untrained encoding, or
+  std::string run_dir;               // --run DIR: a trained run (exactly one of the two)
+  std::vector<std::string> sets;     // encoding parameters key=value (--encoding)
+  std::size_t length = 64;           // positions 0..length-1 (--encoding)
+  std::size_t d_model = 64, n_heads = 4;  // (--encoding)
+  std::size_t factor = 1;            // the length as a multiple of train_len (--run)
+  std::size_t samples = 0;           // held-out samples for the attention (--run); 0 = the run's [probe] samples
+  std::uint64_t seed = 0;            // (--run)
+  MemoryLimit memory;                // (--run)
+  std::string out_dir;  // default runs/probe-encoding/NAME or RUN_DIR/probe
+};
+struct SpectrumReport {
+  std::vector<MatrixSpectrum> matrices;
+  std::vector<std::string> not_defined;  // the kinds of matrix the encoding does not define, with the reason
+  std::vector<std::string> files;
+};
+// Writes spectrum.{csv,json,gp,dat,png}; throws Error on bad arguments or when an encoding defines no matrix.
+SpectrumReport probe_spectrum(const SpectrumProbeArgs& args);
+// The summary table `pelab probe spectrum` prints: one line per matrix.
+std::string spectrum_table(const SpectrumReport& r);
+
 // `pelab sweep --probe`: probe_run on every finished cell of a sweep directory (cells with eval.json);
 // failures are printed and counted, not thrown. Returns the number of cells that failed.
 int probe_sweep_cells(const std::string& sweep_dir, const std::vector<std::string>& cell_dirs,
@@ -91,8 +119,10 @@ struct ProbeCommand {
   CLI::App* app = nullptr;
   CLI::App* encoding = nullptr;
   CLI::App* run = nullptr;
+  CLI::App* spectrum = nullptr;
   EncodingProbeArgs enc;
   RunProbeArgs run_args;
+  SpectrumProbeArgs spectrum_args;
   std::string factors_csv;
 };
 void add_probe_command(CLI::App& app, ProbeCommand& c);

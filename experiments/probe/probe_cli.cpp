@@ -1,4 +1,4 @@
-// `pelab probe encoding|run` and the sweep's --probe pass.
+// `pelab probe encoding|run|spectrum` and the sweep's --probe pass.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -39,11 +39,33 @@ void add_probe_command(CLI::App& app, ProbeCommand& c) {
       ->check(CLI::Range(1, 100000));
   c.run->add_option("--seed", c.run_args.seed, "seed of the samples");
   c.run->add_option("--out", c.run_args.out_dir, "output directory (default RUN_DIR/probe)");
+  c.spectrum = c.app->add_subcommand(
+      "spectrum", "singular values, effective rank and Toeplitz-ness of position-position matrices (untrained or trained)");
+  SpectrumProbeArgs& s = c.spectrum_args;
+  auto* enc = c.spectrum->add_option("--encoding", s.encoding, "an untrained encoding (see pelab list)");
+  auto* run = c.spectrum->add_option("--run", s.run_dir, "a trained run directory (holds config.toml and checkpoints/)")
+                  ->check(CLI::ExistingDirectory);
+  enc->excludes(run);
+  c.spectrum->add_option("--set", s.sets, "encoding parameter: key=value (repeatable; with --encoding)")->needs(enc);
+  c.spectrum->add_option("--length", s.length, "positions 0..length-1 (with --encoding; default 64)")
+      ->check(CLI::Range(2, 1024))->needs(enc);
+  c.spectrum->add_option("--d-model", s.d_model, "model width (with --encoding)")->check(CLI::Range(2, 4096))->needs(enc);
+  c.spectrum->add_option("--heads", s.n_heads, "attention heads (with --encoding)")->check(CLI::Range(1, 256))->needs(enc);
+  c.spectrum->add_option("--factor", s.factor, "length as a multiple of the training length (with --run; default 1)")
+      ->check(CLI::Range(1, 64))->needs(run);
+  c.spectrum->add_option("--samples", s.samples, "held-out samples for the mean attention (with --run; default: the "
+                         "run's [probe] samples)")->check(CLI::Range(1, 100000))->needs(run);
+  c.spectrum->add_option("--seed", s.seed, "seed of the samples (with --run)")->needs(run);
+  c.spectrum->add_option("--out", s.out_dir, "output directory (default runs/probe-encoding/NAME or RUN_DIR/probe)");
 }
 
 int run_probe_command(ProbeCommand& c) {
   std::vector<std::string> files;
-  if (*c.encoding) {
+  if (*c.spectrum) {
+    const SpectrumReport r = probe_spectrum(c.spectrum_args);
+    std::printf("%s", spectrum_table(r).c_str());
+    files = r.files;
+  } else if (*c.encoding) {
     files = probe_encoding(c.enc);
   } else {
     if (!c.factors_csv.empty()) c.run_args.factors = parse_factors(c.factors_csv);
