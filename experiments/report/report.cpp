@@ -90,7 +90,10 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   }
 
   HtmlInput html;
-  for (const std::string& m : tables) html.metric_tables.push_back(length_table(s, m));
+  for (const std::string& m : tables) {
+    html.metric_tables.push_back(length_table(s, m));
+    if (auto t = ood_table(s, m)) html.metric_tables.push_back(*t);
+  }
   html.steps = steps_table(s);
   std::vector<Table> ranks;
   for (const std::string& m : tables)

@@ -139,6 +139,9 @@ struct ChanceLine {
 std::vector<ChanceLine> chance_lines(const Sweep& s, const std::string& metric);
 // One metric per group and length (in-distribution marker, n/a footnotes, chance rows).
 Table length_table(const Sweep& s, const std::string& metric);
+// report_ood.cpp: per group, each run's OOD score (mean over lengths above training) as mean ± std,
+// min and max over seeds; nullopt when no run evaluated beyond its training length.
+std::optional<Table> ood_table(const Sweep& s, const std::string& metric);
 
 // report_research.cpp
 struct TargetResult {
