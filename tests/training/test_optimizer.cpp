@@ -72,7 +72,9 @@ TEST_CASE("decays follows the parameter kind and the rule") {
   CHECK(decays(ps[2], def));
   CHECK_FALSE(decays(ps[3], def));
   CHECK_FALSE(decays(ps[4], def));
-  ParamGroupRule all{true, true}, none{false, false};
+  ParamGroupRule all, none;
+  all.decay_norm_and_bias = all.decay_embeddings = true;
+  none.decay_norm_and_bias = none.decay_embeddings = false;
   for (const auto& p : ps) CHECK(decays(p, all));
   CHECK(decays(ps[0], none));  // weights always decay
   CHECK_FALSE(decays(ps[2], none));
