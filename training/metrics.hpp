@@ -27,7 +27,7 @@ struct TokenStats {
 // token, and conversely. So one forward pass gives it.
 TokenStats token_stats(const Array& logits, const Batch& batch);
 
-// One metrics.jsonl line. Keys are fixed (every metric of training/metrics_table.hpp, in its order):
+// One metrics.jsonl line. Keys are fixed (every registered metric, training/metrics_table.hpp, in list order):
 // absent values are written as null.
 struct MetricRecord {
   std::size_t step = 0;

@@ -1,6 +1,7 @@
-// Optimizers (AdamW, SGD with momentum), gradient clipping and the weight-decay grouping rule. Each
-// optimizer is one file in training/optimizers/ that registers itself (training/optimizer_registry.hpp)
-// with its own [train.<name>] parameters; the trainer builds one by name.
+// The optimizer interface, gradient clipping and the weight-decay grouping rule. Each optimizer (AdamW,
+// SGD, ...) is one file in training/optimizers/ holding its class and its registration
+// (training/optimizer_registry.hpp) with its own [train.<name>] parameters; everyone else, the trainer
+// and the tests included, builds one by name with make_optimizer.
 //
 // An optimizer holds the model's parameters (Module::parameters()), reads each one's gradient and
 // updates its value in place (through mutable_data, which bumps the version: a tape recorded before
@@ -67,52 +68,6 @@ class Optimizer {
   std::vector<std::vector<Array>> buffers_;  // [buffer][param]
   std::vector<std::uint64_t> t_;             // per-parameter update counts
   std::size_t steps_ = 0;
-};
-
-struct AdamWConfig {
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
-  ParamGroupRule rule;
-};
-
-// torch.optim.AdamW: p *= 1 - lr*wd (decaying params only); m = b1 m + (1-b1) g;
-// v = b2 v + (1-b2) g^2; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
-class AdamW : public Optimizer {
- public:
-  AdamW(std::vector<Parameter> params, const AdamWConfig& cfg);
-  const char* kind() const override { return "adamw"; }
-  void step(double lr) override;
-  const AdamWConfig& config() const { return cfg_; }
-
- private:
-  AdamWConfig cfg_;
-  std::vector<bool> decay_;
-  struct Slot {  // one parameter's update within step()
-    real *p, *m, *v;
-    const real* g;
-    std::size_t begin, n;  // its elements in the run of all updated parameters
-    real neg_step, bc2_sqrt;
-    bool decay;
-  };
-  std::vector<Slot> slots_;
-};
-
-struct SGDConfig {
-  double momentum = 0.9, weight_decay = 0;
-  ParamGroupRule rule;
-};
-
-// torch.optim.SGD (no dampening, no nesterov): d = g + wd*p (decaying params only, L2 style);
-// buf = d on a parameter's first update, else momentum*buf + d; p -= lr*buf. momentum 0: p -= lr*d.
-class SGD : public Optimizer {
- public:
-  SGD(std::vector<Parameter> params, const SGDConfig& cfg);
-  const char* kind() const override { return "sgd"; }
-  void step(double lr) override;
-  const SGDConfig& config() const { return cfg_; }
-
- private:
-  SGDConfig cfg_;
-  std::vector<bool> decay_;
 };
 
 // torch.nn.utils.clip_grad_norm_: the global L2 norm of all gradients (accumulated in double); if

@@ -282,8 +282,7 @@ void Trainer::Impl::log_interval(TrainResult& res, double lr) {
   const double mean_loss = iv.loss / iv.steps, acc = iv.stats.token_acc();
   MetricRecord r;
   r.step = step;
-  r.metrics = {{"loss", mean_loss}, {"token_acc", acc}};
-  if (iv.stats.rows) r.metrics["exact_match"] = iv.stats.exact_match();
+  r.metrics = compute_training_metrics(iv.stats, mean_loss);
   r.lr = lr;
   r.grad_norm = iv.norm / iv.steps;
   r.tokens_per_s = tps;

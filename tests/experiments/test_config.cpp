@@ -293,11 +293,13 @@ TEST_CASE("config: optimizer parameters live in [train.<optimizer>] and moved ke
              StartsWith("quick.toml:2: [train.adamw] unknown key 'momentum'; allowed keys: beta1, beta2, eps"));
   CHECK_THAT(error_of("[train.adam]\nbeta1 = 0.8\n"),
              StartsWith("quick.toml:1: [train] unknown optimizer subtable [train.adam] (did you mean [train.adamw]?)"));
+  // The lists name every registered optimizer and metric: the built-ins among them.
   CHECK_THAT(error_of("[train]\noptimizer = \"adam\"\n"),
-             StartsWith("quick.toml:2: [train] key 'optimizer' has value \"adam\"; expected one of: adamw, sgd"));
+             StartsWith("quick.toml:2: [train] key 'optimizer' has value \"adam\"; expected one of: ") &&
+                 Contains("adamw") && Contains("sgd"));
   CHECK_THAT(error_of("[train]\nearly_stop_metric = \"acc\"\n"),
-             StartsWith("quick.toml:2: [train] key 'early_stop_metric' has value \"acc\"; expected one of: \"\" (off), loss, "
-                        "token_acc, exact_match"));
+             StartsWith("quick.toml:2: [train] key 'early_stop_metric' has value \"acc\"; expected one of: \"\" (off), ") &&
+                 Contains("loss, token_acc") && Contains("exact_match"));
 
   // Swept like any other parameter; each cell resolves the chosen optimizer's subtable.
   const auto cells = expand_sweep(parse_config(

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "training/checkpoint.hpp"
+#include "training/optimizer_registry.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 namespace fs = std::filesystem;
@@ -47,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < parts.size(); ++i) write(ck / names[i], parts[i]);
 
   fuzz::TinyModule model;
-  AdamW opt(model.parameters(), AdamWConfig{});
+  auto opt = make_optimizer("adamw", {}, OptimizerCommon{}, model.parameters());
   try {
     const CheckpointChoice c = choose_checkpoint(run_dir().string(), true);
     (void)checkpoint_notes(c);
@@ -55,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
   }
   try {
-    (void)load_checkpoint(ck.string(), model, &opt);
+    (void)load_checkpoint(ck.string(), model, opt.get());
   } catch (const Error&) {
   }
   return 0;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "training/checkpoint.hpp"
+#include "training/optimizer_registry.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 namespace fs = std::filesystem;
@@ -40,10 +41,10 @@ int main(int argc, char** argv) {
   fuzz::TinyModule model;
   for (auto& p : model.parameters())
     for (std::size_t i = 0; i < p.tensor.numel(); ++i) p.tensor.mutable_data()[i] = real(0.25) * real(i);
-  AdamW adamw(model.parameters(), AdamWConfig{});
-  SGD sgd(model.parameters(), SGDConfig{});
+  const auto adamw = make_optimizer("adamw", {}, OptimizerCommon{}, model.parameters());
+  const auto sgd = make_optimizer("sgd", {}, OptimizerCommon{}, model.parameters());
   int n = 0;
-  for (const Optimizer* opt : {static_cast<const Optimizer*>(&adamw), static_cast<const Optimizer*>(&sgd)}) {
+  for (const Optimizer* opt : {adamw.get(), sgd.get()}) {
     CheckpointState st;
     st.step = 1;
     st.extra = {{"rng_data", {1, 2, 3, 4}}, {"rng_dropout", {5, 6, 7, 8}}, {"seconds", 1.5}};

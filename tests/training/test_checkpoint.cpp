@@ -14,6 +14,7 @@
 #include "layers/transformer.hpp"
 #include "training/checkpoint.hpp"
 #include "training/checksum.hpp"
+#include "training/optimizer_registry.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;
@@ -99,10 +100,16 @@ std::string error_of(const std::function<void()>& f) {
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
-AdamWConfig adamw_cfg() {
-  AdamWConfig c;
+// The optimizers as the trainer builds them, by name (their classes are private to training/optimizers/).
+std::unique_ptr<Optimizer> adamw(std::vector<Parameter> params) {
+  OptimizerCommon c;
   c.weight_decay = 0.1;
-  return c;
+  return make_optimizer("adamw", {}, c, std::move(params));
+}
+std::unique_ptr<Optimizer> sgd(std::vector<Parameter> params) {
+  OptimizerCommon c;
+  c.weight_decay = 0;
+  return make_optimizer("sgd", {}, c, std::move(params));
 }
 
 }  // namespace
@@ -116,14 +123,14 @@ TEST_CASE("checkpoint names are zero padded to 9 digits") {
 TEST_CASE("a checkpoint round trips weights and optimizer state bit-exactly") {
   TempDir dir;
   auto a = small_model(1);
-  AdamW opt_a(a->parameters(), adamw_cfg());
+  auto opt_a = adamw(a->parameters());
   Rng data(5);
-  for (int s = 0; s < 3; ++s) train_step(*a, opt_a, data, 1e-2);
+  for (int s = 0; s < 3; ++s) train_step(*a, *opt_a, data, 1e-2);
 
   CheckpointState st;
   st.step = 3;
   st.extra = {{"config", "[model]\nd_model = 8\n"}, {"rng", {1, 2, 3, 4}}, {"losses", {2.5, 2.25}}};
-  const std::string path = save_checkpoint(dir.str(), *a, opt_a, st, 3);
+  const std::string path = save_checkpoint(dir.str(), *a, *opt_a, st, 3);
   CHECK(path == (dir.path / "checkpoints" / "step_000000003").string());
   CHECK(fs::is_regular_file(fs::path(path) / "weights.safetensors"));
   CHECK(fs::is_regular_file(fs::path(path) / "optimizer.safetensors"));
@@ -131,11 +138,11 @@ TEST_CASE("a checkpoint round trips weights and optimizer state bit-exactly") {
   REQUIRE(latest_checkpoint(dir.str()) == path);
 
   auto b = small_model(2);  // different initial values
-  AdamW opt_b(b->parameters(), adamw_cfg());
-  const CheckpointState back = load_checkpoint(path, *b, &opt_b);
+  auto opt_b = adamw(b->parameters());
+  const CheckpointState back = load_checkpoint(path, *b, opt_b.get());
   CHECK(back.step == 3);
   CHECK(back.extra == st.extra);
-  CHECK(opt_b.steps() == 3);
+  CHECK(opt_b->steps() == 3);
   const auto pa = a->parameters(), pb = b->parameters();
   REQUIRE(pa.size() == pb.size());
   for (std::size_t i = 0; i < pa.size(); ++i) {
@@ -143,8 +150,8 @@ TEST_CASE("a checkpoint round trips weights and optimizer state bit-exactly") {
     CHECK(bit_equal(pa[i].tensor.value(), pb[i].tensor.value()));
   }
   SafeTensors sa, sb;
-  opt_a.state_to(sa);
-  opt_b.state_to(sb);
+  opt_a->state_to(sa);
+  opt_b->state_to(sb);
   CHECK(sa.metadata == sb.metadata);
   REQUIRE(sa.floats.size() == sb.floats.size());
   for (const auto& [k, v] : sa.floats) {
@@ -156,8 +163,8 @@ TEST_CASE("a checkpoint round trips weights and optimizer state bit-exactly") {
   // Continuing from the reloaded copy is bit-identical to never having stopped.
   Rng data_a(77), data_b(77);
   for (int s = 0; s < 4; ++s) {
-    train_step(*a, opt_a, data_a, 5e-3);
-    train_step(*b, opt_b, data_b, 5e-3);
+    train_step(*a, *opt_a, data_a, 5e-3);
+    train_step(*b, *opt_b, data_b, 5e-3);
   }
   for (std::size_t i = 0; i < pa.size(); ++i) {
     INFO(pa[i].name);
@@ -168,28 +175,28 @@ TEST_CASE("a checkpoint round trips weights and optimizer state bit-exactly") {
 TEST_CASE("keep_last prunes older checkpoints but never the new one") {
   TempDir dir;
   Tiny m(3);
-  SGD opt(m.parameters(), SGDConfig{});
+  auto opt = sgd(m.parameters());
   auto steps = [&] {
     std::vector<std::size_t> s;
     for (const auto& [step, path] : list_checkpoints(dir.str())) s.push_back(step);
     return s;
   };
-  for (std::size_t s = 1; s <= 5; ++s) save_checkpoint(dir.str(), m, opt, CheckpointState{s * 10, {}}, 2);
+  for (std::size_t s = 1; s <= 5; ++s) save_checkpoint(dir.str(), m, *opt, CheckpointState{s * 10, {}}, 2);
   CHECK(steps() == std::vector<std::size_t>{40, 50});
-  save_checkpoint(dir.str(), m, opt, CheckpointState{60, {}}, 1);
+  save_checkpoint(dir.str(), m, *opt, CheckpointState{60, {}}, 1);
   CHECK(steps() == std::vector<std::size_t>{60});
-  for (std::size_t s = 7; s <= 9; ++s) save_checkpoint(dir.str(), m, opt, CheckpointState{s * 10, {}}, 0);
+  for (std::size_t s = 7; s <= 9; ++s) save_checkpoint(dir.str(), m, *opt, CheckpointState{s * 10, {}}, 0);
   CHECK(steps() == std::vector<std::size_t>{60, 70, 80, 90});  // keep_last 0 keeps everything
 }
 
 TEST_CASE("saving the same step again replaces that checkpoint") {
   TempDir dir;
   Tiny m(3);
-  SGD opt(m.parameters(), SGDConfig{});
+  auto opt = sgd(m.parameters());
   fill(m, 1);
-  save_checkpoint(dir.str(), m, opt, CheckpointState{7, {{"v", 1}}}, 2);
+  save_checkpoint(dir.str(), m, *opt, CheckpointState{7, {{"v", 1}}}, 2);
   fill(m, 100);
-  const std::string path = save_checkpoint(dir.str(), m, opt, CheckpointState{7, {{"v", 2}}}, 2);
+  const std::string path = save_checkpoint(dir.str(), m, *opt, CheckpointState{7, {{"v", 2}}}, 2);
   REQUIRE(list_checkpoints(dir.str()).size() == 1);
   Tiny back(3);
   const auto st = load_checkpoint(path, back, nullptr);
@@ -203,8 +210,8 @@ TEST_CASE("latest_checkpoint ignores temp and incomplete directories") {
   TempDir dir;
   CHECK_FALSE(latest_checkpoint(dir.str()).has_value());  // no checkpoints/ at all
   Tiny m(3);
-  SGD opt(m.parameters(), SGDConfig{});
-  const std::string good = save_checkpoint(dir.str(), m, opt, CheckpointState{5, {}}, 0);
+  auto opt = sgd(m.parameters());
+  const std::string good = save_checkpoint(dir.str(), m, *opt, CheckpointState{5, {}}, 0);
   const fs::path ck = dir.path / "checkpoints";
   // A crash mid-save leaves a temp dir (possibly complete-looking); one without state.json is incomplete.
   fs::create_directories(ck / ".tmp-step_000000009");
@@ -218,7 +225,7 @@ TEST_CASE("latest_checkpoint ignores temp and incomplete directories") {
   REQUIRE(list_checkpoints(dir.str()).size() == 1);
 
   // The next save removes the leftover temp dir.
-  save_checkpoint(dir.str(), m, opt, CheckpointState{6, {}}, 0);
+  save_checkpoint(dir.str(), m, *opt, CheckpointState{6, {}}, 0);
   CHECK_FALSE(fs::exists(ck / ".tmp-step_000000009"));
   CHECK(latest_checkpoint(dir.str()) == (ck / "step_000000006").string());
 }
@@ -264,23 +271,23 @@ TEST_CASE("weights loading is strict about names and shapes") {
 TEST_CASE("load_checkpoint reports missing and corrupt files by name") {
   TempDir dir;
   Tiny m(3);
-  AdamW opt(m.parameters(), adamw_cfg());
+  auto opt = adamw(m.parameters());
   fill(m, 2);
-  const std::string path = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  const std::string path = save_checkpoint(dir.str(), m, *opt, CheckpointState{1, {}}, 0);
   const fs::path p(path);
 
   Tiny target(3);
   fill(target, -1);
-  AdamW topt(target.parameters(), adamw_cfg());
+  auto topt = adamw(target.parameters());
   auto untouched = [&] {
     CHECK(target.parameter("w").data()[0] == -1);
-    CHECK(topt.steps() == 0);
+    CHECK(topt->steps() == 0);
   };
 
   SECTION("wrong model shape names the key and both shapes") {
     Tiny other(5);
-    AdamW oopt(other.parameters(), adamw_cfg());
-    const std::string msg = error_of([&] { load_checkpoint(path, other, &oopt); });
+    auto oopt = adamw(other.parameters());
+    const std::string msg = error_of([&] { load_checkpoint(path, other, oopt.get()); });
     INFO(msg);
     CHECK(contains(msg, "weights.safetensors"));
     CHECK(contains(msg, "'w'"));
@@ -289,39 +296,39 @@ TEST_CASE("load_checkpoint reports missing and corrupt files by name") {
   }
   SECTION("corrupt weights file") {
     fs::resize_file(p / "weights.safetensors", 20);
-    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(path, target, topt.get()); });
     CHECK(contains(msg, (p / "weights.safetensors").string()));
     untouched();
   }
   SECTION("corrupt optimizer file") {
     std::ofstream(p / "optimizer.safetensors", std::ios::trunc) << "garbage";
-    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(path, target, topt.get()); });
     CHECK(contains(msg, (p / "optimizer.safetensors").string()));
     untouched();
     CHECK_NOTHROW(load_checkpoint(path, target, nullptr));  // weights alone still load
     CHECK(target.parameter("w").data()[0] == 2);
   }
   SECTION("optimizer of another kind") {
-    SGD sgd(target.parameters(), SGDConfig{});
-    const std::string msg = error_of([&] { load_checkpoint(path, target, &sgd); });
+    auto sgd_opt = sgd(target.parameters());
+    const std::string msg = error_of([&] { load_checkpoint(path, target, sgd_opt.get()); });
     CHECK(contains(msg, "optimizer.safetensors"));
     CHECK(contains(msg, "'adamw'"));
     untouched();
   }
   SECTION("missing state.json") {
     fs::remove(p / "state.json");
-    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(path, target, topt.get()); });
     CHECK(contains(msg, "state.json"));
     untouched();
   }
   SECTION("corrupt state.json") {
     std::ofstream(p / "state.json", std::ios::trunc) << "{\"step\": ";
-    const std::string msg = error_of([&] { load_checkpoint(path, target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(path, target, topt.get()); });
     CHECK(contains(msg, "state.json"));
     untouched();
   }
   SECTION("not a directory") {
-    const std::string msg = error_of([&] { load_checkpoint(path + "-nope", target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(path + "-nope", target, topt.get()); });
     CHECK(contains(msg, "-nope"));
   }
 }
@@ -363,9 +370,9 @@ void make_version_1(const fs::path& dir) {
 TEST_CASE("state.json records the size and CRC32C of every file and of itself", "[checkpoint][checksum]") {
   TempDir dir;
   Tiny m(3);
-  AdamW opt(m.parameters(), adamw_cfg());
+  auto opt = adamw(m.parameters());
   fill(m, 1);
-  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{4, {{"note", "state_crc32c"}}}, 0);
+  const fs::path p = save_checkpoint(dir.str(), m, *opt, CheckpointState{4, {{"note", "state_crc32c"}}}, 0);
   const std::string text = slurp(p / "state.json");
   const auto j = nlohmann::json::parse(text);
   CHECK(j.at("version") == 2);
@@ -387,15 +394,15 @@ TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and
           "[checkpoint][checksum]") {
   TempDir dir;
   Tiny m(3);
-  AdamW opt(m.parameters(), adamw_cfg());
+  auto opt = adamw(m.parameters());
   fill(m, 2);
-  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  const fs::path p = save_checkpoint(dir.str(), m, *opt, CheckpointState{1, {}}, 0);
   Tiny target(3);
   fill(target, -1);
-  AdamW topt(target.parameters(), adamw_cfg());
+  auto topt = adamw(target.parameters());
   auto untouched = [&] {
     CHECK(target.parameter("w").data()[0] == -1);
-    CHECK(topt.steps() == 0);
+    CHECK(topt->steps() == 0);
   };
 
   for (const char* f : {"weights.safetensors", "optimizer.safetensors"}) {
@@ -405,7 +412,7 @@ TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and
       const std::string actual = crc_of(p / f);
       REQUIRE(actual != recorded);
       CHECK_NOTHROW(load_safetensors((p / f).string()));  // what went unnoticed before checksums
-      const std::string msg = error_of([&] { load_checkpoint(p.string(), target, &topt); });
+      const std::string msg = error_of([&] { load_checkpoint(p.string(), target, topt.get()); });
       INFO(msg);
       CHECK(contains(msg, "checksum mismatch"));
       CHECK(contains(msg, (p / f).string()));
@@ -417,7 +424,7 @@ TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and
   SECTION("a truncated file names the file and both sizes") {
     const auto size = fs::file_size(p / "weights.safetensors");
     fs::resize_file(p / "weights.safetensors", size - 4);
-    const std::string msg = error_of([&] { load_checkpoint(p.string(), target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(p.string(), target, topt.get()); });
     INFO(msg);
     CHECK(contains(msg, (p / "weights.safetensors").string()));
     CHECK(contains(msg, std::to_string(size)));
@@ -430,7 +437,7 @@ TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and
     REQUIRE(at != std::string::npos);
     s[at + 8] = '7';  // still valid JSON, a different step
     spit(p / "state.json", s);
-    const std::string msg = error_of([&] { load_checkpoint(p.string(), target, &topt); });
+    const std::string msg = error_of([&] { load_checkpoint(p.string(), target, topt.get()); });
     INFO(msg);
     CHECK(contains(msg, "checksum mismatch"));
     CHECK(contains(msg, (p / "state.json").string()));
@@ -442,14 +449,14 @@ TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and
     REQUIRE(at != std::string::npos);
     s[at + 11] = '1';
     spit(p / "state.json", s);
-    CHECK(contains(error_of([&] { load_checkpoint(p.string(), target, &topt); }), "checksum mismatch"));
+    CHECK(contains(error_of([&] { load_checkpoint(p.string(), target, topt.get()); }), "checksum mismatch"));
     untouched();
   }
   SECTION("a damaged manifest entry") {
     auto j = nlohmann::json::parse(slurp(p / "state.json"));
     j["files"]["weights.safetensors"]["crc32c"] = 12;
     spit(p / "state.json", j.dump(2));  // (the self-checksum no longer matches either)
-    CHECK(contains(error_of([&] { load_checkpoint(p.string(), target, &topt); }), "state.json"));
+    CHECK(contains(error_of([&] { load_checkpoint(p.string(), target, topt.get()); }), "state.json"));
     untouched();
   }
   SECTION("the optimizer file is not read, nor verified, for weights only") {
@@ -462,13 +469,13 @@ TEST_CASE("a flipped byte in any checkpoint file is an error naming the file and
 TEST_CASE("version 1 checkpoints (no checksums) still load and are reported unverified", "[checkpoint][checksum]") {
   TempDir dir;
   Tiny m(3);
-  AdamW opt(m.parameters(), adamw_cfg());
+  auto opt = adamw(m.parameters());
   fill(m, 3);
-  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{8, {{"k", 1}}}, 0);
+  const fs::path p = save_checkpoint(dir.str(), m, *opt, CheckpointState{8, {{"k", 1}}}, 0);
   make_version_1(p);
   Tiny target(3);
-  AdamW topt(target.parameters(), adamw_cfg());
-  const auto st = load_checkpoint(p.string(), target, &topt);
+  auto topt = adamw(target.parameters());
+  const auto st = load_checkpoint(p.string(), target, topt.get());
   CHECK(st.step == 8);
   CHECK(st.extra.at("k") == 1);
   CHECK(target.parameter("w").data()[0] == 3);
@@ -491,9 +498,9 @@ TEST_CASE("version 1 checkpoints (no checksums) still load and are reported unve
 TEST_CASE("choose_checkpoint falls back past damaged checkpoints and says why", "[checkpoint][resume]") {
   TempDir dir;
   Tiny m(3);
-  AdamW opt(m.parameters(), adamw_cfg());
+  auto opt = adamw(m.parameters());
   std::vector<fs::path> ck;
-  for (std::size_t s : {10, 20, 30}) ck.push_back(save_checkpoint(dir.str(), m, opt, CheckpointState{s, {}}, 0));
+  for (std::size_t s : {10, 20, 30}) ck.push_back(save_checkpoint(dir.str(), m, *opt, CheckpointState{s, {}}, 0));
 
   SECTION("all good: the newest, nothing skipped, verified") {
     const CheckpointChoice c = choose_checkpoint(dir.str(), true);
@@ -556,12 +563,12 @@ TEST_CASE("choose_checkpoint falls back past damaged checkpoints and says why", 
 TEST_CASE("a deeply nested state.json is an error, not a stack overflow", "[checkpoint]") {
   TempDir dir;
   Tiny m(3);
-  SGD opt(m.parameters(), SGDConfig{});
-  const fs::path p = save_checkpoint(dir.str(), m, opt, CheckpointState{1, {}}, 0);
+  auto opt = sgd(m.parameters());
+  const fs::path p = save_checkpoint(dir.str(), m, *opt, CheckpointState{1, {}}, 0);
   make_version_1(p);  // no checksum to stop it first
   const std::size_t depth = 1000000;
   spit(p / "state.json", "{\"version\": 1, \"step\": 1, \"extra\": " + std::string(depth, '[') + std::string(depth, ']') + "}");
-  const std::string msg = error_of([&] { load_checkpoint(p.string(), m, &opt); });
+  const std::string msg = error_of([&] { load_checkpoint(p.string(), m, opt.get()); });
   INFO(msg);
   CHECK(contains(msg, (p / "state.json").string()));
   CHECK(contains(msg, "nested"));

@@ -1,6 +1,7 @@
 // Optimizers against hand-written double-precision references, the decay rule, gradient clipping and
 // the optimizer's checkpoint state.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
 #include <cmath>
 
@@ -71,7 +72,9 @@ TEST_CASE("decays follows the parameter kind and the rule") {
   CHECK(decays(ps[2], def));
   CHECK_FALSE(decays(ps[3], def));
   CHECK_FALSE(decays(ps[4], def));
-  ParamGroupRule all{true, true}, none{false, false};
+  ParamGroupRule all, none;
+  all.decay_norm_and_bias = all.decay_embeddings = true;
+  none.decay_norm_and_bias = none.decay_embeddings = false;
   for (const auto& p : ps) CHECK(decays(p, all));
   CHECK(decays(ps[0], none));  // weights always decay
   CHECK_FALSE(decays(ps[2], none));
@@ -80,13 +83,11 @@ TEST_CASE("decays follows the parameter kind and the rule") {
 TEST_CASE("AdamW matches a double reference over several steps") {
   Rng rng(7);
   auto ps = make_params(rng);
-  AdamWConfig cfg;
-  cfg.beta1 = 0.9;
-  cfg.beta2 = 0.95;
-  cfg.eps = 1e-8;
+  const double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;  // beta2 not the default: the given values are used
+  OptimizerCommon cfg;
   cfg.weight_decay = 0.1;
   cfg.rule.decay_embeddings = GENERATE(true, false);
-  AdamW opt(ps, cfg);
+  auto opt = make_optimizer("adamw", {{"beta1", Value(beta1)}, {"beta2", Value(beta2)}, {"eps", Value(eps)}}, cfg, ps);
 
   std::vector<Ref> ref(ps.size());
   for (std::size_t i = 0; i < ps.size(); ++i) {
@@ -97,7 +98,7 @@ TEST_CASE("AdamW matches a double reference over several steps") {
   }
   const double lrs[] = {1e-2, 2e-2, 5e-3, 1e-2, 1e-3, 3e-2};
   for (std::size_t s = 0; s < 6; ++s) {
-    opt.zero_grad();
+    opt->zero_grad();
     for (std::size_t i = 0; i < ps.size(); ++i) {
       if (s == 1 && i == 3) continue;  // ln.weight gets no gradient on step 1: skipped entirely
       set_grad(ps[i], rng, 0.1 + 0.5 * double(i));
@@ -108,16 +109,16 @@ TEST_CASE("AdamW matches a double reference over several steps") {
       for (std::size_t j = 0; j < r.p.size(); ++j) {
         const double gj = g.data()[j];
         if (r.decay) r.p[j] *= 1 - lr * cfg.weight_decay;
-        r.a[j] = cfg.beta1 * r.a[j] + (1 - cfg.beta1) * gj;
-        r.b[j] = cfg.beta2 * r.b[j] + (1 - cfg.beta2) * gj * gj;
-        const double mh = r.a[j] / (1 - std::pow(cfg.beta1, double(r.t)));
-        const double vh = r.b[j] / (1 - std::pow(cfg.beta2, double(r.t)));
-        r.p[j] -= lr * mh / (std::sqrt(vh) + cfg.eps);
+        r.a[j] = beta1 * r.a[j] + (1 - beta1) * gj;
+        r.b[j] = beta2 * r.b[j] + (1 - beta2) * gj * gj;
+        const double mh = r.a[j] / (1 - std::pow(beta1, double(r.t)));
+        const double vh = r.b[j] / (1 - std::pow(beta2, double(r.t)));
+        r.p[j] -= lr * mh / (std::sqrt(vh) + eps);
       }
     }
-    opt.step(lrs[s]);
+    opt->step(lrs[s]);
   }
-  CHECK(opt.steps() == 6);
+  CHECK(opt->steps() == 6);
   for (std::size_t i = 0; i < ps.size(); ++i) require_close(ps[i].tensor, ref[i].p, 2e-6, ps[i].name);
 }
 
@@ -127,13 +128,13 @@ TEST_CASE("AdamW decays exactly the decaying parameters") {
   auto ps = make_params(rng);
   std::vector<std::vector<double>> before;
   for (const auto& p : ps) before.push_back(to_double(p.tensor));
-  AdamWConfig cfg;
+  OptimizerCommon cfg;
   cfg.weight_decay = 0.5;
   cfg.rule.decay_embeddings = false;
-  AdamW opt(ps, cfg);
+  auto opt = make_optimizer("adamw", {}, cfg, ps);
   for (const auto& p : ps) grad_buffer(*p.tensor.impl());  // zeros
   const double lr = 0.1;
-  opt.step(lr);
+  opt->step(lr);
   const real factor = real(1 - lr * cfg.weight_decay);
   for (std::size_t i = 0; i < ps.size(); ++i) {
     INFO(ps[i].name);
@@ -149,26 +150,26 @@ TEST_CASE("AdamW decays exactly the decaying parameters") {
 TEST_CASE("optimizer step writes in place and skips parameters without gradients") {
   Rng rng(4);
   auto ps = make_params(rng);
-  AdamW opt(ps, AdamWConfig{});
+  auto opt = make_optimizer("adamw", {}, OptimizerCommon{}, ps);
   const auto v0 = ps[0].tensor.version();
   const auto untouched = to_double(ps[1].tensor);
   const real* storage = ps[0].tensor.data();
   set_grad(ps[0], rng);
-  opt.step(1e-2);
+  opt->step(1e-2);
   CHECK(ps[0].tensor.version() > v0);
   CHECK(ps[0].tensor.data() == storage);  // same buffer: updated in place
   CHECK(to_double(ps[1].tensor) == untouched);
-  opt.zero_grad();
+  opt->zero_grad();
   for (const auto& p : ps) CHECK_FALSE(p.tensor.has_grad());
 }
 
 TEST_CASE("SGD with momentum matches a double reference") {
   Rng rng(11);
   auto ps = make_params(rng);
-  SGDConfig cfg;
-  cfg.momentum = GENERATE(0.0, 0.9);
+  const double momentum = GENERATE(0.0, 0.9);
+  OptimizerCommon cfg;
   cfg.weight_decay = 0.05;
-  SGD opt(ps, cfg);
+  auto opt = make_optimizer("sgd", {{"momentum", Value(momentum)}}, cfg, ps);
   std::vector<Ref> ref(ps.size());
   for (std::size_t i = 0; i < ps.size(); ++i) {
     ref[i].p = to_double(ps[i].tensor);
@@ -177,7 +178,7 @@ TEST_CASE("SGD with momentum matches a double reference") {
   }
   const double lrs[] = {0.1, 0.05, 0.2, 0.1, 0.01};
   for (std::size_t s = 0; s < 5; ++s) {
-    opt.zero_grad();
+    opt->zero_grad();
     for (std::size_t i = 0; i < ps.size(); ++i) {
       if (s == 0 && i == 2) continue;  // the embedding's buffer starts on step 1
       set_grad(ps[i], rng);
@@ -186,14 +187,14 @@ TEST_CASE("SGD with momentum matches a double reference") {
       const bool first = r.t++ == 0;
       for (std::size_t j = 0; j < r.p.size(); ++j) {
         double d = g.data()[j] + (r.decay ? cfg.weight_decay * r.p[j] : 0.0);
-        if (cfg.momentum != 0) {
-          r.a[j] = first ? d : cfg.momentum * r.a[j] + d;
+        if (momentum != 0) {
+          r.a[j] = first ? d : momentum * r.a[j] + d;
           d = r.a[j];
         }
         r.p[j] -= lrs[s] * d;
       }
     }
-    opt.step(lrs[s]);
+    opt->step(lrs[s]);
   }
   for (std::size_t i = 0; i < ps.size(); ++i) require_close(ps[i].tensor, ref[i].p, 2e-6, ps[i].name);
 }
@@ -290,22 +291,22 @@ TEST_CASE("optimizer state round trips exactly and continues identically") {
 TEST_CASE("optimizer state loading rejects mismatches and leaves the state untouched") {
   Rng rng(12);
   auto ps = make_params(rng);
-  AdamW opt(ps, AdamWConfig{});
+  auto opt = make_optimizer("adamw", {}, OptimizerCommon{}, ps);
   SafeTensors good;
-  opt.state_to(good);
+  opt->state_to(good);
   REQUIRE(good.floats.count("adamw.m.lin.weight") == 1);
   REQUIRE(good.floats.count("adamw.v.ln.bias") == 1);
 
   auto fails_with = [&](const SafeTensors& st, const std::string& needle) {
-    AdamW fresh(ps, AdamWConfig{});
+    auto fresh = make_optimizer("adamw", {}, OptimizerCommon{}, ps);
     try {
-      fresh.state_from(st);
+      fresh->state_from(st);
       FAIL("no error for " << needle);
     } catch (const Error& e) {
       INFO(e.what());
       CHECK(std::string(e.what()).find(needle) != std::string::npos);
     }
-    CHECK(fresh.steps() == 0);
+    CHECK(fresh->steps() == 0);
   };
   SafeTensors st = good;
   st.floats.erase("adamw.v.ln.bias");
@@ -352,28 +353,38 @@ TEST_CASE("make_optimizer rejects unknown kinds and bad hyperparameters") {
   CHECK_THROWS_AS(make_optimizer("adamw", {}, bad_wd, ps), Error);
   CHECK(error_of("sgd", {{"momentum", Value(std::int64_t(0))}}, common) == "(no error)");  // an integer is a number
   std::vector<Parameter> twice = {ps[0], ps[0]};
-  CHECK_THROWS_AS(AdamW(twice, AdamWConfig{}), Error);
+  CHECK_THROWS_AS(make_optimizer("adamw", {}, common, twice), Error);
 }
 
 TEST_CASE("the optimizer registry builds each optimizer with its own parameters") {
+  // Contains rather than equals: a test may register an optimizer of its own (tests/training/plugins/).
   const auto names = OptimizerRegistry::instance().names();
-  CHECK(names == std::vector<std::string>{"adamw", "sgd"});
-  Rng rng(3);
-  auto ps = make_params(rng);
+  for (const char* builtin : {"adamw", "sgd"})
+    CHECK(std::find(names.begin(), names.end(), builtin) != names.end());
+  // The classes are private to their files, so the given values are checked by what they do: two steps
+  // from the same start agree bit for bit exactly when the hyperparameters do.
   OptimizerCommon common;
   common.weight_decay = 0.05;
   common.rule.decay_embeddings = false;
-  auto a = make_optimizer("adamw", {{"beta1", Value(0.8)}, {"eps", Value(1e-6)}}, common, ps);
-  const auto* adamw = dynamic_cast<const AdamW*>(a.get());
-  REQUIRE(adamw != nullptr);
-  CHECK(adamw->config().beta1 == 0.8);
-  CHECK(adamw->config().beta2 == 0.999);  // the default
-  CHECK(adamw->config().eps == 1e-6);
-  CHECK(adamw->config().weight_decay == 0.05);
-  CHECK_FALSE(adamw->config().rule.decay_embeddings);
-  auto s = make_optimizer("sgd", {{"momentum", Value(0.25)}}, common, ps);
-  const auto* sgd = dynamic_cast<const SGD*>(s.get());
-  REQUIRE(sgd != nullptr);
-  CHECK(sgd->config().momentum == 0.25);
-  CHECK(sgd->config().weight_decay == 0.05);
+  auto after_two_steps = [&](const std::string& name, const std::map<std::string, Value>& given,
+                             const OptimizerCommon& c) {
+    Rng rng(3), grads(4);
+    auto ps = make_params(rng);
+    auto opt = make_optimizer(name, given, c, ps);
+    for (int s = 0; s < 2; ++s) {
+      for (const auto& p : ps) set_grad(p, grads);
+      opt->step(1e-2);
+    }
+    return to_double(ps[0].tensor);
+  };
+  const auto adamw = after_two_steps("adamw", {}, common);
+  CHECK(after_two_steps("adamw", {{"beta1", Value(0.9)}, {"beta2", Value(0.999)}, {"eps", Value(1e-8)}}, common) ==
+        adamw);  // the defaults
+  CHECK(after_two_steps("adamw", {{"beta1", Value(0.8)}}, common) != adamw);
+  CHECK(after_two_steps("adamw", {{"eps", Value(1e-2)}}, common) != adamw);
+  CHECK(after_two_steps("adamw", {}, OptimizerCommon{}) != adamw);  // weight decay 0.01, not 0.05
+  const auto sgd = after_two_steps("sgd", {}, common);
+  CHECK(after_two_steps("sgd", {{"momentum", Value(0.9)}}, common) == sgd);
+  CHECK(after_two_steps("sgd", {{"momentum", Value(0.25)}}, common) != sgd);
+  CHECK(after_two_steps("sgd", {}, OptimizerCommon{}) != sgd);
 }

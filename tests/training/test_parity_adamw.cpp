@@ -15,6 +15,7 @@
 #include "layers/transformer.hpp"
 #include "parity_fixture.hpp"
 #include "training/optimizer.hpp"
+#include "training/optimizer_registry.hpp"
 #include "training/schedule.hpp"
 
 using namespace pelab;
@@ -39,12 +40,13 @@ TEST_CASE("AdamW training matches PyTorch on every fixture") {
     Transformer model(fixture_model_config(st));
     set_fixture_weights(st, model);
 
-    AdamWConfig ac;
-    ac.beta1 = train.at("betas").at(0).get<double>();
-    ac.beta2 = train.at("betas").at(1).get<double>();
-    ac.eps = train.at("eps").get<double>();
-    ac.weight_decay = train.at("weight_decay").get<double>();
-    AdamW opt(model.parameters(), ac);  // default rule: Linear weights, tok_emb, head, pos.weight
+    const std::map<std::string, Value> adamw = {{"beta1", Value(train.at("betas").at(0).get<double>())},
+                                                {"beta2", Value(train.at("betas").at(1).get<double>())},
+                                                {"eps", Value(train.at("eps").get<double>())}};
+    OptimizerCommon common;  // default rule: Linear weights, tok_emb, head, pos.weight
+    common.weight_decay = train.at("weight_decay").get<double>();
+    auto owned = make_optimizer("adamw", adamw, common, model.parameters());
+    Optimizer& opt = *owned;
     ScheduleConfig sc;
     sc.kind = "cosine";
     sc.peak = train.at("peak_lr").get<double>();

@@ -1,4 +1,5 @@
-// AdamW (torch.optim.AdamW), registered as "adamw" with its [train.adamw] parameters.
+// AdamW (torch.optim.AdamW): the whole optimizer, registered as "adamw" with its [train.adamw] parameters.
+// Nothing else names the class: the trainer and the tests build it through make_optimizer.
 #include <cmath>
 
 #include <algorithm>
@@ -35,7 +36,31 @@ void adamw_update(real* p, const real* g, real* m, real* v, std::size_t n, real 
   }
 }
 
-}  // namespace
+struct AdamWConfig {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+  ParamGroupRule rule;
+};
+
+// torch.optim.AdamW: p *= 1 - lr*wd (decaying params only); m = b1 m + (1-b1) g;
+// v = b2 v + (1-b2) g^2; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<Parameter> params, const AdamWConfig& cfg);
+  const char* kind() const override { return "adamw"; }
+  void step(double lr) override;
+
+ private:
+  AdamWConfig cfg_;
+  std::vector<bool> decay_;
+  struct Slot {  // one parameter's update within step()
+    real *p, *m, *v;
+    const real* g;
+    std::size_t begin, n;  // its elements in the run of all updated parameters
+    real neg_step, bc2_sqrt;
+    bool decay;
+  };
+  std::vector<Slot> slots_;
+};
 
 AdamW::AdamW(std::vector<Parameter> params, const AdamWConfig& cfg) : Optimizer(std::move(params)), cfg_(cfg) {
   optimizer_detail::check_range(cfg.beta1, 0, 1, true, "beta1");
@@ -82,6 +107,8 @@ void AdamW::step(double lr) {
     }
   });
 }
+
+}  // namespace
 
 PELAB_REGISTER_OPTIMIZER(adamw, OptimizerSpec{
     "adamw",

@@ -1,9 +1,30 @@
-// SGD with momentum (torch.optim.SGD), registered as "sgd" with its [train.sgd] parameters.
+// SGD with momentum (torch.optim.SGD): the whole optimizer, registered as "sgd" with its [train.sgd]
+// parameters. Nothing else names the class: the trainer and the tests build it through make_optimizer.
 #include "core/tape.hpp"
 #include "training/optimizer.hpp"
 #include "training/optimizer_registry.hpp"
 
 namespace pelab {
+
+namespace {
+
+struct SGDConfig {
+  double momentum = 0.9, weight_decay = 0;
+  ParamGroupRule rule;
+};
+
+// torch.optim.SGD (no dampening, no nesterov): d = g + wd*p (decaying params only, L2 style);
+// buf = d on a parameter's first update, else momentum*buf + d; p -= lr*buf. momentum 0: p -= lr*d.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Parameter> params, const SGDConfig& cfg);
+  const char* kind() const override { return "sgd"; }
+  void step(double lr) override;
+
+ private:
+  SGDConfig cfg_;
+  std::vector<bool> decay_;
+};
 
 SGD::SGD(std::vector<Parameter> params, const SGDConfig& cfg) : Optimizer(std::move(params)), cfg_(cfg) {
   optimizer_detail::check_range(cfg.momentum, 0, 1, false, "momentum");
@@ -36,6 +57,8 @@ void SGD::step(double lr) {
     }
   }
 }
+
+}  // namespace
 
 PELAB_REGISTER_OPTIMIZER(sgd, OptimizerSpec{
     "sgd",
