@@ -70,6 +70,10 @@ SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const Attenti
   }
 }
 
+std::size_t SelfAttention::parameter_count(std::size_t d, std::size_t h, const AttentionScalingSettings& sc) {
+  return Linear::parameter_count(d, 3 * d) + Linear::parameter_count(d, d) + (sc.scaling == "learned" ? h : 0);
+}
+
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                               Array* probs_out) const {
   const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
@@ -102,12 +106,72 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
 
+// What forward allocates, as forward does it (N = B T rows; core/ops/attention.cpp keeps P for backward):
+//   packed   qkv (N, 3C) and the merged output (N, C), both saved (attention reads q, k, v; proj its input)
+//   split    qkv (N, 3C) copied into q, k, v (B, H, T, hs), saved; the output (B, H, T, hs) merged into
+//            (N, C), saved; a scaling ([attention]) scales a copy of q (kept when learned)
+//   P        (B, H, T, T), saved; without a tape freed before the next layer, or kept as the map
+//   relative keys/values: q a^K^T for every block (B H T, R), and in backward dO a^V^T and P by bucket
+// Backward: the gradients of qkv (or q, k, v) and of the output, and dP/dS (T, T) per thread.
+ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
+                                        bool maps) {
+  const double B = double(s.batch), T = double(s.tokens), N = B * T, C = double(cfg.d_model), H = double(cfg.n_heads);
+  const bool split = enc.splits_heads || cfg.attention.scaling != "none", train = s.training;
+  ForwardCost c;
+  if (split) {
+    c.add_scratch(N * 3 * C).saved(train, N * C, 3).add_scratch(N * C).saved(train, N * C);
+    if (cfg.attention.scaling != "none") c.saved(train && cfg.attention.scaling == "learned", N * C);
+  } else {
+    c.saved(train, N * 3 * C).saved(train, N * C);
+  }
+  if (train || maps) c.hold(B * H * T * T, train && maps ? 2 : 1);
+  else c.add_scratch(B * H * T * T);
+  if (const double R = double(enc.relative_buckets); R > 0) {
+    c.add_scratch(B * H * T * R);
+    if (train) c.add_backward(B * H * T * R, 2);
+  }
+  if (train) {
+    if (split) c.add_backward(N * C, 4);
+    else c.add_backward(N * 3 * C).add_backward(N * C);
+    c.add_backward(double(std::max<std::size_t>(1, s.threads)) * T * T);
+  }
+  return c;
+}
+
 Block::Block(const ModelConfig& cfg) : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
                                                             cfg.log_length_base()));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
+}
+
+std::size_t Block::parameter_count(const ModelConfig& cfg) {
+  return 2 * LayerNorm::parameter_count(cfg.d_model) +
+         SelfAttention::parameter_count(cfg.d_model, cfg.n_heads, cfg.attention) +
+         MLP::parameter_count(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model);
+}
+
+// Past its input x (N, C): ln1's output, h and ln2's output, saved by the layers reading them, and the
+// block's output (saved by the next ln1 or ln_f); each LayerNorm saves mean and rstd (N). The attention
+// and MLP outputs a, m (N, C) are read by add only: freed. The MLP's hidden (N, F): the fused GELU keeps
+// its output and derivative; gelu_tanh its input and output; relu its output. Without a tape every
+// buffer is scratch: at most x, a, h, ln2's output and m (N, C) at once, beside one hidden (two while an
+// unfused activation runs). Dropout keeps a mask (N, C) per use.
+ForwardCost Block::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s, bool maps) {
+  const double N = double(s.batch * s.tokens), C = double(cfg.d_model), F = double(cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model);
+  const bool train = s.training, fused = cfg.activation == Activation::gelu;
+  ForwardCost c = SelfAttention::forward_cost(cfg, enc, s, maps);
+  if (train) {
+    c.hold(N * C, 4).hold(N, 4).add_scratch(N * C, 2);
+    c.hold(N * F, fused || cfg.activation == Activation::gelu_tanh ? 2 : 1);
+    if (cfg.activation == Activation::relu) c.add_scratch(N * F);
+    if (cfg.dropout > 0) c.hold(N * C, 2);
+    c.add_backward(N * C, 3).add_backward(N * F, 2);
+  } else {
+    c.add_scratch(N * C, 5).add_scratch(N, 2).add_scratch(N * F, fused ? 1 : 2);
+  }
+  return c;
 }
 
 Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
@@ -138,6 +202,32 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
     blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_)));
   ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));
   if (!cfg_.tie_embeddings) head_ = &add_module("head", std::make_unique<Linear>(cfg_.d_model, cfg_.vocab, false));
+}
+
+std::size_t Transformer::parameter_count(const ModelConfig& cfg, const EncodingCost& enc) {
+  const std::size_t width = enc.token_width ? enc.token_width : cfg.d_model;
+  return Embedding::parameter_count(cfg.vocab, width) + enc.parameters + cfg.n_layers * Block::parameter_count(cfg) +
+         LayerNorm::parameter_count(cfg.d_model) + (cfg.tie_embeddings ? 0 : Linear::parameter_count(cfg.d_model, cfg.vocab, false));
+}
+
+// The block input x0 (N, C) (saved by the first ln1; the token embeddings themselves unless the
+// encoding's input hook replaces them, which then counts them in enc.input), the encoding's tables,
+// the blocks, then ln_f's output and statistics (saved by the head) and the logits (N, V) (saved by
+// the loss; returned without a tape). Backward: the logits' and ln_f's gradients.
+ForwardCost Transformer::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
+                                      bool attention_maps) {
+  const double N = double(s.batch * s.tokens), C = double(cfg.d_model), V = double(cfg.vocab);
+  const bool train = s.training;
+  ForwardCost c;
+  c.saved(train, N * C);
+  if (train && cfg.dropout > 0) c.hold(N * C);  // the embeddings' dropout mask
+  c.then(enc.input);
+  c.then(Block::forward_cost(cfg, enc, s, attention_maps).repeated(cfg.n_layers));
+  c.then(enc.layers);
+  ForwardCost head;
+  head.saved(train, N * C).saved(train, N, 2).hold(N * V);
+  if (train) head.add_backward(N * V).add_backward(N * C);
+  return c.then(head);
 }
 
 Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& positions, const ForwardOptions& opt) {

@@ -26,6 +26,9 @@ struct OptimizerSpec {
   std::string summary;             // one line, shown by `pelab list`
   std::vector<ParamSpec> params;   // its [train.<name>] keys
   std::function<std::unique_ptr<Optimizer>(std::vector<Parameter>, const Params&, const OptimizerCommon&)> make;
+  // State buffers it keeps per parameter, each the parameter's size (AdamW's m and v: 2), for the
+  // memory estimate (experiments/run/resources.cpp).
+  std::function<std::size_t(const Params&)> state_buffers;
 };
 
 class OptimizerRegistry : public NamedRegistry<OptimizerSpec> {

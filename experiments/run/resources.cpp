@@ -5,14 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/allocator.hpp"
-#include "core/ops/elementwise.hpp"
-#include "core/ops/reduce.hpp"
-#include "core/tape.hpp"
 #include "experiments/config/config_schema.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
-#include "layers/positional/encoding.hpp"
+#include "layers/transformer.hpp"
 #include "training/optimizer_registry.hpp"
 
 namespace pelab {
@@ -20,74 +16,33 @@ namespace pelab {
 namespace {
 
 constexpr double kReal = sizeof(real);
+constexpr double kIds = 3 * sizeof(std::int32_t);  // token, target and position ids per token
 
 std::size_t to_bytes(double x) { return x >= 1.8e19 ? std::size_t(1.8e19) : static_cast<std::size_t>(x); }
 
-// Buffers per parameter of the configured optimizer: built over one 1-element parameter and counted.
+// Buffers per parameter of the configured optimizer, as its spec declares them.
 std::size_t optimizer_buffers(const TrainConfig& t) {
-  Parameter p;
-  p.name = "p";
-  p.tensor = Tensor::zeros({1}, true);
-  p.kind = ParamKind::weight;
-  const std::vector<Parameter> one{p};
-  OptimizerCommon common;
-  common.weight_decay = t.weight_decay;
+  const OptimizerSpec& spec = OptimizerRegistry::instance().get(t.optimizer);
+  if (!spec.state_buffers) throw Error("optimizer '" + t.optimizer + "' declares no state_buffers (OptimizerSpec)");
   auto it = t.optimizer_params.find(t.optimizer);
-  const auto opt = make_optimizer(t.optimizer, it == t.optimizer_params.end() ? std::map<std::string, Value>{} : it->second,
-                                  common, one);
-  SafeTensors st;
-  opt->state_to(st);
-  return st.floats.size();
+  return spec.state_buffers(resolve_params(spec.params, it == t.optimizer_params.end() ? std::map<std::string, Value>{}
+                                                                                        : it->second,
+                                           "optimizer '" + t.optimizer + "'"));
 }
 
-// Bytes the encoding's attention-side hooks hold, over all layers, for `rows` rows of T tokens sharing
-// ids: system bytes the caching allocator hands out from an emptied cache (its high-water mark).
-std::size_t encoding_bytes_at(PositionalEncoding& enc, const ModelDims& d, std::size_t T, std::size_t rows, bool grad) {
-  memory::release_cache();
-  const std::size_t before = memory::stats().system_bytes;
-  {
-    std::optional<NoGrad> ng;
-    if (!grad) ng.emplace();
-    const IndexArray pos = default_positions(rows, T);
-    // q and k as the attention passes them (CoPE's gates are built from q k^T per row).
-    const Tensor q = Tensor::zeros({rows, d.n_heads, T, d.head_dim}, grad),
-                 k = Tensor::zeros({rows, d.n_heads, T, d.head_dim}, grad);
-    std::vector<Tensor> kept;
-    std::vector<RelativeKV> rel;
-    enc.begin_forward(pos);
-    Tensor loss;
-    for (std::size_t l = 0; l < d.n_layers; ++l) {
-      const AttentionContext ctx{pos, l, true};
-      const Tensor b = enc.attention_bias(q, k, ctx);
-      rel.push_back(enc.relative_kv(ctx));
-      if (!b.defined()) continue;
-      kept.push_back(b);
-      if (grad && b.requires_grad()) loss = loss.defined() ? add(loss, sum(b)) : sum(b);
-    }
-    if (loss.defined()) loss.backward();
-  }
-  const std::size_t after = memory::stats().system_bytes;
-  Tape::current().clear();
-  enc.zero_grad();
-  return after > before ? after - before : 0;
+EncodingCost encoding_cost_of(const ModelConfig& m, const ForwardShape& s) {
+  const ModelDims d = m.dims();
+  return encoding_cost(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d, s);
 }
 
-// The T^2 coefficients of the encoding's bytes, from lengths t, 2t, 4t: d(T) = a T^2 + b T + c gives
-// (d(4t) - d(2t)) - 2 (d(2t) - d(t)) = 6 a t^2. One row and two rows with the same ids separate what
-// is built once per id set (tables of distances) from what each row needs (CoPE's gates).
-PairBytes pair_coefficients(PositionalEncoding& enc, const ModelDims& d, bool grad) {
-  const std::size_t t = 64;
-  auto coef = [&](std::size_t rows) {
-    const double d1 = double(encoding_bytes_at(enc, d, t, rows, grad)),
-                 d2 = double(encoding_bytes_at(enc, d, 2 * t, rows, grad)),
-                 d3 = double(encoding_bytes_at(enc, d, 4 * t, rows, grad));
-    return std::max(0.0, ((d3 - d2) - 2 * (d2 - d1)) / (6.0 * double(t) * double(t)));
-  };
-  const double one = coef(1), two = coef(2);
-  PairBytes p;
-  p.per_row = std::max(0.0, two - one);
-  p.shared = std::max(0.0, one - p.per_row);
-  return p;
+// Activations (tracked and untracked) and data of one forward of shape s, into e.
+void add_forward(MemoryEstimate& e, const ModelConfig& m, const ForwardShape& s, bool attention_maps) {
+  const EncodingCost enc = encoding_cost_of(m, s);
+  const ForwardCost f = Transformer::forward_cost(m, enc, s, attention_maps);
+  const double N = double(s.batch) * double(s.tokens);
+  e.activations = to_bytes(f.bytes() + f.untracked);
+  e.data = to_bytes(double(reserved_bytes(N)) + N * kIds);
+  e.untracked = to_bytes(f.untracked + N * kIds);
 }
 
 std::string num(std::size_t x) { return std::to_string(x); }
@@ -122,54 +77,18 @@ std::string MemoryEstimate::breakdown() const {
   return s + ")";
 }
 
-std::size_t count_parameters(const ModelConfig& m, const EncodingCost& enc) {
-  const std::size_t C = m.d_model, F = m.d_ff ? m.d_ff : 4 * C, V = m.vocab, W = enc.token_width ? enc.token_width : C;
-  // ln1, qkv (weight, bias), proj, ln2, mlp fc and proj
-  const std::size_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (C * F + F) + (F * C + C);
-  return V * W + enc.parameters + m.n_layers * block + 2 * C + (m.tie_embeddings ? 0 : C * V);
-}
-
-EncodingCost measure_encoding(const ModelConfig& m) {
-  const ModelDims d = m.dims();
-  EncodingCost c;
-  memory::release_cache();
-  const std::size_t before = memory::stats().system_bytes;
-  auto enc = make_encoding(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d);
-  c.parameters = enc->num_parameters();
-  c.token_width = enc->token_width(m.d_model);
-  const std::size_t held = memory::stats().system_bytes - before;
-  c.buffers = held > c.parameters * sizeof(real) ? held - c.parameters * sizeof(real) : 0;
-  Rng rng(0);
-  init_parameters(*enc, rng);  // the values do not matter, but no op should see uninitialized ones
-  c.pair_train = pair_coefficients(*enc, d, true);
-  c.pair_eval = pair_coefficients(*enc, d, false);
-  return c;
-}
-
-namespace {
-// Activations of one forward without a tape: one layer at a time, plus the encoding's pair tables.
-double forward_activations(const ModelConfig& m, const EncodingCost& enc, double B, double T, bool shared) {
-  const double C = double(m.d_model), F = double(m.d_ff ? m.d_ff : 4 * m.d_model), V = double(m.vocab);
-  const double H = double(m.n_heads);
-  return B * T * (14 * C + 2 * F + 2 * V) * kReal + B * H * T * T * kReal + enc.pair_eval.bytes(B, shared) * T * T;
-}
-double attention_maps_bytes(const ModelConfig& m, double B, double T) {
-  return double(m.n_layers) * B * double(m.n_heads) * T * T * kReal;
-}
-double data_bytes(double B, double T) { return B * T * (12 + kReal); }
-}  // namespace
-
-std::size_t forward_bytes(const ModelConfig& m, const EncodingCost& enc, std::size_t batch, std::size_t tokens,
-                          bool attention_maps, bool shared_positions) {
-  const double B = double(batch), T = double(tokens);
-  const double w = double(count_parameters(m, enc)) * kReal + double(enc.buffers);
-  return to_bytes(w + forward_activations(m, enc, B, T, shared_positions) +
-                  (attention_maps ? attention_maps_bytes(m, B, T) : 0) + data_bytes(B, T));
+std::size_t count_parameters(const ModelConfig& m) {
+  return Transformer::parameter_count(m, encoding_cost_of(m, ForwardShape{}));
 }
 
 std::size_t forward_bytes(const ModelConfig& m, std::size_t batch, std::size_t tokens, bool attention_maps,
                           bool shared_positions) {
-  return forward_bytes(m, measure_encoding(m), batch, tokens, attention_maps, shared_positions);
+  ForwardShape s;
+  s.batch = batch, s.tokens = tokens, s.shared_positions = shared_positions;
+  MemoryEstimate e;
+  e.weights = to_bytes(double(count_parameters(m)) * kReal);
+  add_forward(e, m, s, attention_maps);
+  return e.total();
 }
 
 void check_memory(const std::string& what, std::size_t bytes, const std::string& setting, const MemoryLimit& limit) {
@@ -177,47 +96,50 @@ void check_memory(const std::string& what, std::size_t bytes, const std::string&
   throw Error(setting + ": " + what + " needs about " + format_bytes(double(bytes)) + limit_text(limit));
 }
 
-ResourceModel::ResourceModel(const RunSpec& spec) : spec_(spec), enc_(measure_encoding(spec.model)) {
-  n_params_ = count_parameters(spec.model, enc_);
+ResourceModel::ResourceModel(const RunSpec& spec) : spec_(spec) {
+  n_params_ = count_parameters(spec.model);
   optimizer_buffers_ = optimizer_buffers(spec.config.train);
 }
 
 MemoryEstimate ResourceModel::weights_only() const {
   MemoryEstimate e;
   e.parameters = n_params_;
-  e.weights = to_bytes(double(n_params_) * kReal) + enc_.buffers;
+  e.weights = to_bytes(double(n_params_) * kReal);
   return e;
 }
 
 MemoryEstimate ResourceModel::training() const {
-  const ModelConfig& m = spec_.model;
-  const double B = double(spec_.config.train.batch_size), T = double(spec_.task->sequence_length(spec_.config.train_len));
-  const double C = double(m.d_model), F = double(m.d_ff ? m.d_ff : 4 * m.d_model), V = double(m.vocab);
-  const double H = double(m.n_heads), L = double(m.n_layers);
-  const bool shared = spec_.config.train.positions == PositionMode::contiguous;
+  const TrainConfig& t = spec_.config.train;
+  ForwardShape s;
+  s.batch = t.batch_size;
+  s.tokens = spec_.task->sequence_length(spec_.config.train_len);
+  s.training = true;
+  s.shared_positions = t.positions == PositionMode::contiguous;
+  s.threads = std::size_t(std::max(1, t.threads));
   MemoryEstimate e = weights_only();
   e.gradients = to_bytes(double(n_params_) * kReal);
   e.optimizer = to_bytes(double(optimizer_buffers_) * double(n_params_) * kReal);
-  const double layer = B * T * (16 * C + 2 * F) * kReal + B * H * T * T * kReal;
-  e.activations = to_bytes(L * layer + enc_.pair_train.bytes(B, shared) * T * T + B * T * (4 * C + 3 * V) * kReal +
-                           B * T * (16 * C + 2 * F) * kReal + T * T * kReal);
-  e.data = to_bytes(B * T * (12 + kReal));
+  add_forward(e, spec_.model, s, false);
   return e;
 }
 
 MemoryEstimate ResourceModel::evaluation(std::size_t n, std::size_t batch) const {
-  const std::size_t T = spec_.task->sequence_length(n);
+  ForwardShape s;
+  s.batch = batch;
+  s.tokens = spec_.task->sequence_length(n);
+  s.shared_positions = eval_positions(spec_.config).mode == PositionMode::contiguous;
   MemoryEstimate e = weights_only();
-  const bool shared = eval_positions(spec_.config).mode == PositionMode::contiguous;
-  e.activations = to_bytes(forward_activations(spec_.model, enc_, double(batch), double(T), shared));
-  e.data = to_bytes(data_bytes(double(batch), double(T)));
+  add_forward(e, spec_.model, s, false);
   return e;
 }
 
 MemoryEstimate ResourceModel::probe(std::size_t n, std::size_t batch) const {
-  MemoryEstimate e = evaluation(n, batch);
-  const double T = double(spec_.task->sequence_length(n));
-  e.activations += to_bytes(attention_maps_bytes(spec_.model, double(batch), T));
+  ForwardShape s;
+  s.batch = batch;
+  s.tokens = spec_.task->sequence_length(n);
+  s.shared_positions = eval_positions(spec_.config).mode == PositionMode::contiguous;
+  MemoryEstimate e = weights_only();
+  add_forward(e, spec_.model, s, true);
   return e;
 }
 

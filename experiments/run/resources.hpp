@@ -1,26 +1,19 @@
 // Memory estimates for a run, an evaluation and a probe, computed from the resolved config before
 // anything is allocated or written, so that a model or a length that cannot fit is refused with the
-// setting to change instead of ending in std::bad_alloc, a hang or swapping.
-//
-// The estimate (bytes, s = sizeof(real); B batch, T tokens, C d_model, H n_heads, L n_layers,
-// F d_ff, V vocab, N parameters):
-//   weights     N s (+ the encoding's own buffers, measured when it is built)
-//   gradients   N s                                                    training only
-//   optimizer   k N s, k = the optimizer's buffers per parameter (AdamW 2, SGD 1 or 0)
-//   activations training: L (B T (16 C + 2 F) s + B H T^2 s) + E(T) + B T (4 C + 3 V) s
-//                         + one layer's gradients B T (16 C + 2 F) s + one T^2 s scratch
-//               evaluation (no tape: one layer at a time):
-//                         B T (14 C + 2 F + 2 V) s + B H T^2 s + E(T)
-//               probe: evaluation plus every layer's attention maps kept, L B H T^2 s
-//   data        B T (12 + s): token, target and position ids, the mask
-// B H T^2 s is one layer's attention probabilities (B, H, T, T): training keeps them for backward in
-// every layer, so at long T they dominate. E(T) is what the positional encoding holds over all layers
-// in pairs of positions (biases, distance tables, FIRE's MLP over them, CoPE's gates, their gradients
-// when training): measured once by running the encoding's hooks alone for every layer at three short
-// lengths, one row and two, under the caching allocator and fitting T^2 terms: one per set of ids
-// (times B when the rows' ids differ) and one per row. Integer index tables (IndexArray) bypass the
-// allocator and are not counted. Tested against the caching allocator's peak
-// (tests/experiments/test_resources.cpp): within a factor of 2 either way.
+// setting to change instead of ending in std::bad_alloc, a hang or swapping. Arithmetic over the
+// model's own description, nothing built or run (milliseconds at any size):
+//   weights     N s, N = Transformer::parameter_count (the encoding's own from its EncodingSpec::cost)
+//   gradients   N s                                                             training only
+//   optimizer   k N s, k = OptimizerSpec::state_buffers (AdamW 2, SGD 1, or 0 without momentum)
+//   activations Transformer::forward_cost: every module's buffers by size class and lifetime
+//               (layers/memory_cost.hpp), the encoding's tables and pair tables (EncodingCost,
+//               declared in each layers/positional/ file), attention's (B, H, T, T) probabilities
+//               (training keeps every layer's; evaluation one at a time; a probe keeps them as maps)
+//   data        the mask (B, T) s, and the token, target and position ids (B, T) int32
+// with s = sizeof(real). Integer tables (IndexArray: the ids, T5's buckets, Shaw's index) bypass the
+// caching allocator; they are counted, and reported apart as MemoryEstimate::untracked. Tested against
+// the caching allocator's peak (tests/experiments/test_resources.cpp): within 0.9-1.4x for every
+// encoding, training and evaluation, where activations dominate.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +28,7 @@ namespace pelab {
 struct MemoryEstimate {
   std::size_t parameters = 0;  // count
   std::size_t weights = 0, gradients = 0, optimizer = 0, activations = 0, data = 0;  // bytes
+  std::size_t untracked = 0;  // of activations and data, the bytes outside the caching allocator (IndexArray)
   std::size_t total() const { return weights + gradients + optimizer + activations + data; }
   // "1.2 GiB (weights 10 MiB, gradients 10 MiB, optimizer state 20 MiB, activations 1.1 GiB, data 2 MiB)"
   std::string breakdown() const;
@@ -43,33 +37,14 @@ struct MemoryEstimate {
 // "512 B", "12.0 KiB", "3.4 MiB", "1.50 GiB", "2.0 TiB".
 std::string format_bytes(double bytes);
 
-// Bytes per (query, key) pair over all layers: built once per set of position ids (`shared`: all
-// rows, when every row has the same ids) and for every row (`per_row`).
-struct PairBytes {
-  double shared = 0, per_row = 0;
-  double bytes(double rows, bool same_ids) const { return (same_ids ? 1 : rows) * shared + rows * per_row; }
-};
-
-// What a positional encoding adds, measured once by building it and running its hooks alone.
-struct EncodingCost {
-  std::size_t parameters = 0;            // its own parameters
-  std::size_t buffers = 0;               // bytes it holds besides them (tables)
-  std::size_t token_width = 0;           // columns of the token embedding (concat narrows it)
-  PairBytes pair_train, pair_eval;       // with and without gradients
-};
-EncodingCost measure_encoding(const ModelConfig& m);
-
 // Bytes of one forward pass without a tape (evaluation, probes) of a model `m` over `batch` rows of
 // `tokens` tokens: weights, activations one layer at a time, the ids; with `attention_maps`, every
 // layer's (batch, heads, tokens, tokens) probabilities kept as well. `shared_positions`: all rows
 // have the same ids (contiguous), so the encoding's pair tables are built once, not per row.
-// The first form measures the encoding (a few ms); pass an EncodingCost to evaluate many sizes.
 std::size_t forward_bytes(const ModelConfig& m, std::size_t batch, std::size_t tokens, bool attention_maps = false,
                           bool shared_positions = true);
-std::size_t forward_bytes(const ModelConfig& m, const EncodingCost& enc, std::size_t batch, std::size_t tokens,
-                          bool attention_maps = false, bool shared_positions = true);
 
-// The cost model of one run: parameter counts and the encoding's measured per-pair bytes, computed once.
+// The cost model of one run.
 class ResourceModel {
  public:
   explicit ResourceModel(const RunSpec& spec);
@@ -86,13 +61,12 @@ class ResourceModel {
  private:
   MemoryEstimate weights_only() const;
   const RunSpec& spec_;
-  EncodingCost enc_;
   std::size_t n_params_ = 0, optimizer_buffers_ = 0;
 };
 
-// The parameter count of a model with this config, without building it (checked against Transformer
-// in the tests); the encoding's own parameters and token width come from `enc`.
-std::size_t count_parameters(const ModelConfig& m, const EncodingCost& enc);
+// The parameter count of a model with this config, without building it (Transformer::parameter_count;
+// checked against the built model in the tests).
+std::size_t count_parameters(const ModelConfig& m);
 
 // The memory a run may use: --memory-limit when given (0 = no limit), else /proc/meminfo MemAvailable.
 struct MemoryLimit {

@@ -63,6 +63,14 @@ class Alibi : public PositionalEncoding {
   SeenPositions seen_;
 };
 
+// The bias (rows, H, T, T), kept while the ids repeat, built from the differences (rows, T, T); no gradient.
+static EncodingCost alibi_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  const double pairs = double(s.pair_rows() * s.tokens * s.tokens);
+  EncodingCost c;
+  c.input.hold(pairs * double(d.n_heads)).add_scratch(pairs);
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(alibi, EncodingSpec{
     "alibi",
     "linear distance penalty on attention logits, one slope per head (Press et al. 2022)",
@@ -72,6 +80,7 @@ PELAB_REGISTER_ENCODING(alibi, EncodingSpec{
     [](const Params& p, const ModelDims& dims) {
       return std::make_unique<Alibi>(dims.n_heads, p.get_number("slope_scale"));
     },
+    alibi_cost,
 });
 
 }  // namespace

@@ -64,6 +64,13 @@ class Binary : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
+// The position vectors (N, C), kept while the ids repeat; the token embeddings, freed once added.
+static EncodingCost binary_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  EncodingCost c;
+  c.input.hold(double(s.batch * s.tokens * d.d_model)).add_scratch(double(s.batch * s.tokens * d.d_model));
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(binary, EncodingSpec{
     "binary",
     "the bits of the position id as +-1 in the first components: bounded, discrete",
@@ -73,6 +80,7 @@ PELAB_REGISTER_ENCODING(binary, EncodingSpec{
         "ids >= 2^bits are unsupported").in(0.0, 30.0)},
     [](const Params& p, const ModelDims& dims) { bits_of(p, dims); },
     [](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); },
+    binary_cost,
 });
 
 }  // namespace

@@ -89,6 +89,28 @@ class Cope : public PositionalEncoding {
 
 }  // namespace
 
+// Per layer, for every row (B, H, T, T): the gates' logits (freed), the gates (saved by sigmoid), the
+// masked gates and their reversed cumsum (freed), the counts (saved by interp_gather), the bias (freed
+// after the attention); q / sqrt(hs) (N, C) and z = q e^T (B, H, T, npos), saved. The transposed mask
+// (T, T) is kept. Backward: three (B, H, T, T) gradients at once, z's and q's.
+static EncodingCost cope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+  const std::size_t npos = positions_count(p, d), tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
+  const double N = double(s.batch * s.tokens), X = N * double(d.n_heads * s.tokens), Z = N * double(d.n_heads * npos);
+  EncodingCost c;
+  c.parameters = tables * npos * d.head_dim;
+  c.splits_heads = true;
+  c.input.hold(double(s.tokens * s.tokens));
+  ForwardCost layer;
+  if (s.training) {
+    layer.hold(N * double(d.d_model)).hold(X, 2).hold(Z).add_scratch(X, 2);
+    layer.add_backward(X, 3).add_backward(Z).add_backward(N * double(d.d_model), 2);
+  } else {
+    layer.add_scratch(N * double(d.d_model)).add_scratch(X, 3).add_scratch(Z);
+  }
+  c.layers = layer.repeated(d.n_layers);
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(cope, EncodingSpec{
     "cope",
     "contextual positions: sigmoid gates on q.k counted from each key to the query, "
@@ -105,6 +127,7 @@ PELAB_REGISTER_ENCODING(cope, EncodingSpec{
       check(p, dims);
       return std::make_unique<Cope>(dims, positions_count(p, dims), p.get_bool("shared_layers"));
     },
+    cope_cost,
 });
 
 }  // namespace pelab

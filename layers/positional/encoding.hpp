@@ -38,6 +38,11 @@
 // logits unchanged. The property tests check that claim both ways, causality under every position
 // mode, and that two rows with different ids give the results of two one-row batches; a PyTorch
 // twin in tests/pytorch/pelab_ref.py with a fixture in gen_fixtures.py is required for every encoding.
+//
+// Memory: each encoding declares, beside its hooks, its parameter count and the buffers its hooks
+// allocate for a forward of a given shape (EncodingSpec::cost, in layers/memory_cost.hpp's terms), so
+// that a run too large for the machine is refused from arithmetic alone (experiments/run/resources.hpp).
+// tests/experiments/test_resources.cpp checks every registered encoding against the caching allocator.
 #pragma once
 
 #include <functional>
@@ -47,6 +52,7 @@
 #include <vector>
 
 #include "core/ops/attention.hpp"  // RelativeKV
+#include "layers/memory_cost.hpp"
 #include "layers/module.hpp"
 #include "core/params/param_spec.hpp"
 #include "core/params/registry.hpp"
@@ -101,6 +107,27 @@ class PositionalEncoding : public Module {
 // True when every row of positions (B, T) holds the same ids (always for B = 1).
 bool rows_share_positions(const IndexArray& positions);
 
+// One forward pass as a memory estimate sees it.
+struct ForwardShape {
+  std::size_t batch = 1, tokens = 0;
+  bool training = false;          // a tape is recorded: saved tensors are held until backward
+  bool shared_positions = true;   // every row has the same ids: pair tables are built for one row
+  std::size_t threads = 1;        // threads of the step (the attention backward's scratch is per thread)
+  std::size_t pair_rows() const { return shared_positions ? 1 : batch; }
+};
+
+// What an encoding adds to the model, from the shapes alone (nothing is built): declared by each
+// encoding file beside its hooks (EncodingSpec::cost), in the terms of layers/memory_cost.hpp.
+// tests/experiments/test_resources.cpp checks it against the built encoding and the allocator.
+struct EncodingCost {
+  std::size_t parameters = 0;     // its own parameters (count)
+  std::size_t token_width = 0;    // token embedding columns (token_width()); 0 = d_model
+  bool splits_heads = false;      // leaves_qk_alone() is false: the attention runs on split q, k, v
+  std::size_t relative_buckets = 0;  // buckets a layer's relative_kv spans (Shaw); 0: none
+  ForwardCost input;              // begin_forward and encode_input: tables, position vectors
+  ForwardCost layers;             // encode_qk, attention_bias, relative_kv over every layer
+};
+
 struct EncodingSpec {
   std::string name;
   std::string summary;  // one line, shown by `pelab list`
@@ -110,6 +137,8 @@ struct EncodingSpec {
   // Cross-checks against the model at config-load time (e.g. RoPE needs an even rotated dim); throws Error.
   std::function<void(const Params&, const ModelDims&)> validate;
   std::function<std::unique_ptr<PositionalEncoding>(const Params&, const ModelDims&)> make;
+  // Its parameters and the buffers its hooks allocate in a forward pass of this shape (EncodingCost).
+  std::function<EncodingCost(const Params&, const ModelDims&, const ForwardShape&)> cost;
 };
 
 class EncodingRegistry : public NamedRegistry<EncodingSpec> {
@@ -125,6 +154,10 @@ Params resolve_encoding_params(const std::string& name, const std::map<std::stri
                                const ModelDims& dims);
 std::unique_ptr<PositionalEncoding> make_encoding(const std::string& name, const Params& params,
                                                   const ModelDims& dims);
+
+// The encoding's EncodingSpec::cost for resolved params; Error when the encoding declares none.
+EncodingCost encoding_cost(const std::string& name, const Params& params, const ModelDims& dims,
+                           const ForwardShape& shape);
 
 struct EncodingRegistrar {
   explicit EncodingRegistrar(EncodingSpec spec) { EncodingRegistry::instance().add(std::move(spec)); }

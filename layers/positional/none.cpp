@@ -10,6 +10,9 @@ class NoPE : public PositionalEncoding {
   bool leaves_qk_alone() const override { return true; }
 };
 
+// Nothing: the token embeddings go straight to the first block.
+static EncodingCost none_cost(const Params&, const ModelDims&, const ForwardShape&) { return EncodingCost{}; }
+
 PELAB_REGISTER_ENCODING(none, EncodingSpec{
     "none",
     "NoPE: no positional encoding (causal attention alone carries order)",
@@ -17,6 +20,7 @@ PELAB_REGISTER_ENCODING(none, EncodingSpec{
     {},
     nullptr,
     [](const Params&, const ModelDims&) { return std::make_unique<NoPE>(); },
+    none_cost,
 });
 
 }  // namespace

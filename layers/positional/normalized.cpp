@@ -44,6 +44,13 @@ class Normalized : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
+// The position vectors (N, C), kept while the ids repeat; the token embeddings, freed once added.
+static EncodingCost normalized_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  EncodingCost c;
+  c.input.hold(double(s.batch * s.tokens * d.d_model)).add_scratch(double(s.batch * s.tokens * d.d_model));
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(normalized, EncodingSpec{
     "normalized",
     "position / (length - 1) of the row added to the embeddings: bounded, step depends on length",
@@ -51,6 +58,7 @@ PELAB_REGISTER_ENCODING(normalized, EncodingSpec{
     {scalar_pattern_param()},
     nullptr,
     [](const Params& p, const ModelDims&) { return std::make_unique<Normalized>(scalar_pattern(p)); },
+    normalized_cost,
 });
 
 }  // namespace

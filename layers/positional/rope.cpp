@@ -111,6 +111,17 @@ class Rope : public PositionalEncoding {
   IndexArray positions_;
 };
 
+// cos and sin tables (B, T, rot/2), kept while the ids repeat; every layer rotates copies of q and k,
+// freeing the split ones (the rotated ones are saved: SelfAttention::forward_cost).
+static EncodingCost rope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+  const double N = double(s.batch * s.tokens);
+  EncodingCost c;
+  c.splits_heads = true;
+  c.input.hold(N * double(rotated_dims(p, d) / 2), 2);
+  c.layers.add_scratch(N * double(d.d_model), 2);
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(rope, EncodingSpec{
     "rope",
     "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)",
@@ -141,6 +152,7 @@ PELAB_REGISTER_ENCODING(rope, EncodingSpec{
                                     p.get_string("layout") == "half" ? RotaryLayout::half : RotaryLayout::interleaved,
                                     scaling_of(p, dims));
     },
+    rope_cost,
 });
 
 }  // namespace

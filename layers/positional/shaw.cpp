@@ -74,6 +74,17 @@ class Shaw : public PositionalEncoding {
 
 }  // namespace
 
+// The bucket index (rows, T, T) (integers, kept); the attention's bucket matrices are the attention's
+// (SelfAttention::forward_cost), over the buckets the visible pairs use.
+static EncodingCost shaw_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+  const std::size_t k = std::size_t(p.get_int("clip")), span = s.tokens ? s.tokens - 1 : 0;
+  EncodingCost c;
+  c.parameters = d.n_layers * (2 * k + 1) * d.head_dim * (p.get_bool("values") ? 2 : 1);
+  c.relative_buckets = d.causal ? std::min(k, span) + 1 : 2 * std::min(k, span) + 1;
+  c.input.untracked = double(s.pair_rows() * s.tokens * s.tokens) * sizeof(std::int32_t);
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(shaw, EncodingSpec{
     "shaw",
     "learned relative keys (and values) of the clipped distance inside attention (Shaw et al. 2018)",
@@ -87,6 +98,7 @@ PELAB_REGISTER_ENCODING(shaw, EncodingSpec{
     [](const Params& p, const ModelDims& dims) {
       return std::make_unique<Shaw>(dims, p.get_int("clip"), p.get_bool("values"));
     },
+    shaw_cost,
 });
 
 }  // namespace pelab

@@ -110,6 +110,20 @@ void check(const Params& p, const ModelDims& dims) {
 
 }  // namespace
 
+// The buckets (rows, T, T) (integers, kept); per table and forward the gathered (rows, T, T, H), freed
+// once permuted into the bias (rows, H, T, T), kept until the next forward. Backward: the bias's
+// gradient (summed over the layers sharing it) and the gathered one's.
+static EncodingCost t5_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+  const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
+  const double pairs = double(s.pair_rows() * s.tokens * s.tokens), X = pairs * double(d.n_heads);
+  EncodingCost c;
+  c.parameters = tables * Embedding::parameter_count(std::size_t(p.get_int("num_buckets")), d.n_heads);
+  c.input.untracked = pairs * sizeof(std::int32_t);
+  c.layers.hold(X, double(tables)).add_scratch(X);
+  if (s.training) c.layers.add_backward(X, 2);
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(t5, EncodingSpec{
     "t5",
     "learned scalar bias per head for bucketed relative distances (Raffel et al. 2020)",
@@ -127,6 +141,7 @@ PELAB_REGISTER_ENCODING(t5, EncodingSpec{
       return std::make_unique<T5Bias>(dims, static_cast<std::int32_t>(p.get_int("num_buckets")),
                                       static_cast<std::int32_t>(p.get_int("max_distance")), p.get_bool("shared_layers"));
     },
+    t5_cost,
 });
 
 }  // namespace pelab

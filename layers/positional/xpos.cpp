@@ -80,6 +80,18 @@ class XPos : public PositionalEncoding {
 
 }  // namespace
 
+// q's and k's cos and sin tables (B, T, hs/2), kept while the ids repeat; every layer rotates copies of
+// q and k, freeing the split ones (the rotated ones are saved: SelfAttention::forward_cost).
+static EncodingCost xpos_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  const double N = double(s.batch * s.tokens);
+  EncodingCost c;
+  c.splits_heads = true;
+  c.input.hold(N * double(d.head_dim / 2), 4);
+  c.input.untracked = N * sizeof(std::int32_t);  // the centred ids
+  c.layers.add_scratch(N * double(d.d_model), 2);
+  return c;
+}
+
 PELAB_REGISTER_ENCODING(xpos, EncodingSpec{
     "xpos",
     "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)",
@@ -95,6 +107,7 @@ PELAB_REGISTER_ENCODING(xpos, EncodingSpec{
       check(p, dims);
       return std::make_unique<XPos>(dims, p.get_number("base"), p.get_number("scale_base"), p.get_number("gamma"));
     },
+    xpos_cost,
 });
 
 }  // namespace pelab

@@ -127,6 +127,7 @@ PELAB_REGISTER_OPTIMIZER(adamw, OptimizerSpec{
       c.rule = common.rule;
       return std::make_unique<AdamW>(std::move(params), c);
     },
+    [](const Params&) -> std::size_t { return 2; },  // m, v
 });
 
 }  // namespace pelab

@@ -73,6 +73,7 @@ PELAB_REGISTER_OPTIMIZER(sgd, OptimizerSpec{
       c.rule = common.rule;
       return std::make_unique<SGD>(std::move(params), c);
     },
+    [](const Params& p) -> std::size_t { return p.get_number("momentum") != 0 ? 1 : 0; },  // buf
 });
 
 }  // namespace pelab
