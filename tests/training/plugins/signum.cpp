@@ -54,6 +54,7 @@ PELAB_REGISTER_OPTIMIZER(signum, OptimizerSpec{
     [](std::vector<Parameter> params, const Params& p, const OptimizerCommon& common) -> std::unique_ptr<Optimizer> {
       return std::make_unique<Signum>(std::move(params), p.get_number("beta"), common);
     },
+    [](const Params&) -> std::size_t { return 1; },  // the momentum buffer, for the memory estimate
 });
 
 }  // namespace pelab
