@@ -70,7 +70,7 @@ py::array_t<float> to_numpy(Array&& value) {
 class Model {
  public:
   Model(const std::string& dir, std::optional<std::size_t> step, const std::vector<std::string>& sets)
-      : run_(load_trained_run(dir, sets, step)) {}
+      : run_(load_trained_run(dir, sets, step)), cost_(measure_encoding(run_.spec.model)) {}
 
   py::array_t<float> logits(const py::object& tokens, const py::object& positions) {
     Inputs in = inputs(tokens, positions, false);
@@ -93,7 +93,7 @@ class Model {
     if (!(temperature >= 0)) value_error("temperature", "expected a number >= 0 (0: greedy), got " + std::to_string(temperature));
     std::vector<std::int32_t> ids = prompt_ids(prompt);
     check_memory("model.generate: a forward of " + std::to_string(ids.size() + max_new) + " tokens",
-                 forward_bytes(run_.spec.model, 1, ids.size() + max_new), "max_new", memory_limit(std::nullopt));
+                 forward_bytes(run_.spec.model, cost_, 1, ids.size() + max_new), "max_new", memory_limit(std::nullopt));
     std::string stopped;
     std::vector<std::int32_t> added;
     {
@@ -188,7 +188,7 @@ class Model {
     const std::int32_t top = *std::max_element(in.positions.data(), in.positions.data() + in.positions.size());
     if (auto why = run_.model->encoding().unsupported(top)) value_error("positions", *why);  // the largest id
     check_memory("a forward pass of " + std::to_string(B) + " x " + std::to_string(T) + " tokens",
-                 forward_bytes(run_.spec.model, B, T, attention_maps, shared), "tokens", memory_limit(std::nullopt));
+                 forward_bytes(run_.spec.model, cost_, B, T, attention_maps, shared), "tokens", memory_limit(std::nullopt));
     return in;
   }
 
@@ -233,6 +233,7 @@ class Model {
   }
 
   TrainedRun run_;
+  EncodingCost cost_;  // for the memory check before each forward pass (measured once: a few ms)
   std::mutex mu_;
 };
 
