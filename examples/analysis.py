@@ -36,7 +36,7 @@ def length_table(df, metric="token_acc"):
     stats["std"] = stats["std"].fillna(0.0)  # one seed: no spread
 
     def cell(r):
-        return "n/a" if r["count"] == 0 else f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f} ({r['count']})"
+        return "n/a" if r["count"] == 0 else f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f} ({int(r['count'])})"
 
     table = stats.apply(cell, axis=1).unstack("eval_len")
     table = table.reindex(pd.unique(d.set_index(keys).index))  # grid order
@@ -45,6 +45,17 @@ def length_table(df, metric="token_acc"):
     in_dist = d.groupby("eval_len")["in_distribution"].first()
     table.columns = [f"{n}*" if in_dist[n] else str(n) for n in table.columns]
     return table, stats
+
+
+def to_markdown(table):
+    """A markdown table: the group column left-aligned, the lengths right-aligned."""
+    name = table.index.name or ""
+    head = [name] + list(table.columns)
+    rows = [[str(i)] + list(r) for i, r in zip(table.index, table.values)]
+    widths = [max(len(x[c]) for x in [head] + rows) for c in range(len(head))]
+    line = lambda xs: "| " + " | ".join(x.ljust(w) if c == 0 else x.rjust(w) for c, (x, w) in enumerate(zip(xs, widths))) + " |"
+    rule = "| " + " | ".join("-" * w if c == 0 else "-" * (w - 1) + ":" for c, w in enumerate(widths)) + " |"
+    return "\n".join([line(head), rule] + [line(r) for r in rows])
 
 
 def plot_lengths(stats, df, path, metric="token_acc"):
@@ -87,7 +98,7 @@ def plot_attention(sweep_dir, df, path, encoding="rope"):
         ax.set_title(f"head {h}")
         ax.set_xlabel("key position")
     axes[0, 0].set_ylabel("query position")
-    fig.suptitle(f"{run}: last layer at problem size {n} ({T} tokens; line: the training length)", fontsize=9)
+    fig.suptitle(f"{run}\nlast layer at problem size {n} ({T} tokens; white line: the training length)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -105,21 +116,13 @@ def main():
 
     df = pelab.results(a.sweep_dir)
     table, stats = length_table(df)
-    markdown = table.to_markdown() if hasattr(table, "to_markdown") and _has_tabulate() else table.to_string()
+    markdown = to_markdown(table)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(markdown + "\n")
     print(markdown)
     plot_lengths(stats, df, os.path.join(out, "length_generalization.png"))
     run = plot_attention(a.sweep_dir, df, os.path.join(out, "attention_2x.png"), a.encoding)
     print(f"wrote {out}/table.md, length_generalization.png, attention_2x.png ({run})")
-
-
-def _has_tabulate():
-    try:
-        import tabulate  # noqa: F401  (pandas' to_markdown needs it)
-        return True
-    except ImportError:
-        return False
 
 
 if __name__ == "__main__":
