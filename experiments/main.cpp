@@ -1,9 +1,7 @@
 // The pelab command line: train, sweep, eval, report, list, show-task, predict, probe (one file each in
-// experiments/cli/, listed in kCommands below).
+// experiments/cli/, listed in command.cpp's table).
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -12,7 +10,6 @@
 
 #include "core/blas_coretype.hpp"
 #include "experiments/cli/command.hpp"
-#include "experiments/run/provenance.hpp"
 #include "experiments/run/run.hpp"
 #include "training/distributed.hpp"
 #include "training/signals.hpp"
@@ -20,18 +17,6 @@
 using namespace pelab;
 
 namespace {
-
-// The subcommands, in the order of `pelab --help`.
-const cli::AddCommand kCommands[] = {cli::add_train,  cli::add_sweep,     cli::add_eval,    cli::add_report,
-                                     cli::add_list,   cli::add_show_task, cli::add_predict, cli::add_probe};
-
-// The top level (one command required, --help-all, --version) and every subcommand.
-void set_up(CLI::App& app, cli::Commands& commands) {
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "help for every command");
-  app.set_version_flag("--version", version_text() + "\nMPI: " + dist::summary());
-  for (const cli::AddCommand add : kCommands) add(app, commands);
-}
 
 // CLI11 reports an unknown first word as "A subcommand is required": name it (and the commands).
 // False, after printing that error, when the first word is neither an option nor a command.
@@ -64,18 +49,9 @@ int run_command(const cli::Commands& commands, const cli::Invocation& line) {
     for (const cli::Command& c : commands)
       if (c.app->parsed()) return c.run(line);
     throw std::logic_error("no command was parsed");
-  } catch (const Error& e) {
-    return fail(kBadInput, e.what());
-  } catch (const std::bad_alloc&) {
-    const std::string msg = "out of memory while " + current_phase() +
-                            "; the estimate checked before the run did not foresee it (--memory-limit sets the "
-                            "limit it is checked against)";
-    return fail(kBadInput, msg.c_str());
-  } catch (const std::filesystem::filesystem_error& e) {
-    const std::string msg = "while " + current_phase() + ": " + e.what();
-    return fail(kBadInput, msg.c_str());
   } catch (const std::exception& e) {
-    return fail(kError, e.what());
+    const cli::Failure f = cli::describe_failure(e);
+    return fail(f.code, f.message.c_str());
   }
 }
 
@@ -86,7 +62,7 @@ int main(int argc, char** argv) {
   const dist::Session mpi(&argc, &argv);  // MPI only under mpirun / srun (training/distributed.hpp)
   CLI::App app{"pelab: train small transformers and compare positional encodings in and beyond the training length"};
   cli::Commands commands;
-  set_up(app, commands);
+  cli::add_commands(app, commands);
   if (!known_command(app, argc, argv)) return kBadInput;
   try {
     app.parse(argc, argv);

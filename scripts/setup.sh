@@ -15,7 +15,8 @@ packages=(g++ cmake make pkg-config
           libxtensor-blas-dev  # xt::linalg (SVD, eigenvalues) for `pelab probe spectrum`
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           gnuplot-nox fortunes-min  # fortunes-min: the default char_lm corpus
-          openmpi-bin libopenmpi-dev)  # MPI: sweeps across ranks, data-parallel training (docs/cluster.md)
+          openmpi-bin libopenmpi-dev  # MPI: sweeps across ranks, data-parallel training (docs/cluster.md)
+          pybind11-dev python3-dev python3-numpy python3-pandas python3-matplotlib)  # the Python module (docs/python.md)
 if [ "$build_dir" = "--fuzz" ]; then
   build_dir=""
   packages=(clang libclang-rt-14-dev)  # libclang-rt: libFuzzer and the sanitizer runtimes

@@ -1,5 +1,7 @@
 #include "training/signals.hpp"
 
+#include <signal.h>
+
 #include <csignal>
 
 namespace pelab {
@@ -7,6 +9,10 @@ namespace pelab {
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
 volatile std::sig_atomic_t g_signal = 0;
+// What install_stop_handlers replaced (SIGINT, SIGTERM): the defaults in the command line, the
+// interpreter's handlers in the Python module.
+struct sigaction g_replaced[2];
+bool g_installed = false;
 
 extern "C" void on_stop_signal(int sig) {
   if (g_stop) {  // second signal: give up on the clean stop
@@ -25,12 +31,19 @@ std::string& phase() {
 }  // namespace
 
 void install_stop_handlers() {
+  if (!g_installed) {
+    sigaction(SIGINT, nullptr, &g_replaced[0]);
+    sigaction(SIGTERM, nullptr, &g_replaced[1]);
+    g_installed = true;
+  }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
 }
 void restore_default_stop_handlers() {
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  if (!g_installed) return;
+  sigaction(SIGINT, &g_replaced[0], nullptr);
+  sigaction(SIGTERM, &g_replaced[1], nullptr);
+  g_installed = false;
 }
 bool stop_requested() { return g_stop != 0; }
 int stop_signal() { return g_signal; }

@@ -10,8 +10,9 @@
 namespace pelab {
 
 void install_stop_handlers();
-// Back to the default actions (the signal ends the process at once): for phases that have no safe
-// point to stop at and write only whole files, e.g. a sweep's report.
+// Back to the handlers install_stop_handlers replaced: the default actions in the command line (the
+// signal ends the process at once), the interpreter's in the Python module. For phases that have no
+// safe point to stop at and write only whole files, e.g. a sweep's report.
 void restore_default_stop_handlers();
 bool stop_requested();
 int stop_signal();     // the signal that requested the stop (SIGINT or SIGTERM); 0 after request_stop()

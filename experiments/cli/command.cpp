@@ -1,14 +1,62 @@
 // What pelab's subcommands share (experiments/cli/command.hpp).
 #include "experiments/cli/command.hpp"
 
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/run/provenance.hpp"
+#include "experiments/run/run.hpp"  // ExitCode
+#include "training/distributed.hpp"
 #include "training/signals.hpp"
 
 namespace pelab::cli {
+
+namespace {
+
+// The subcommands, in the order of `pelab --help`.
+const AddCommand kCommands[] = {add_train, add_sweep, add_eval, add_report, add_list, add_show_task, add_predict, add_probe};
+
+std::string& executable_override() {
+  static std::string path;
+  return path;
+}
+
+}  // namespace
+
+void add_commands(CLI::App& app, Commands& commands) {
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+  app.set_version_flag("--version", version_text() + "\nMPI: " + dist::summary());
+  for (const AddCommand add : kCommands) add(app, commands);
+}
+
+Failure describe_failure(const std::exception& e) {
+  if (dynamic_cast<const Error*>(&e)) return {kBadInput, e.what()};
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return {kBadInput, "out of memory while " + current_phase() +
+                           "; the estimate checked before the run did not foresee it (--memory-limit sets the "
+                           "limit it is checked against)"};
+  if (dynamic_cast<const std::filesystem::filesystem_error*>(&e))
+    return {kBadInput, "while " + current_phase() + ": " + e.what()};
+  return {kError, e.what()};
+}
+
+std::string pelab_executable() {
+  if (!executable_override().empty()) return executable_override();
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error("cannot locate the pelab executable (/proc/self/exe)");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+void set_pelab_executable(const std::string& path) { executable_override() = path; }
 
 void add_memory_limit(CLI::App& cmd, std::string& mb, const std::string& help_suffix) {
   const std::string help =

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,6 +33,24 @@ struct Command {
 };
 using Commands = std::vector<Command>;
 using AddCommand = void (*)(CLI::App& app, Commands& commands);
+
+// Every subcommand, in the order of `pelab --help` (train, sweep, eval, ...), and the top level: one command
+// required, --help-all, --version. What main.cpp and the Python module (python/) parse command lines with.
+void add_commands(CLI::App& app, Commands& commands);
+
+// What the command line reports for an exception a command threw: the exit code and the message after
+// "error: " (an Error's own text; for std::bad_alloc and std::filesystem::filesystem_error, the phase it
+// happened in, training/signals.hpp).
+struct Failure {
+  int code = 0;
+  std::string message;
+};
+Failure describe_failure(const std::exception& e);
+
+// The pelab executable `pelab sweep` starts for each cell: this process's own (/proc/self/exe) unless
+// set_pelab_executable chose another (the Python module: its process is the interpreter).
+std::string pelab_executable();
+void set_pelab_executable(const std::string& path);
 
 void add_train(CLI::App& app, Commands& commands);
 void add_sweep(CLI::App& app, Commands& commands);

@@ -1,7 +1,4 @@
 // `pelab sweep CONFIG`: every cell of a config's [sweep] grid, one process each, then the report.
-#include <unistd.h>
-
-#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,13 +22,6 @@ struct SweepArgs {
   std::string memory_mb;
 };
 
-std::string self_exe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw Error("cannot locate the pelab executable (/proc/self/exe)");
-  return std::string(buf, static_cast<std::size_t>(n));
-}
-
 int cmd_sweep(const SweepArgs& a) {
   const MemoryLimit limit = parse_memory_limit(a.memory_mb);
   const LoadedConfig loaded = load_train_config(a.config_path, a.overrides, a.threads);
@@ -41,7 +31,7 @@ int cmd_sweep(const SweepArgs& a) {
   so.threads = a.threads;
   so.report = !a.no_report;
   so.probe = a.probe;
-  so.self_exe = self_exe();
+  so.self_exe = pelab_executable();
   so.dir_source = dir_source(loaded.config, a.out_dir);
   so.memory = limit;
   so.memory_flag = a.memory_mb;

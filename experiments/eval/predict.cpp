@@ -157,23 +157,14 @@ int predict_lm(TrainedRun& run, const PredictArgs& a) {
   check_memory("pelab predict: a forward of " + std::to_string(ids.size() + a.tokens) + " tokens (prompt and generated)",
                forward_bytes(run.spec.model, 1, ids.size() + a.tokens), "--tokens", a.memory);
   Rng rng(a.seed);
-  NoGrad ng;
-  std::string out;
+  std::string out, stopped;
   std::vector<std::string> pieces;
-  std::string stopped;
-  for (std::size_t k = 0; k < a.tokens; ++k) {
-    std::vector<std::int32_t> pos(ids.size());
-    for (std::size_t t = 0; t < pos.size(); ++t) pos[t] = std::int32_t(t);
-    if (auto why = run.model->encoding().unsupported(std::int64_t(ids.size()))) {
-      stopped = "stopped after " + std::to_string(k) + " characters: " + *why;
-      break;
-    }
-    const auto logits = last_logits(*run.model, ids, pos);
-    const std::int32_t next = a.temperature > 0 ? sample_token(logits, a.temperature, rng) : argmax(logits);
-    ids.push_back(next);
-    pieces.push_back(task.token_text(next));
+  const std::vector<std::int32_t> added = continue_tokens(*run.model, ids, a.tokens, a.temperature, rng, stopped);
+  for (const std::int32_t id : added) {
+    pieces.push_back(task.token_text(id));
     out += pieces.back();
   }
+  if (!stopped.empty()) stopped = "stopped after " + std::to_string(added.size()) + " characters: " + stopped;
   if (a.json) {
     nlohmann::ordered_json j;
     j["run"] = run.dir;
@@ -196,6 +187,25 @@ int predict_lm(TrainedRun& run, const PredictArgs& a) {
 }
 
 }  // namespace
+
+std::vector<std::int32_t> continue_tokens(Transformer& model, std::vector<std::int32_t> ids, std::size_t count,
+                                          double temperature, Rng& rng, std::string& stopped) {
+  NoGrad ng;
+  std::vector<std::int32_t> added;
+  for (std::size_t k = 0; k < count; ++k) {
+    std::vector<std::int32_t> pos(ids.size());
+    for (std::size_t t = 0; t < pos.size(); ++t) pos[t] = std::int32_t(t);
+    if (auto why = model.encoding().unsupported(std::int64_t(ids.size()))) {
+      stopped = *why;
+      break;
+    }
+    const auto logits = last_logits(model, ids, pos);
+    const std::int32_t next = temperature > 0 ? sample_token(logits, temperature, rng) : argmax(logits);
+    ids.push_back(next);
+    added.push_back(next);
+  }
+  return added;
+}
 
 Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) {
   if (batch.answer_begin.size() <= b) throw Error("greedy_decode: the batch has no answer span (not a sequence task)");

@@ -42,6 +42,12 @@ struct Prediction {
 // counted target, then one token at a time, each fed back. Needs answer_begin/answer_end (sequence tasks).
 Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b);
 
+// Continues `ids` (read at positions 0, 1, ...) by up to `count` tokens, each fed back: greedily
+// (temperature 0) or drawn from softmax(logits / temperature) with `rng`. Stops early, with the reason in
+// `stopped`, at a position the encoding cannot represent. Returns the new tokens. NoGrad inside.
+std::vector<std::int32_t> continue_tokens(Transformer& model, std::vector<std::int32_t> ids, std::size_t count,
+                                          double temperature, Rng& rng, std::string& stopped);
+
 // The registration (one call in experiments/cli/predict.cpp) and the command.
 CLI::App* add_predict_command(CLI::App& app, PredictArgs& args);
 int run_predict(const PredictArgs& args);

@@ -1,5 +1,5 @@
-// write_report: the files of `pelab report`, in order: summary.csv, steps_to_target.csv, plots/*,
-// summary.md, report.html.
+// write_report: the files of `pelab report`, in order: summary.csv, steps_to_target.csv, results.csv,
+// plots/*, summary.md, report.html.
 #include "experiments/report/report.hpp"
 
 #include <filesystem>
@@ -31,6 +31,17 @@ std::string resolve_metric(const Sweep& s, const ReportOptions& opt, std::vector
   }
   if (!m->for_lm && !s.any_seq) throw Error("report: " + m->name + " is not reported for language-model runs");
   return m->name;
+}
+
+// The metrics of the CSV files: every metric reported, those the task kinds present show first.
+std::vector<std::string> csv_metric_names(const Sweep& s) {
+  std::vector<std::string> shown, rest;
+  for (const auto& m : metric_table()) {
+    if ((s.any_seq && m.shown_for_sequence) || (s.any_lm && m.shown_for_lm)) shown.push_back(m.name);
+    else if (s.any_seq || m.for_lm) rest.push_back(m.name);
+  }
+  shown.insert(shown.end(), rest.begin(), rest.end());
+  return shown;
 }
 
 // Per group, the run whose probes are shown: its first in grid order with any.
@@ -70,20 +81,18 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   const Sweep s = load_sweep(sweep_dir);
   const std::string metric = resolve_metric(s, opt, out.warnings);
 
-  // Tables: the chosen metric first, then those the task kinds present show; the CSV has every metric
-  // reported, those shown first.
-  std::vector<std::string> tables = {metric}, csv_metrics, rest;
+  // Tables: the chosen metric first, then those the task kinds present show.
+  std::vector<std::string> tables = {metric};
   for (const auto& m : metric_table()) {
     const bool shown = (s.any_seq && m.shown_for_sequence) || (s.any_lm && m.shown_for_lm);
     if (shown && m.name != metric) tables.push_back(m.name);
-    if (shown) csv_metrics.push_back(m.name);
-    else if (s.any_seq || m.for_lm) rest.push_back(m.name);
   }
-  csv_metrics.insert(csv_metrics.end(), rest.begin(), rest.end());
+  const std::vector<std::string> csv_metrics = csv_metric_names(s);
 
   const fs::path root(sweep_dir);
   for (const auto& [name, text] : {std::pair<std::string, std::string>{"summary.csv", summary_csv(s, csv_metrics)},
-                                   {"steps_to_target.csv", steps_csv(s)}}) {
+                                   {"steps_to_target.csv", steps_csv(s)},
+                                   {"results.csv", results_csv(results_table(s, csv_metrics))}}) {
     const std::string path = (root / name).string();
     write_file_atomic(path, text);
     out.files_written.push_back(path);
@@ -150,6 +159,11 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   write_file_atomic(html_path, report_html(s, html, out.warnings));
   out.files_written.push_back(html_path);
   return out;
+}
+
+ResultsTable results_table(const std::string& sweep_dir) {
+  const report_detail::Sweep s = report_detail::load_sweep(sweep_dir);
+  return report_detail::results_table(s, report_detail::csv_metric_names(s));
 }
 
 }  // namespace pelab

@@ -9,7 +9,8 @@
 // sweep of that one run.
 //
 // Writes SWEEP/summary.csv (every metric per group and length, full double precision, with the chance
-// level), SWEEP/steps_to_target.csv (per run), SWEEP/summary.md, SWEEP/plots/* and SWEEP/report.html.
+// level), SWEEP/steps_to_target.csv (per run), SWEEP/results.csv (every run, length and metric: the
+// long table below), SWEEP/summary.md, SWEEP/plots/* and SWEEP/report.html.
 // What the tables and plots show (steps to target, held-out curves, chance, ranks) is defined in
 // experiments/report/report_detail.hpp and docs/reports.md, "Reports".
 //
@@ -19,8 +20,12 @@
 // probes); runs without a probe/ directory are simply left out of that section.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/params/value.hpp"
 
 namespace pelab {
 
@@ -41,5 +46,33 @@ struct ReportResult {
 // Throws Error when SWEEP is not a directory, has no finished run, or an eval.json / metrics.jsonl /
 // config.toml is malformed (the message names the file).
 ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt = {});
+
+// One row of results.csv: one metric of one run (or named re-evaluation) at one eval length.
+struct ResultRow {
+  std::string run;                         // the run's directory, relative to the sweep directory
+  std::vector<std::optional<Value>> keys;  // per ResultsTable::keys, the run's value (nullopt: not set)
+  std::uint64_t seed = 0;
+  std::string task;
+  std::size_t train_len = 0, eval_len = 0;
+  bool in_distribution = false;
+  std::string metric;
+  std::optional<double> value;   // nullopt: n/a at this length
+  std::optional<double> chance;  // the metric's chance level (sequence tasks' token_acc, exact_match)
+  std::string na_reason;         // why n/a; "" when there is a value
+};
+
+// The long table of results.csv, which pandas reads as it is (pelab.results() in Python gives the same
+// rows): columns run, every swept key but the seed (the report's grouping keys, "eval" for named
+// re-evaluations), seed, task, train_len, eval_len, in_distribution, metric, value, chance, na_reason.
+// Rows follow the runs in grid order, then their eval lengths, then the metrics as summary.csv lists them.
+struct ResultsTable {
+  std::vector<std::string> keys;
+  std::vector<ResultRow> rows;
+};
+// Throws Error as write_report does.
+ResultsTable results_table(const std::string& sweep_dir);
+// The table as CSV: doubles with 17 significant digits (they read back bit-exact), booleans true/false,
+// an empty field for a missing value.
+std::string results_csv(const ResultsTable& t);
 
 }  // namespace pelab

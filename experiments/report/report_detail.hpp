@@ -2,6 +2,7 @@
 //   report.cpp          write_report: the files, in order
 //   report_load.cpp     reading a sweep directory (eval.json, metrics.jsonl, config.toml, probe/)
 //   report_table.cpp    summary.csv and the per-length metric tables (with chance rows)
+//   report_results.cpp  results.csv, the long table (report.hpp)
 //   report_research.cpp steps to target, ranks / mean reciprocal rank
 //   report_markdown.cpp tables as markdown
 //   report_html.cpp     report.html
@@ -142,6 +143,9 @@ Table length_table(const Sweep& s, const std::string& metric);
 // report_ood.cpp: per group, each run's OOD score (mean over lengths above training) as mean ± std,
 // min and max over seeds; nullopt when no run evaluated beyond its training length.
 std::optional<Table> ood_table(const Sweep& s, const std::string& metric);
+
+// report_results.cpp: the long table of `metrics` (as summary.csv lists them) of every run.
+ResultsTable results_table(const Sweep& s, const std::vector<std::string>& metrics);
 
 // report_research.cpp
 struct TargetResult {

@@ -289,8 +289,9 @@ std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::st
      << s.groups.size() << " group(s)";
   if (!s.unfinished.empty()) os << ", " << s.unfinished.size() << " unfinished";
   os << ". Cells are mean ± sample std over seeds (n runs); accuracies are in percent. Written by <code>pelab "
-        "report</code>; the numbers are also in <a href=\"summary.csv\">summary.csv</a> (full precision) and "
-        "<a href=\"steps_to_target.csv\">steps_to_target.csv</a>.</p>\n";
+        "report</code>; the numbers are also in <a href=\"summary.csv\">summary.csv</a> (full precision), "
+        "<a href=\"steps_to_target.csv\">steps_to_target.csv</a> and <a href=\"results.csv\">results.csv</a> "
+        "(every run, length and metric: one long table).</p>\n";
   const bool lm_plot = find_figure(in, "loss_by_position") != nullptr;
   os << "<nav><a href=\"#results\">Results</a><a href=\"#training\">Training</a>"
      << (in.ranks.empty() ? "" : "<a href=\"#ranks\">Ranks</a>") << (lm_plot ? "<a href=\"#lm\">Loss per position</a>" : "")

@@ -162,12 +162,48 @@ TEST_CASE("report summary.csv has exact means sample stds and n/a counts") {
   CHECK(l64.at("n_na") == "2");
 
   // Written files are listed; no temp file left behind.
-  REQUIRE(res.files_written.size() == 4);
+  REQUIRE(res.files_written.size() == 5);
   CHECK(fs::path(res.files_written[0]).filename() == "summary.csv");
   CHECK(fs::path(res.files_written[1]).filename() == "steps_to_target.csv");
-  CHECK(fs::path(res.files_written[2]).filename() == "summary.md");
-  CHECK(fs::path(res.files_written[3]).filename() == "report.html");
+  CHECK(fs::path(res.files_written[2]).filename() == "results.csv");
+  CHECK(fs::path(res.files_written[3]).filename() == "summary.md");
+  CHECK(fs::path(res.files_written[4]).filename() == "report.html");
   for (const auto& e : fs::directory_iterator(t.dir)) CHECK(e.path().extension() != ".tmp");
+}
+
+TEST_CASE("report results.csv has one row per run length and metric with n/a reasons") {
+  TempDir t;
+  build_sweep(t.dir);
+  write_report(t.dir.string(), ReportOptions{"auto", false});
+  const auto rows = read_csv(t.dir / "results.csv");
+  // 8 finished runs x 4 lengths x 3 metrics, the swept key but the seed as a column.
+  REQUIRE(rows.size() == 96);
+  REQUIRE(rows.front().count("encoding.name") == 1);
+  REQUIRE(rows.front().count("train.seed") == 0);
+  const auto find = [&](const std::string& run, const std::string& len, const std::string& metric) {
+    for (const CsvRow& r : rows)
+      if (r.at("run") == run && r.at("eval_len") == len && r.at("metric") == metric) return r;
+    FAIL("no results.csv row for " << run << " " << len << " " << metric);
+    throw 0;
+  };
+  const CsvRow l32 = find("encoding.name=learned,train.seed=2", "32", "token_acc");
+  CHECK(l32.at("value").empty());
+  CHECK_FALSE(l32.at("na_reason").empty());
+  CHECK(l32.at("in_distribution") == "false");
+  const CsvRow ok = find("encoding.name=learned,train.seed=1", "32", "token_acc");
+  CHECK(ok.at("encoding.name") == "learned");
+  CHECK(ok.at("seed") == "1");
+  CHECK(ok.at("task") == "copy");
+  CHECK(ok.at("train_len") == "16");
+  CHECK(std::stod(ok.at("value")) == 0.2);
+  CHECK(ok.at("na_reason").empty());
+  // The group means of summary.csv are the means of these values.
+  const auto summary = read_csv(t.dir / "summary.csv");
+  const CsvRow& r64 = find_row(summary, "rope", 64, "token_acc");
+  double sum = 0;
+  for (int seed : {1, 2, 3})
+    sum += std::stod(find("encoding.name=rope,train.seed=" + std::to_string(seed), "64", "token_acc").at("value"));
+  CHECK(sum / 3 == Approx(std::stod(r64.at("mean"))).epsilon(1e-12));
 }
 
 TEST_CASE("report summary.md has the table markers footnotes and unfinished runs") {

@@ -1,0 +1,98 @@
+// The command line's commands from Python: pelab.train, pelab.sweep and pelab.report
+// (python/pelab/__init__.py) turn their arguments into a `pelab` command line, which run_command parses
+// and runs exactly as the executable does (experiments/cli/command.hpp), without the GIL, with the
+// command's own Ctrl-C handling (training/signals.hpp) in place of the interpreter's while it runs.
+#include <signal.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <pybind11/stl.h>
+
+#include "experiments/cli/command.hpp"
+#include "experiments/run/run.hpp"
+#include "python/bindings.hpp"
+#include "training/signals.hpp"
+
+namespace pelab::python {
+
+namespace {
+
+// The interpreter's SIGINT / SIGTERM handlers, put back however the command ends; a stop requested
+// during the command becomes KeyboardInterrupt (stopped()).
+class SignalScope {
+ public:
+  SignalScope() {
+    sigaction(SIGINT, nullptr, &int_);
+    sigaction(SIGTERM, nullptr, &term_);
+    clear_stop();
+  }
+  ~SignalScope() {
+    restore_default_stop_handlers();
+    sigaction(SIGINT, &int_, nullptr);
+    sigaction(SIGTERM, &term_, nullptr);
+    clear_stop();
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+ private:
+  struct sigaction int_, term_;
+};
+
+// `pelab ARGS...` parsed and run; returns the command's exit code (what `pelab` would exit with).
+int run_command(const std::vector<std::string>& args) {
+  std::vector<std::string> words = {"pelab"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const int argc = static_cast<int>(words.size());
+
+  CLI::App app{"pelab"};
+  cli::Commands commands;
+  cli::add_commands(app, commands);
+  try {
+    app.parse(argc, argv.data());
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    throw py::value_error(e.what());
+  }
+  const cli::Command* command = nullptr;
+  for (const cli::Command& c : commands)
+    if (c.app->parsed()) command = &c;
+  if (!command) throw py::value_error("no command given: expected one of train, sweep, eval, report, ...");
+
+  int rc = kOk;
+  bool stopped = false;
+  {
+    SignalScope scope;
+    py::gil_scoped_release unlocked;
+    set_phase("starting");
+    rc = command->run({argc, argv.data()});  // exceptions: bind_errors translates them
+    stopped = stop_requested() || rc == kInterrupted;
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+  if (stopped) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, ("pelab " + args.at(0) + " stopped (see above how to resume)").c_str());
+    throw py::error_already_set();
+  }
+  return rc;
+}
+
+}  // namespace
+
+void bind_commands(py::module_& m) {
+  m.def("run_command", &run_command, py::arg("args"),
+        "Runs `pelab ARGS...` as the command line does (same files, same messages) and returns its exit code; "
+        "errors raise pelab.Error (pelab.ConfigError for config mistakes), bad command lines ValueError, Ctrl-C "
+        "KeyboardInterrupt after the command's clean stop.");
+  m.def("set_executable", &cli::set_pelab_executable, py::arg("path"),
+        "The pelab executable a sweep starts for each cell.");
+  m.def("executable", &cli::pelab_executable, "The pelab executable a sweep starts for each cell.");
+}
+
+}  // namespace pelab::python

@@ -1,0 +1,276 @@
+// pelab.Model: a trained run's model at one of its checkpoints, loaded as `pelab eval` loads it
+// (experiments/run/trained_run.hpp), and its forward pass on arrays: logits, attention maps, generation.
+// Arguments are checked before any work (ValueError naming the argument); the forward pass runs without
+// the GIL, its output moved into the numpy array it returns (no copy).
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "core/tape.hpp"
+#include "experiments/eval/evaluate.hpp"
+#include "experiments/eval/predict.hpp"
+#include "experiments/run/resources.hpp"
+#include "experiments/run/trained_run.hpp"
+#include "experiments/tasks/task.hpp"
+#include "python/bindings.hpp"
+#include "training/positions.hpp"
+
+namespace pelab::python {
+
+namespace {
+
+static_assert(std::is_same<real, float>::value, "the module returns float32 arrays");
+
+std::string shape_text(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+// `obj` as a C-contiguous int64 array, after checking that it holds integers of rank `rank` (1 or 2).
+py::array_t<std::int64_t> integer_array(const py::object& obj, const std::string& argument, int rank) {
+  const std::string expected = rank == 2 ? "a 2-d integer array (B, T)" : "a 1-d integer array (T,)";
+  py::array a = py::array::ensure(obj);
+  if (!a) value_error(argument, "expected " + expected + ", got " + std::string(py::str(py::type::of(obj))));
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u')
+    value_error(argument, "expected " + expected + ", got dtype " + std::string(py::str(a.dtype())));
+  if (a.ndim() != rank) value_error(argument, "expected " + expected + ", got shape " + shape_text(a));
+  for (py::ssize_t i = 0; i < a.ndim(); ++i)
+    if (a.shape(i) == 0) value_error(argument, "expected " + expected + " with no empty axis, got shape " + shape_text(a));
+  return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+}
+
+// The values of `a` into `out`, each checked against [0, limit): `what` says what the limit is.
+void copy_checked(const py::array_t<std::int64_t>& a, IndexArray& out, const std::string& argument,
+                  std::int64_t limit, const std::string& what) {
+  const std::int64_t* v = a.data();
+  for (py::ssize_t i = 0; i < a.size(); ++i) {
+    if (v[i] < 0 || v[i] >= limit)
+      value_error(argument, "id " + std::to_string(v[i]) + " at flat index " + std::to_string(i) + " is not in [0, " +
+                                std::to_string(limit) + ") (" + what + ")");
+    out.data()[i] = static_cast<std::int32_t>(v[i]);
+  }
+}
+
+// A float array the caller owns from now on, without a copy: numpy frees it with the array.
+py::array_t<float> to_numpy(Array&& value) {
+  auto* owner = new Array(std::move(value));
+  py::capsule free_when_done(owner, [](void* p) { delete static_cast<Array*>(p); });
+  std::vector<py::ssize_t> shape(owner->shape().begin(), owner->shape().end());
+  return py::array_t<float>(shape, owner->data(), free_when_done);
+}
+
+class Model {
+ public:
+  Model(const std::string& dir, std::optional<std::size_t> step, const std::vector<std::string>& sets)
+      : run_(load_trained_run(dir, sets, step)) {}
+
+  py::array_t<float> logits(const py::object& tokens, const py::object& positions) {
+    Inputs in = inputs(tokens, positions, false);
+    return to_numpy(forward(in, nullptr));  // (B, T, V)
+  }
+
+  py::array_t<float> attention(const py::object& tokens, long layer, const py::object& positions) {
+    const long L = static_cast<long>(run_.spec.model.n_layers);
+    if (layer < -L || layer >= L)
+      value_error("layer", std::to_string(layer) + " is not a layer of this model (0.." + std::to_string(L - 1) +
+                               ", or -1 for the last)");
+    Inputs in = inputs(tokens, positions, true);
+    std::vector<Array> maps;
+    forward(in, &maps);
+    return to_numpy(std::move(maps.at(static_cast<std::size_t>(layer < 0 ? layer + L : layer))));  // (B, H, T, T)
+  }
+
+  py::array_t<std::int32_t> generate(const py::object& prompt, std::size_t max_new, double temperature,
+                                     std::uint64_t seed) {
+    if (!(temperature >= 0)) value_error("temperature", "expected a number >= 0 (0: greedy), got " + std::to_string(temperature));
+    std::vector<std::int32_t> ids = prompt_ids(prompt);
+    check_memory("model.generate: a forward of " + std::to_string(ids.size() + max_new) + " tokens",
+                 forward_bytes(run_.spec.model, 1, ids.size() + max_new), "max_new", memory_limit(std::nullopt));
+    std::string stopped;
+    std::vector<std::int32_t> added;
+    {
+      py::gil_scoped_release unlocked;
+      std::lock_guard<std::mutex> lock(mu_);
+      Rng rng(seed);
+      added = continue_tokens(*run_.model, ids, max_new, temperature, rng, stopped);
+    }
+    if (!stopped.empty())
+      PyErr_WarnEx(PyExc_RuntimeWarning, ("generation stopped after " + std::to_string(added.size()) + " tokens: " + stopped).c_str(), 1);
+    py::array_t<std::int32_t> out(static_cast<py::ssize_t>(added.size()));
+    std::copy(added.begin(), added.end(), out.mutable_data());
+    return out;
+  }
+
+  // The tokens as text in the task's notation: characters run together for a language model, tokens
+  // separated by spaces otherwise.
+  std::string decode(const py::object& ids) const {
+    const auto a = integer_array(ids, "ids", 1);
+    const Task& task = *run_.spec.task;
+    const bool lm = task.is_language_model();
+    std::string s;
+    for (py::ssize_t i = 0; i < a.size(); ++i) {
+      const std::int64_t id = a.data()[i];
+      if (id < 0 || id >= std::int64_t(vocab())) value_error("ids", "id " + std::to_string(id) + " is not below the vocabulary size " + std::to_string(vocab()));
+      s += (lm || s.empty() ? "" : " ") + task.token_text(static_cast<std::int32_t>(id));
+    }
+    return s;
+  }
+
+  // `count` held-out examples of problem size n as `pelab eval` draws them (eval.seed unless `seed`),
+  // with their position ids per [eval] positions: tokens, targets, positions (B, T) and mask (B, T).
+  py::dict examples(std::size_t n, std::size_t count, std::optional<std::uint64_t> seed) const {
+    if (n == 0) value_error("n", "expected a problem size >= 1");
+    if (count == 0) value_error("count", "expected at least 1 example");
+    const ExperimentConfig& cfg = run_.spec.config;
+    const std::uint64_t s = seed ? *seed : cfg.eval.seed;
+    Batch b = run_.spec.task->eval_batch(s, count, n);
+    Rng position_rng(s, 4);
+    assign_positions(b, eval_positions(cfg), position_rng);
+    const auto ints = [](const IndexArray& a) {
+      py::array_t<std::int64_t> out({static_cast<py::ssize_t>(a.shape()[0]), static_cast<py::ssize_t>(a.shape()[1])});
+      std::copy(a.data(), a.data() + a.size(), out.mutable_data());
+      return out;
+    };
+    py::dict d;
+    d["tokens"] = ints(b.tokens);
+    d["targets"] = ints(b.targets);
+    d["positions"] = ints(b.positions);
+    d["mask"] = to_numpy(Array(b.mask));
+    return d;
+  }
+
+  // Seconds of each of `repeats` forward passes on inputs converted once, timed around the C++ call alone:
+  // the C++ side of bench/bench_python_logits.py.
+  std::vector<double> forward_seconds(const py::object& tokens, const py::object& positions, int repeats) {
+    const Inputs in = inputs(tokens, positions, false);
+    std::vector<double> seconds;
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    NoGrad ng;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Tensor logits = run_.model->forward(in.tokens, in.positions);
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return seconds;
+  }
+
+  std::size_t vocab() const { return run_.spec.model.vocab; }
+  const TrainedRun& run() const { return run_; }
+
+ private:
+  struct Inputs {
+    IndexArray tokens, positions;  // (B, T)
+  };
+
+  Inputs inputs(const py::object& tokens, const py::object& positions, bool attention_maps) const {
+    Inputs in;
+    const auto t = integer_array(tokens, "tokens", 2);
+    const std::size_t B = static_cast<std::size_t>(t.shape(0)), T = static_cast<std::size_t>(t.shape(1));
+    in.tokens.resize({B, T});
+    copy_checked(t, in.tokens, "tokens", std::int64_t(vocab()), "the vocabulary size is " + std::to_string(vocab()));
+    in.positions.resize({B, T});
+    bool shared = true;
+    if (positions.is_none()) {
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t i = 0; i < T; ++i) in.positions.data()[b * T + i] = static_cast<std::int32_t>(i);
+    } else {
+      shared = read_positions(positions, B, T, in.positions);
+    }
+    const std::int32_t top = *std::max_element(in.positions.data(), in.positions.data() + in.positions.size());
+    if (auto why = run_.model->encoding().unsupported(top)) value_error("positions", *why);  // the largest id
+    check_memory("a forward pass of " + std::to_string(B) + " x " + std::to_string(T) + " tokens",
+                 forward_bytes(run_.spec.model, B, T, attention_maps, shared), "tokens", memory_limit(std::nullopt));
+    return in;
+  }
+
+  // (B, T) ids, or (T,) ids for every row (returns true then: the rows share their ids).
+  static bool read_positions(const py::object& positions, std::size_t B, std::size_t T, IndexArray& out) {
+    py::array a = py::array::ensure(positions);
+    const std::string want = "expected shape (B, T) = (" + std::to_string(B) + ", " + std::to_string(T) +
+                             ") as tokens, or (T,) = (" + std::to_string(T) + ",) for every row";
+    if (!a) value_error("positions", want);
+    const bool one_row = a.ndim() == 1 && std::size_t(a.shape(0)) == T;
+    const bool per_row = a.ndim() == 2 && std::size_t(a.shape(0)) == B && std::size_t(a.shape(1)) == T;
+    if (!one_row && !per_row) value_error("positions", want + ", got shape " + shape_text(a));
+    const auto p = integer_array(a, "positions", one_row ? 1 : 2);
+    IndexArray row(Shape{one_row ? std::size_t(1) : B, T});
+    copy_checked(p, row, "positions", std::int64_t(INT32_MAX), "position ids are non-negative int32");
+    for (std::size_t b = 0; b < B; ++b) std::copy_n(row.data() + (one_row ? 0 : b * T), T, out.data() + b * T);
+    return one_row || B == 1;
+  }
+
+  // The prompt's token ids: a string in the task's notation (its input up to the answer, for a sequence
+  // task: what the model reads before answering), or the ids themselves.
+  std::vector<std::int32_t> prompt_ids(const py::object& prompt) const {
+    if (py::isinstance<py::str>(prompt)) {
+      const Batch b = run_.spec.task->parse_input(prompt.cast<std::string>());
+      const std::size_t n = b.answer_begin.empty() ? b.length() : b.answer_begin[0] + 1;
+      return std::vector<std::int32_t>(b.tokens.data(), b.tokens.data() + n);
+    }
+    const auto a = integer_array(prompt, "prompt", 1);
+    IndexArray ids(Shape{std::size_t(a.size())});
+    copy_checked(a, ids, "prompt", std::int64_t(vocab()), "the vocabulary size is " + std::to_string(vocab()));
+    return std::vector<std::int32_t>(ids.data(), ids.data() + ids.size());
+  }
+
+  Array forward(const Inputs& in, std::vector<Array>* maps) {
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    NoGrad ng;
+    ForwardOptions opt;
+    opt.attention_maps = maps;
+    Tensor logits = run_.model->forward(in.tokens, in.positions, opt);
+    return std::move(logits.mutable_value());
+  }
+
+  TrainedRun run_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+  py::class_<Model>(m, "Model", "A trained run's model at one checkpoint, loaded as `pelab eval` loads it.")
+      .def(py::init<const std::string&, std::optional<std::size_t>, const std::vector<std::string>&>(), py::arg("dir"),
+           py::arg("step") = py::none(), py::arg("sets") = std::vector<std::string>{})
+      .def("logits", &Model::logits, py::arg("tokens"), py::arg("positions") = py::none(),
+           "float32 logits (B, T, V) of integer tokens (B, T) at position ids (B, T) or (T,) (default 0..T-1)")
+      .def("attention", &Model::attention, py::arg("tokens"), py::arg("layer"), py::arg("positions") = py::none(),
+           "float32 attention probabilities (B, H, T, T) of one layer")
+      .def("generate", &Model::generate, py::arg("prompt"), py::arg("max_new"), py::arg("temperature") = 0.0,
+           py::arg("seed") = 0,
+           "the next max_new token ids after a prompt (text in the task's notation, or ids), read at positions 0, 1, ...: "
+           "greedy at temperature 0, else sampled from softmax(logits / temperature)")
+      .def("_forward_seconds", &Model::forward_seconds, py::arg("tokens"), py::arg("positions") = py::none(),
+           py::arg("repeats") = 1, "seconds of each C++ forward pass alone (bench/bench_python_logits.py)")
+      .def("decode", &Model::decode, py::arg("ids"), "token ids as text in the task's notation")
+      .def("examples", &Model::examples, py::arg("n"), py::arg("count") = 1, py::arg("seed") = py::none(),
+           "held-out examples of problem size n as evaluation draws them: tokens, targets, positions, mask")
+      .def_property_readonly("vocab", &Model::vocab)
+      .def_property_readonly("n_layers", [](const Model& m) { return m.run().spec.model.n_layers; })
+      .def_property_readonly("n_heads", [](const Model& m) { return m.run().spec.model.n_heads; })
+      .def_property_readonly("d_model", [](const Model& m) { return m.run().spec.model.d_model; })
+      .def_property_readonly("encoding", [](const Model& m) { return m.run().spec.model.encoding; })
+      .def_property_readonly("task", [](const Model& m) { return m.run().spec.config.task; })
+      .def_property_readonly("train_len", [](const Model& m) { return m.run().spec.config.train_len; })
+      .def_property_readonly("train_seq_len", [](const Model& m) { return m.run().spec.model.train_seq_len; })
+      .def("sequence_length", [](const Model& m, std::size_t n) { return m.run().spec.task->sequence_length(n); },
+           py::arg("n"), "tokens of an example of problem size n")
+      .def_property_readonly("checkpoint", [](const Model& m) { return m.run().checkpoint; })
+      .def_property_readonly("dir", [](const Model& m) { return m.run().dir; })
+      .def("__repr__", [](const Model& m) {
+        return "<pelab.Model " + m.run().dir + " (" + m.run().spec.model.encoding + ", " + m.run().spec.config.task +
+               "), checkpoint " + m.run().checkpoint + ">";
+      });
+}
+
+}  // namespace pelab::python
