@@ -53,7 +53,7 @@ static EncodingCost normalized_cost(const Params&, const ModelDims& d, const For
 
 PELAB_REGISTER_ENCODING(normalized, EncodingSpec{
     "normalized",
-    "position / (length - 1) of the row added to the embeddings: bounded, step depends on length",
+    "(id - min) / (max - min) of the row's ids added to the embeddings (t / (T - 1) for ids 0..T-1)",
     true,  // relative: a shift of every id cancels in (p - min) / (max - min)
     {scalar_pattern_param()},
     nullptr,

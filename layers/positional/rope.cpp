@@ -135,7 +135,7 @@ PELAB_REGISTER_ENCODING(rope, EncodingSpec{
                      "length extension (mainly for `pelab eval --set`): pi = positions p/factor (Chen et al. 2023); "
                      "ntk = base*factor^(d/(d-2)); dynamic_ntk = ntk with factor*n/L-(factor-1) for n > L "
                      "(n: the row's largest id + 1; not shift-invariant); yarn = per-frequency ramp between pi and "
-                     "none, logits *(yarn_mscale ln(factor)+1)^2 (Peng et al. 2023)"),
+                     "none, the rotated dims' logits *(yarn_mscale ln(factor)+1)^2 (Peng et al. 2023)"),
         number_param("factor", 2.0, "scale s of pi, ntk, yarn (the target length / L); "
             "dynamic_ntk's multiplier").in(1.0, 1e6),
         integer_param("original_len", 0,

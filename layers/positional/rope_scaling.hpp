@@ -11,9 +11,10 @@
 //   yarn         YaRN (Peng et al. 2023), "NTK-by-parts": per frequency, r_i = L / lambda_i with the
 //                wavelength lambda_i = 2 pi / theta_i, ramp g(r) = clamp((r - alpha) / (beta - alpha), 0, 1),
 //                theta_i' = (1 - g) theta_i / s + g theta_i (long wavelengths interpolated, short ones kept);
-//                plus the attention temperature sqrt(1/t) = mscale = 0.1 ln(s) + 1 on q and k (so the
-//                logits are multiplied by mscale^2), folded into the rotation tables as in the reference
-//                code. This is the paper's continuous ramp over r; Hugging Face's rounds its ends to whole
+//                plus the attention temperature sqrt(1/t) = mscale = 0.1 ln(s) + 1 on q and k, folded
+//                into the rotation tables as in the reference code: the rotated dims' part of the logits
+//                is multiplied by mscale^2 (all of the logits when fraction = 1; with fraction < 1 the
+//                unrotated dims keep their scale, as Hugging Face's partial rotary does). This is the paper's continuous ramp over r; Hugging Face's rounds its ends to whole
 //                dims.
 // L is the original context: [encoding.rope] original_len, or 0 = the training position range.
 #pragma once
