@@ -1,12 +1,19 @@
 #include "training/signals.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <csignal>
+#include <cstring>
+#include <thread>
 
 namespace pelab {
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
 volatile std::sig_atomic_t g_signal = 0;
+std::atomic<int> g_writing{0};
 
 extern "C" void on_stop_signal(int sig) {
   if (g_stop) {  // second signal: give up on the clean stop
@@ -36,6 +43,30 @@ bool stop_requested() { return g_stop != 0; }
 int stop_signal() { return g_signal; }
 void request_stop() { g_stop = 1; }
 void clear_stop() { g_stop = 0, g_signal = 0; }
+
+void throw_if_stopped(const std::string& what) {
+  if (g_stop) throw Interrupted("interrupted while " + what);
+}
+
+int stop_exit_code() { return 128 + (g_signal ? int(g_signal) : SIGINT); }
+
+void arm_stop_deadline(double seconds) {
+  static std::atomic<bool> armed{false};
+  if (armed.exchange(true)) return;
+  std::thread([seconds] {
+    using Clock = std::chrono::steady_clock;
+    const auto tick = std::chrono::milliseconds(10);
+    while (!g_stop) std::this_thread::sleep_for(tick);
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < until || g_writing.load() > 0) std::this_thread::sleep_for(tick);
+    const char msg[] = "interrupted: no safe point reached within the deadline; nothing was written\n";
+    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(stop_exit_code());
+  }).detach();
+}
+
+void begin_output_write() { ++g_writing; }
+void end_output_write() { --g_writing; }
 
 void set_phase(const std::string& p) { phase() = p; }
 const std::string& current_phase() { return phase(); }
