@@ -48,8 +48,8 @@ std::string replace_refusal(const std::string& path) {
   } else if (S_ISSOCK(st.st_mode)) {
     what = "a socket";
   }
-  return path + " is " + what + ": pelab writes its outputs only where a plain file may be replaced; give the " +
-         (S_ISLNK(st.st_mode) ? "target's path or " : "") + "path of a new or regular file";
+  return path + " is " + what + ": pelab writes its outputs only where a plain file may be replaced; give " +
+         (S_ISLNK(st.st_mode) ? "the target's path, or " : "") + "the path of a new or regular file";
 }
 
 void check_replaceable(const std::string& path) {

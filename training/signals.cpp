@@ -59,7 +59,7 @@ void arm_stop_deadline(double seconds) {
     while (!g_stop) std::this_thread::sleep_for(tick);
     const auto until = Clock::now() + std::chrono::duration<double>(seconds);
     while (Clock::now() < until || g_writing.load() > 0) std::this_thread::sleep_for(tick);
-    const char msg[] = "interrupted: no safe point reached within the deadline; nothing was written\n";
+    const char msg[] = "interrupted: ended at the stop deadline (no safe point came sooner); no file was left half-written\n";
     (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(stop_exit_code());
   }).detach();

@@ -44,7 +44,7 @@ void add_probe(CLI::App& app, Commands& commands);
 
 // Seconds within which a read-only command (eval, predict, probe) ends after SIGINT/SIGTERM when no poll
 // is reached first (training/signals.hpp, arm_stop_deadline).
-constexpr double kStopDeadline = 0.8;
+constexpr double kStopDeadline = 0.5;
 
 // --memory-limit MB on `cmd` (its help text, then `help_suffix`); the estimate of experiments/run/resources.hpp
 // that train, sweep, eval, predict and probe run check before any work.

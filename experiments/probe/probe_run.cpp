@@ -223,9 +223,11 @@ void probe_length(LengthProbe& lp, TrainedRun& run, const PositionConfig& positi
   fo.between_layers = [&lp] { throw_if_stopped("probing length " + std::to_string(lp.n)); };
   const Tensor logits = model.forward(batch.tokens, batch.positions, fo);
   lp.ok = true;
+  throw_if_stopped("probing length " + std::to_string(lp.n));
   lp.acc = position_accuracy(logits.value(), batch);
   lp.entropy.assign(lp.T, 0.0);
   for (std::size_t l = 0; l < L; ++l) {
+    throw_if_stopped("probing length " + std::to_string(lp.n));
     lp.layer_entropy.push_back(attention_entropy(maps[l]));
     for (std::size_t t = 0; t < lp.T; ++t) lp.entropy[t] += lp.layer_entropy.back()[t] / double(L);
   }
