@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 namespace pelab {
@@ -29,6 +30,7 @@ std::string& phase() {
   static std::string p;
   return p;
 }
+std::mutex g_phase_mutex;  // phase() is written by the main thread and read by the stop deadline's
 }  // namespace
 
 void install_stop_handlers() {
@@ -59,8 +61,13 @@ void arm_stop_deadline(double seconds) {
     while (!g_stop) std::this_thread::sleep_for(tick);
     const auto until = Clock::now() + std::chrono::duration<double>(seconds);
     while (Clock::now() < until || g_writing.load() > 0) std::this_thread::sleep_for(tick);
-    const char msg[] = "interrupted: ended at the stop deadline (no safe point came sooner); no file was left half-written\n";
-    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+    std::string msg;
+    {
+      std::lock_guard<std::mutex> g(g_phase_mutex);
+      msg = "interrupted" + (phase().empty() ? std::string() : " while " + phase()) +
+            ": ended at the stop deadline (no safe point came sooner); no file was left half-written\n";
+    }
+    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
     ::_exit(stop_exit_code());
   }).detach();
 }
@@ -68,7 +75,10 @@ void arm_stop_deadline(double seconds) {
 void begin_output_write() { ++g_writing; }
 void end_output_write() { --g_writing; }
 
-void set_phase(const std::string& p) { phase() = p; }
+void set_phase(const std::string& p) {
+  std::lock_guard<std::mutex> g(g_phase_mutex);
+  phase() = p;
+}
 const std::string& current_phase() { return phase(); }
 
 }  // namespace pelab

@@ -99,7 +99,7 @@ constexpr double kStopBound = 2.0;
 
 }  // namespace
 
-TEST_CASE("item 1: --json never replaces a FIFO, a device node or a symbolic link; - is standard output",
+TEST_CASE("item 1: --json never replaces a FIFO or a device node or a symbolic link and - is standard output",
           "[cli][fs]") {
   const std::string dir = temp_dir("json"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(20));
@@ -204,7 +204,7 @@ TEST_CASE("item 6: an interrupted sweep counts the cells it finished", "[sweep]"
   CHECK(sweep_tally(3, 4, 4, 0, false) == "sweep finished after 3s: 4 of 4 cells done");
 }
 
-TEST_CASE("item 3: a char_lm run refuses a changed corpus and names it; runs without a record load with a note",
+TEST_CASE("item 3: a char_lm run refuses a changed corpus and names it and runs without a record load with a note",
           "[cli][char_lm]") {
   const std::string dir = temp_dir("corpus"), run = dir + "/run", log = dir + "/log.txt";
   std::string text;
