@@ -47,8 +47,14 @@ int run_command(const cli::Commands& commands, const cli::Invocation& line) {
   try {
     set_phase("starting");
     for (const cli::Command& c : commands)
-      if (c.app->parsed()) return c.run(line);
+      if (c.app->parsed()) {
+        const int rc = c.run(line);
+        return rc == kInterrupted ? stop_exit_code() : rc;  // 130 for SIGINT, 143 for SIGTERM
+      }
     throw std::logic_error("no command was parsed");
+  } catch (const Interrupted& e) {  // a read-only command stopped at a poll (training/signals.hpp)
+    std::fprintf(stderr, "%s\n", e.what());
+    return stop_exit_code();
   } catch (const std::exception& e) {
     const cli::Failure f = cli::describe_failure(e);
     return fail(f.code, f.message.c_str());

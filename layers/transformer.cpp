@@ -242,7 +242,10 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
   Tensor x = pos_->encode_input(tok_emb_->forward(tokens), positions);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
   const bool shared = rows_share_positions(positions);
-  for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, *pos_, {positions, i, shared}, opt);
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    x = blocks_[i]->forward(x, *pos_, {positions, i, shared}, opt);
+    if (opt.between_layers) opt.between_layers();
+  }
   x = ln_f_->forward(x);
   return head_ ? head_->forward(x) : linear(x, tok_emb_->weight);  // (B, T, V)
 }

@@ -3,6 +3,7 @@
 // fewer columns (PositionalEncoding::token_width: concat fills the rest with a position vector). Parameter names match the PyTorch reference (tests/pytorch).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +50,8 @@ struct ModelConfig : ModelSettings {
 struct ForwardOptions {
   Rng* dropout_rng = nullptr;                 // required when training with dropout > 0
   std::vector<Array>* attention_maps = nullptr;  // receives each layer's probabilities (B, H, T, T)
+  // Called after each block; may throw to abandon the forward (evaluation stops there on a signal).
+  std::function<void()> between_layers;
 };
 
 class SelfAttention : public Module {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Fuzzes pelab's readers with libFuzzer (clang, ASan + UBSan): the config reader (TOML text -> validated
-# config), the safetensors reader and the checkpoint reader (state.json + its files). Each target runs a
+# config), the safetensors reader, the checkpoint reader (state.json + its files) and the command-line
+# parsers of predict, probe and eval (tests/fuzz/fuzz_cli.cpp: NUL-separated words). Each target runs a
 # fixed number of inputs, starting from seed corpora: experiments/configs/*.toml and real checkpoints
 # written by pelab (tests/fuzz/fuzz_seeds). A crash stops the script (exit 1) and leaves the input in
 # BUILD/fuzz/crashes/; turn it into a regression test before fixing it.
 #   scripts/fuzz.sh            1,000,000 inputs per target (the local run; minutes)
 #   scripts/fuzz.sh --ci       a short bounded run (CI): 50,000 inputs per target
 #   scripts/fuzz.sh --runs N   N inputs per target
-# Environment: PELAB_FUZZ_BUILD (default build-fuzz), PELAB_FUZZ_TARGETS (default: all three).
+# Environment: PELAB_FUZZ_BUILD (default build-fuzz), PELAB_FUZZ_TARGETS (default: all four).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=1000000
@@ -18,7 +19,7 @@ case "${1:-}" in
   *) echo "usage: scripts/fuzz.sh [--ci | --runs N]" >&2; exit 2 ;;
 esac
 build=${PELAB_FUZZ_BUILD:-build-fuzz}
-targets=(${PELAB_FUZZ_TARGETS:-fuzz_config fuzz_safetensors fuzz_checkpoint})
+targets=(${PELAB_FUZZ_TARGETS:-fuzz_config fuzz_safetensors fuzz_checkpoint fuzz_cli})
 export OPENBLAS_NUM_THREADS=1
 bash scripts/setup.sh --fuzz  # clang and libFuzzer, if missing
 
@@ -39,6 +40,14 @@ work=$build/fuzz
 mkdir -p "$work/seeds/config" "$work/crashes"
 cp experiments/configs/*.toml "$work/seeds/config/"
 "$build/tests/fuzz/fuzz_seeds" "$work/seeds" >/dev/null
+mkdir -p "$work/seeds/cli"  # command lines, words separated by NUL
+i=0
+for line in "predict runs/x --seed 3 --temperature 0.5 --tokens 10" "predict runs/x --len 8 -n 2 --json" \
+            "probe encoding rope --len 64 --d-model 32 --heads 4 --set base=500" \
+            "probe run runs/x --lengths 1,2,4 --samples 8 --seed 1" "probe spectrum --encoding alibi --length 32" \
+            "eval runs/x --lengths 4,8 --samples 16 --json - --memory-limit 0" "eval runs/x --set eval.seed=2 --name a"; do
+  printf '%s' "$line" | tr ' ' '\0' >"$work/seeds/cli/$((i++))"
+done
 rm -rf "$work/logs" && mkdir -p "$work/logs"
 
 for t in "${targets[@]}"; do
@@ -46,6 +55,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/corpus/$name"  # grows across local runs; CI starts from the seeds each time
   case $name in
     config) max_len=4096 ;;
+    cli) max_len=512 ;;
     *) max_len=16384 ;;
   esac
   log=$work/logs/$name.log

@@ -399,13 +399,17 @@ CheckpointChoice choose_checkpoint(const std::string& run_dir, bool with_optimiz
   if (!fs::is_directory(ck_dir, ec)) return choice;
   try {
     for (const auto& e : fs::directory_iterator(ck_dir))
-      if (const auto step = parse_step_name(e.path().filename().string()); step && e.is_directory())
-        dirs.emplace_back(*step, e.path());
+      if (const auto step = parse_step_name(e.path().filename().string()))
+        dirs.emplace_back(*step, e.path());  // a file in a checkpoint's place too: it gets a note below
   } catch (const fs::filesystem_error& e) {
     throw Error("checkpoint: cannot list " + ck_dir.string() + ": " + e.what());
   }
   std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [step, dir] : dirs) {
+    if (!fs::is_directory(dir, ec)) {
+      choice.skipped.push_back({step, dir.string(), "not a directory (something replaced the checkpoint directory)"});
+      continue;
+    }
     if (!fs::exists(dir / kState, ec)) {
       choice.skipped.push_back({step, dir.string(), std::string("incomplete: no ") + kState +
                                                         " (an interrupted save, or files were deleted)"});

@@ -1,6 +1,7 @@
 #include "training/fs.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "core/tensor.hpp"
+#include "training/signals.hpp"
 
 namespace pelab {
 
@@ -28,8 +30,35 @@ void fsync_path(const std::string& path, bool directory) {
   if (rc != 0) throw sys_error("cannot fsync", path);
 }
 
+std::string replace_refusal(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "";  // absent (or unreachable: the write says why)
+  if (S_ISREG(st.st_mode)) return "";
+  std::string what = "a special file";
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(path, ec);
+    what = "a symbolic link" + (ec ? std::string() : " (to " + target.string() + ")");
+  } else if (S_ISDIR(st.st_mode)) {
+    what = "a directory";
+  } else if (S_ISFIFO(st.st_mode)) {
+    what = "a FIFO";
+  } else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    what = "a device node";
+  } else if (S_ISSOCK(st.st_mode)) {
+    what = "a socket";
+  }
+  return path + " is " + what + ": pelab writes its outputs only where a plain file may be replaced; give " +
+         (S_ISLNK(st.st_mode) ? "the target's path, or " : "") + "the path of a new or regular file";
+}
+
+void check_replaceable(const std::string& path) {
+  const std::string why = replace_refusal(path);
+  if (!why.empty()) throw Error(why);
+}
+
 void write_file_synced(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
   if (fd < 0) throw sys_error("cannot create", path);
   std::size_t done = 0;
   while (done < content.size()) {
@@ -52,6 +81,12 @@ void write_file_synced(const std::string& path, const std::string& content) {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
+  check_replaceable(path);
+  check_replaceable(tmp);
+  begin_output_write();  // a stop deadline (training/signals.hpp) lets this write finish
+  struct Done {
+    ~Done() { end_output_write(); }
+  } done;
   try {
     write_file_synced(tmp, content);
   } catch (...) {

@@ -6,12 +6,22 @@
 
 namespace pelab {
 
-// Creates or truncates `path`, writes all of `content`, fsyncs and closes it.
+// Creates or truncates `path` (never through a symbolic link), writes all of `content`, fsyncs and closes it.
 void write_file_synced(const std::string& path, const std::string& content);
 
 // Writes `content` to path + ".tmp" (synced), renames it over `path`, and fsyncs the directory.
-// Readers see the old file or the new one, never a torn one.
+// Readers see the old file or the new one, never a torn one. Refuses (check_replaceable) a `path` or a
+// path + ".tmp" that exists as anything but a plain file: a rename would replace a device node, a FIFO
+// or a symbolic link (leaving its target stale) with a plain file.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+// The one rule for every output pelab renames into place: `path` may be absent or a regular file (not
+// a link to one). Anything else throws Error naming the path, what it is and what is allowed:
+//   "out.json is a symbolic link (to results/a.json): pelab replaces only plain files; give the
+//    target's path or a new file"
+void check_replaceable(const std::string& path);
+// The same as a message, "" when `path` may be replaced (for callers that report rather than throw).
+std::string replace_refusal(const std::string& path);
 
 // fsync a file or a directory by path.
 void fsync_path(const std::string& path, bool directory = false);

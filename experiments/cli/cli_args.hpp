@@ -1,6 +1,7 @@
 // Command-line values pelab's subcommands share.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <exception>
 #include <sstream>
@@ -28,6 +29,31 @@ inline std::vector<std::size_t> parse_positive_list(const std::string& flag, con
     out.push_back(static_cast<std::size_t>(v));
   }
   return out;
+}
+
+// CLI11 checks (CLI::Validator(check_unsigned_text, "UINT")) for what its own conversions let through:
+// "-1" for an unsigned option becomes 18446744073709551615, and "nan" passes CLI::Range. They return the
+// error ("" when fine), which CLI11 prints after the option's name.
+inline std::string check_unsigned_text(std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return "'" + text + "' is not a non-negative integer";
+  try {
+    (void)std::stoull(text);
+  } catch (const std::exception&) {
+    return "'" + text + "' is out of range (at most 18446744073709551615)";
+  }
+  return "";
+}
+
+inline std::string check_finite_text(std::string& text) {
+  std::size_t pos = 0;
+  double v = NAN;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+  }
+  if (pos != text.size() || !std::isfinite(v)) return "'" + text + "' is not a finite number";
+  return "";
 }
 
 }  // namespace pelab

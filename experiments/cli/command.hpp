@@ -61,6 +61,10 @@ void add_show_task(CLI::App& app, Commands& commands);
 void add_predict(CLI::App& app, Commands& commands);
 void add_probe(CLI::App& app, Commands& commands);
 
+// Seconds within which a read-only command (eval, predict, probe) ends after SIGINT/SIGTERM when no poll
+// is reached first (training/signals.hpp, arm_stop_deadline).
+constexpr double kStopDeadline = 0.5;
+
 // --memory-limit MB on `cmd` (its help text, then `help_suffix`); the estimate of experiments/run/resources.hpp
 // that train, sweep, eval, predict and probe run check before any work.
 void add_memory_limit(CLI::App& cmd, std::string& mb, const std::string& help_suffix = "");

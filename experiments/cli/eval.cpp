@@ -15,6 +15,7 @@
 #include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/run/run.hpp"
+#include "experiments/run/trained_run.hpp"
 #include "training/checkpoint.hpp"
 #include "training/fs.hpp"
 #include "training/signals.hpp"
@@ -58,11 +59,11 @@ EvalBatches checked_batches(const RunSpec& spec, const MemoryLimit& limit, const
 }
 
 // Loads the run's newest usable checkpoint into `model` (warning about those passed over); returns its path.
-std::string load_newest_checkpoint(const std::string& run_dir, Transformer& model) {
+std::string load_newest_checkpoint(const std::string& run_dir, Transformer& model, const Task& task) {
   const CheckpointChoice choice = choose_checkpoint(run_dir, false);
   for (const auto& note : checkpoint_notes(choice)) std::fprintf(stderr, "warning: %s\n", note.c_str());
   if (!choice.path) throw Error(no_usable_checkpoint(run_dir, choice) + "; nothing to evaluate");
-  load_checkpoint(*choice.path, model, nullptr);
+  load_run_checkpoint(run_dir, *choice.path, model, task);  // refuses a changed corpus
   return *choice.path;
 }
 
@@ -73,7 +74,8 @@ void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<Len
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : results) j.push_back(to_json(r));
     try {
-      write_file_atomic(a.json_out, j.dump(2) + "\n");
+      if (a.json_out == "-") std::printf("%s\n", j.dump(2).c_str());  // the table went to stderr
+      else write_file_atomic(a.json_out, j.dump(2) + "\n");
     } catch (const Error& e) {
       throw Error(std::string(e.what()) + " (--json)");
     }
@@ -85,21 +87,27 @@ void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<Len
 }
 
 int cmd_eval(const EvalArgs& a) {
+  install_stop_handlers();
+  arm_stop_deadline(kStopDeadline);  // read-only until the results are written whole
   const MemoryLimit limit = parse_memory_limit(a.memory_mb);
+  if (!a.json_out.empty() && a.json_out != "-") {  // before the evaluation, not after it
+    const std::string why = replace_refusal(a.json_out);
+    if (!why.empty()) throw Error(why + " (--json; -: standard output)");
+  }
   const std::vector<std::string> sets = eval_sets(a);
   set_phase("loading the config");
   const RunSpec spec = load_eval_config(a.run_dir, sets);
   set_phase("estimating memory");
   const EvalBatches batches = checked_batches(spec, limit, a.lengths_csv);
-  for (const auto& note : describe(batches, spec, limit)) std::printf("note: %s\n", note.c_str());
+  for (const auto& note : describe(batches, spec, limit))  // stdout stays the JSON's with --json -
+    std::fprintf(a.json_out == "-" ? stderr : stdout, "note: %s\n", note.c_str());
   parallel::set_threads(spec.config.train.threads, "train.threads");
   set_phase("building the model");
   Transformer model(spec.model);
-  const std::string checkpoint = load_newest_checkpoint(a.run_dir, model);
-  install_stop_handlers();
+  const std::string checkpoint = load_newest_checkpoint(a.run_dir, model, *spec.task);
   EvalOptions eo;
   eo.batches = &batches;
-  eo.progress = true;
+  eo.progress = a.json_out != "-";  // stdout is the JSON's
   eo.stoppable = true;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<LengthResult> results;
@@ -110,8 +118,8 @@ int cmd_eval(const EvalArgs& a) {
     return kInterrupted;
   }
   const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s (checkpoint %s)\n%s", a.run_dir.c_str(), checkpoint.c_str(),
-              format_results(results, spec.task->is_language_model()).c_str());
+  std::fprintf(a.json_out == "-" ? stderr : stdout, "%s (checkpoint %s)\n%s", a.run_dir.c_str(), checkpoint.c_str(),
+               format_results(results, spec.task->is_language_model()).c_str());
   write_results(a, spec, results, eval_seconds);
   return kOk;
 }
@@ -123,8 +131,10 @@ void add_eval(CLI::App& app, Commands& commands) {
   auto* c = app.add_subcommand("eval", "evaluate a trained run at chosen lengths");
   c->add_option("run_dir", a->run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
   c->add_option("--lengths", a->lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
-  c->add_option("--samples", a->samples, "held-out examples per length (default: eval.samples)");
-  c->add_option("--json", a->json_out, "also write the results to this JSON file");
+  c->add_option("--samples", a->samples, "held-out examples per length (default: eval.samples)")
+      ->check(CLI::Validator(check_unsigned_text, "UINT"));
+  c->add_option("--json", a->json_out, "also write the results to this JSON file (a new or regular file; "
+                "-: standard output, the table then goes to standard error)");
   c->add_option("--set", a->overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
                 "encoding.rope.scaling=yarn) or attention.* (repeatable)");
   c->add_option("--name", a->name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
+#include "training/signals.hpp"
 #include "experiments/eval/predict.hpp"
 
 namespace pelab::cli {
@@ -18,6 +19,8 @@ struct PredictCli {
 };
 
 int cmd_predict(PredictCli& p) {
+  install_stop_handlers();
+  arm_stop_deadline(kStopDeadline);  // read-only: writes nothing
   p.args.memory = parse_memory_limit(p.memory_mb);
   return run_predict(p.args);
 }

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/command.hpp"
+#include "training/signals.hpp"
 #include "experiments/probe/probe.hpp"
 
 namespace pelab::cli {
@@ -19,6 +20,8 @@ struct ProbeCli {
 };
 
 int cmd_probe(ProbeCli& p) {
+  install_stop_handlers();
+  arm_stop_deadline(kStopDeadline);  // its files are written whole (training/fs.hpp)
   p.probe.run_args.memory = p.probe.spectrum_args.memory = parse_memory_limit(p.memory_mb);
   return run_probe_command(p.probe);
 }

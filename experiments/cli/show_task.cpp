@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/rng.hpp"
+#include "experiments/cli/cli_args.hpp"
 #include "experiments/cli/command.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/run/run.hpp"
@@ -71,7 +72,7 @@ void add_show_task(CLI::App& app, Commands& commands) {
                 "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent (repeatable)");
   c->add_option("-n", a->n_show, "samples")->check(CLI::Range(1, 100));
   c->add_option("--len", a->len, "problem size (default 8)");
-  c->add_option("--seed", a->seed, "seed");
+  c->add_option("--seed", a->seed, "seed")->check(CLI::Validator(check_unsigned_text, "UINT"));
   commands.push_back({c, [a](const Invocation&) { return cmd_show_task(*a); }});
 }
 

@@ -348,16 +348,45 @@ LoadedConfig parse_config(const std::string& text, const std::string& name, cons
   return out;
 }
 
+namespace {
+
+// Whether a config text sets anything: a line that is neither blank nor a comment.
+bool sets_any_key(const std::string& text) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line[first] != '#' && line[first] != '[') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw ConfigError(path + ": config file not found");
-  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": is a directory, not a config file");
+  const auto st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw ConfigError(path + ": config file not found");
+  if (std::filesystem::is_directory(st)) throw ConfigError(path + ": is a directory, not a config file");
+  // A device or a FIFO (/dev/zero, /dev/stdin) would be read forever: only regular files, and small ones.
+  if (!std::filesystem::is_regular_file(st))
+    throw ConfigError(path + ": is not a regular file (a device, FIFO or socket); give a TOML config file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxConfigBytes)
+    throw ConfigError(path + ": is " + std::to_string(size) + " bytes; a config file may have at most " +
+                      std::to_string(kMaxConfigBytes) + " bytes");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open the config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(&text[0], std::streamsize(text.size()));
   if (in.bad()) throw ConfigError(path + ": cannot read the config file");
-  return parse_config(ss.str(), path, overrides);
+  text.resize(std::size_t(in.gcount()));
+  if (text.size() > kMaxConfigBytes)  // it grew while we read
+    throw ConfigError(path + ": has more than " + std::to_string(kMaxConfigBytes) + " bytes, the most a config file may have");
+  LoadedConfig out = parse_config(text, path, overrides);
+  if (!sets_any_key(text) && overrides.empty())
+    out.warnings.insert(out.warnings.begin(), path + " sets no key: every setting is its default (`pelab list` and "
+                        "docs/usage.md list them)");
+  return out;
 }
 
 }  // namespace pelab

@@ -117,7 +117,9 @@ struct LoadedConfig {
 // An override of a key the [sweep] grid sets is an error naming both values (the grid would replace
 // it in every cell without a word); to change the grid, override it: --set 'sweep.encoding.name=["alibi"]'.
 // An override of a plugin parameter no run uses (encoding.rope.base on an ALiBi run) is a warning.
+// Only a regular file of at most kMaxConfigBytes is read; one that sets no key is a warning.
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+constexpr std::size_t kMaxConfigBytes = 4 << 20;
 // Parses from a string (tests); `name` stands in for the file name in messages.
 LoadedConfig parse_config(const std::string& text, const std::string& name,
                           const std::vector<std::string>& overrides = {});
@@ -126,6 +128,14 @@ LoadedConfig parse_config(const std::string& text, const std::string& name,
 // config.toml and each sweep cell as cell.toml. Loading it back gives the same text, so two configs
 // are the same experiment exactly when their to_toml texts are equal.
 std::string to_toml(const ExperimentConfig& cfg);
+
+// Keys that do not change a run's results (docs/usage.md, "Run directories"): where it is written
+// (output.dir), its position in a grid (cell.index), threads (results do not depend on them:
+// docs/performance.md, "Threads"), logging and checkpoint cadence (resume is bit-identical) and probes.
+bool result_neutral_key(const std::string& key);
+// The result-relevant keys whose values differ between two to_toml texts, each as
+// "model.d_model = 16 (recorded), 32 (now)"; a key only one text has is shown with "(absent)".
+std::vector<std::string> setting_differences(const std::string& recorded, const std::string& wanted);
 
 // The cartesian product of the [sweep] grid in file order of its keys, the last key varying fastest
 // (the config itself when there is no grid). Each cell is validated and resolved, has its grid cleared

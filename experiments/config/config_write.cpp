@@ -1,5 +1,6 @@
 // The config as TOML: every key (defaults filled in), in schema order. Two configs are the same
 // experiment exactly when these texts are equal.
+#include <map>
 #include <sstream>
 
 #include "experiments/config/config_schema.hpp"
@@ -50,6 +51,50 @@ std::string to_toml(const ExperimentConfig& cfg) {
   }
   if (!cfg.cell.empty()) write_cell(os, cfg.cell);
   return os.str();
+}
+
+bool result_neutral_key(const std::string& key) {
+  static const char* const kNeutral[] = {"output.dir",       "cell.index",           "train.threads",
+                                         "train.log_every",  "train.checkpoint_every", "train.keep_checkpoints",
+                                         "probe.run",        "probe.samples"};
+  for (const char* k : kNeutral)
+    if (key == k) return true;
+  return false;
+}
+
+namespace {
+
+// "section.key" -> value text of a to_toml text (one key per line, [section] headers, # comments).
+std::map<std::string, std::string> toml_values(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string section;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> setting_differences(const std::string& recorded, const std::string& wanted) {
+  const auto a = toml_values(recorded), b = toml_values(wanted);
+  std::map<std::string, std::pair<std::string, std::string>> diff;
+  for (const auto& [k, v] : a)
+    if (auto it = b.find(k); it == b.end() || it->second != v) diff[k] = {v, it == b.end() ? "(absent)" : it->second};
+  for (const auto& [k, v] : b)
+    if (!a.count(k)) diff[k] = {"(absent)", v};
+  std::vector<std::string> out;
+  for (const auto& [k, v] : diff)
+    if (!result_neutral_key(k)) out.push_back(k + " = " + v.first + " (recorded), " + v.second + " (now)");
+  return out;
 }
 
 }  // namespace pelab

@@ -130,7 +130,14 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
         throw Interrupted("interrupted during evaluation at length " + std::to_string(n) + " (" +
                           std::to_string(r.samples) + " of " + std::to_string(ecfg.samples) + " examples done)");
       const Batch part = rows_of(batch, from, std::min(b, from + rows));
-      const Tensor logits = model.forward(part.tokens, part.positions);
+      ForwardOptions fo;
+      if (opt.stoppable)  // between layers too: one forward at a long length may take a minute
+        fo.between_layers = [&] {
+          if (stop_requested())
+            throw Interrupted("interrupted during evaluation at length " + std::to_string(n) + " (" +
+                              std::to_string(r.samples) + " of " + std::to_string(ecfg.samples) + " examples done)");
+        };
+      const Tensor logits = model.forward(part.tokens, part.positions, fo);
       stats.add(token_stats(logits.value(), part));
       add_nll(logits.value(), part, pos_sum, pos_n, total);
       r.samples += part.batch();

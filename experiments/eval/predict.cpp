@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tape.hpp"
+#include "experiments/cli/cli_args.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/run/run.hpp"
 #include "training/positions.hpp"
+#include "training/signals.hpp"
 
 namespace pelab {
 
@@ -24,7 +26,9 @@ std::vector<real> last_logits(Transformer& model, const std::vector<std::int32_t
   IndexArray t(Shape{1, P}), p(Shape{1, P});
   std::copy(ids.begin(), ids.end(), t.data());
   std::copy(pos.begin(), pos.end(), p.data());
-  const Tensor logits = model.forward(t, p);  // (1, P, V)
+  ForwardOptions fo;
+  fo.between_layers = [] { throw_if_stopped("predicting"); };
+  const Tensor logits = model.forward(t, p, fo);  // (1, P, V)
   const std::size_t V = logits.value().shape()[2];
   const real* row = logits.value().data() + (P - 1) * V;
   return std::vector<real>(row, row + V);
@@ -232,12 +236,12 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& a) {
   c->add_option("run_dir", a.run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
   c->add_option("--len", a.len, "problem size of the samples (default: the training length)")->check(CLI::Range(1, 1 << 20));
   c->add_option("--count,-n", a.count, "samples")->check(CLI::Range(1, 1000));
-  c->add_option("--seed", a.seed, "seed of the samples (and of sampling)");
+  c->add_option("--seed", a.seed, "seed of the samples (and of sampling)")->check(CLI::Validator(check_unsigned_text, "UINT"));
   c->add_option("--input", a.input, "x typed in the task's notation, e.g. \"3 1 4 1 5\" (see pelab show-task)");
   c->add_option("--prompt", a.prompt, "language models: the text to continue");
   c->add_option("--tokens", a.tokens, "language models: characters to generate")->check(CLI::Range(1, 100000));
   c->add_option("--temperature", a.temperature, "language models: 0 = greedy, else sample from softmax(logits / T)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(CLI::Validator(check_finite_text, "FLOAT") & CLI::Range(0.0, 100.0));
   c->add_flag("--json", a.json, "print JSON instead of text");
   return c;
 }

@@ -37,7 +37,7 @@ void add_probe_command(CLI::App& app, ProbeCommand& c) {
   c.run->add_option("--lengths", c.factors_csv, "multiples of the training length, comma-separated (default 1,2,4)");
   c.run->add_option("--samples", c.run_args.samples, "held-out samples per length (default: the run's [probe] samples, 32)")
       ->check(CLI::Range(1, 100000));
-  c.run->add_option("--seed", c.run_args.seed, "seed of the samples");
+  c.run->add_option("--seed", c.run_args.seed, "seed of the samples")->check(CLI::Validator(check_unsigned_text, "UINT"));
   c.run->add_option("--out", c.run_args.out_dir, "output directory (default RUN_DIR/probe)");
   c.spectrum = c.app->add_subcommand(
       "spectrum", "singular values, effective rank and Toeplitz-ness of position-position matrices (untrained or trained)");
@@ -55,7 +55,8 @@ void add_probe_command(CLI::App& app, ProbeCommand& c) {
       ->check(CLI::Range(1, 64))->needs(run);
   c.spectrum->add_option("--samples", s.samples, "held-out samples for the mean attention (with --run; default: the "
                          "run's [probe] samples)")->check(CLI::Range(1, 100000))->needs(run);
-  c.spectrum->add_option("--seed", s.seed, "seed of the samples (with --run)")->needs(run);
+  c.spectrum->add_option("--seed", s.seed, "seed of the samples (with --run)")
+      ->check(CLI::Validator(check_unsigned_text, "UINT"))->needs(run);
   c.spectrum->add_option("--out", s.out_dir, "output directory (default runs/probe-encoding/NAME or RUN_DIR/probe)");
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/tape.hpp"
 #include "experiments/probe/probe.hpp"
+#include "training/signals.hpp"
 #include "experiments/probe/probe_plot.hpp"
 #include "experiments/report/report_detail.hpp"
 #include "layers/positional/encoding.hpp"
@@ -44,8 +45,10 @@ Plot heatmap(const std::string& name, const std::string& title, const Matrix& m,
   p.name = name;
   p.title = title;
   p.csv = "i,j," + what + "\n";
-  for (std::size_t i = 0; i < m.size(); ++i)
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    throw_if_stopped("writing the " + name + " plot");
     for (std::size_t j = 0; j < m.size(); ++j) p.csv += std::to_string(i) + "," + std::to_string(j) + "," + num(m[i][j]) + "\n";
+  }
   p.dat = image_block(m, false);
   p.gp = "set title " + report_detail::gp_string(title) + "\nset xlabel \"position j\"\nset ylabel \"position i\"\n"
          "set palette defined (0 \"#2166ac\", 0.5 \"#f7f7f7\", 1 \"#b2182b\")\nset size ratio -1\n" +
@@ -139,12 +142,14 @@ Matrix head0_dots(const Tensor& q, const Tensor& k, std::size_t T, std::size_t h
   const real* qr = q.value().data();  // head 0 of batch row 0: the first T * hs values
   const real* kr = k.value().data();
   Matrix g(T, std::vector<double>(T, 0.0));
-  for (std::size_t i = 0; i < T; ++i)
+  for (std::size_t i = 0; i < T; ++i) {
+    throw_if_stopped("computing position similarities");
     for (std::size_t j = 0; j < T; ++j) {
       double s = 0;
       for (std::size_t d = 0; d < hs; ++d) s += double(qr[i * hs + d]) * double(kr[j * hs + d]);
       g[i][j] = s;
     }
+  }
   return g;
 }
 

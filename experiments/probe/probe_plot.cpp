@@ -7,6 +7,7 @@
 
 #include "experiments/report/report_detail.hpp"
 #include "training/fs.hpp"
+#include "training/signals.hpp"
 
 namespace pelab {
 namespace probe_detail {
@@ -76,6 +77,7 @@ std::string square_ranges(std::size_t T) {
 std::string image_block(const Matrix& m, bool hide_upper) {
   std::string s;
   for (std::size_t i = 0; i < m.size(); ++i) {
+    throw_if_stopped("writing a plot");
     for (std::size_t j = 0; j < m[i].size(); ++j)
       s += std::to_string(j) + " " + std::to_string(i) + " " + (hide_upper && j > i ? "NaN" : num(m[i][j])) + "\n";
     s += "\n";

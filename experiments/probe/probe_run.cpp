@@ -10,6 +10,7 @@
 #include "core/tape.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/probe/probe.hpp"
+#include "training/signals.hpp"
 #include "experiments/probe/probe_plot.hpp"
 #include "experiments/report/report_detail.hpp"
 #include "experiments/run/trained_run.hpp"
@@ -219,11 +220,14 @@ void probe_length(LengthProbe& lp, TrainedRun& run, const PositionConfig& positi
   std::vector<Array> maps;  // per layer (B, H, T, T)
   ForwardOptions fo;
   fo.attention_maps = &maps;
+  fo.between_layers = [&lp] { throw_if_stopped("probing length " + std::to_string(lp.n)); };
   const Tensor logits = model.forward(batch.tokens, batch.positions, fo);
   lp.ok = true;
+  throw_if_stopped("probing length " + std::to_string(lp.n));
   lp.acc = position_accuracy(logits.value(), batch);
   lp.entropy.assign(lp.T, 0.0);
   for (std::size_t l = 0; l < L; ++l) {
+    throw_if_stopped("probing length " + std::to_string(lp.n));
     lp.layer_entropy.push_back(attention_entropy(maps[l]));
     for (std::size_t t = 0; t < lp.T; ++t) lp.entropy[t] += lp.layer_entropy.back()[t] / double(L);
   }

@@ -81,6 +81,10 @@ std::string render_gnuplot(const std::string& gnuplot, const std::string& dir_pa
            (WIFEXITED(status) ? " (exit status " + std::to_string(WEXITSTATUS(status)) + ")" : " (killed)") +
            (log_text.empty() ? "" : ": " + log_text);
   }
+  if (const std::string why = replace_refusal(png.string()); !why.empty()) {  // training/fs.hpp: one rule
+    fs::remove(tmp, ec);
+    return why;
+  }
   fsync_path(tmp.string());
   fs::rename(tmp, png, ec);
   if (ec) return "cannot rename " + tmp.string() + " to " + png.string() + ": " + ec.message();

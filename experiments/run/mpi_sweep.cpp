@@ -11,6 +11,7 @@
 #include "core/tape.hpp"
 #include "experiments/report/report.hpp"
 #include "experiments/run/run.hpp"
+#include "experiments/run/sweep.hpp"
 #include "training/distributed.hpp"
 #include "training/fs.hpp"
 #include "training/signals.hpp"
@@ -50,7 +51,7 @@ struct Board {
   const std::vector<RunSpec>& cells;
   std::string root;
   std::vector<std::size_t> todo;
-  std::size_t next = 0, finished = 0;
+  std::size_t next = 0, finished = 0, succeeded = 0;  // ended, and ended with a result (skipped ones included)
   bool stopping = false, interrupted = false;
   std::vector<std::string> failed;
 
@@ -68,6 +69,7 @@ struct Board {
     const std::string dir = root + "/" + c.dir_name, &label = c.config.cell.label;
     ++finished;
     if (code == kOk && fs::exists(dir + "/eval.json")) {
+      ++succeeded;
       std::printf("[%zu/%zu] done   %-45s %6.0fs  rank %d  %s\n", finished, cells.size(), label.c_str(), secs, rank,
                   sweep_cell_summary(dir).c_str());
     } else {
@@ -128,6 +130,7 @@ int run_sweep_mpi(const LoadedConfig& loaded, const SweepOptions& opt) {
   Board board(cells, root);
   std::size_t skipped = 0;
   {
+    check_sweep_directory(cells, root, opt.dir_source);
     fs::create_directories(root);
     write_file_atomic(root + "/sweep.toml", to_toml(loaded.config));
     for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -141,7 +144,7 @@ int run_sweep_mpi(const LoadedConfig& loaded, const SweepOptions& opt) {
       board.todo.push_back(i);
     }
   }
-  board.finished = skipped;
+  board.finished = board.succeeded = skipped;
   const bool rank0_trains = dist::threads_ok();
   std::printf("sweep %s: %zu cells (%zu already finished), %zu to run on %d MPI ranks (one cell per rank at a "
               "time%s)\n", root.c_str(), cells.size(), skipped, board.todo.size(), dist::size(),
@@ -163,8 +166,7 @@ int run_sweep_mpi(const LoadedConfig& loaded, const SweepOptions& opt) {
     serve(board);
   }
   const double total = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - board.failed.size(),
-              cells.size());
+  std::printf("%s\n", sweep_tally(total, board.succeeded, cells.size(), board.failed.size(), board.interrupted).c_str());
 
   return finish_sweep(loaded, root, opt, board.interrupted, board.failed);
 }

@@ -21,6 +21,7 @@
 #include "experiments/eval/eval_result.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/run/provenance.hpp"
+#include "experiments/run/trained_run.hpp"
 #include "training/checkpoint.hpp"
 #include "training/data_parallel.hpp"
 #include "training/distributed.hpp"
@@ -59,6 +60,17 @@ RunLock::RunLock(const std::string& run_dir, double wait_s) {
 }
 RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+std::vector<std::string> changed_settings(const std::string& dir, const std::string& wanted_toml) {
+  const std::string path = dir + (fs::exists(dir + "/config.toml") ? "/config.toml" : "/cell.toml");
+  std::string recorded;
+  try {  // through this version's reader: a key added since, at its default, is no difference
+    recorded = to_toml(parse_config(read_file(path), path).runs.at(0).config);
+  } catch (const Error& e) {
+    return {"its " + path + " cannot be read by this version of pelab: " + e.what()};
+  }
+  return setting_differences(recorded, wanted_toml);
 }
 
 std::string config_table(const RunSpec& spec, std::size_t n_params) {
@@ -125,27 +137,23 @@ MetricRecord eval_record(std::size_t step, const LengthResult& r, double time) {
   return rec;
 }
 
-// A config's TOML without its "threads = N" line (train.threads).
-std::string without_threads(const std::string& toml) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < toml.size()) {
-    std::size_t e = toml.find('\n', i);
-    e = e == std::string::npos ? toml.size() : e + 1;
-    if (toml.compare(i, 10, "threads = ") != 0) out.append(toml, i, e - i);
-    i = e;
-  }
-  return out;
+// Never mix two configs in one run directory (a finished result is never overwritten). Keys that do not
+// change results may change on resume (result_neutral_key: threads, logging, ...).
+void check_same_config(const RunOptions& opt, const std::string& toml, const std::string& eval_path) {
+  if (!fs::exists(opt.run_dir + "/config.toml") || !(fs::exists(eval_path) || latest_checkpoint(opt.run_dir))) return;
+  const std::vector<std::string> diff = changed_settings(opt.run_dir, toml);
+  if (diff.empty()) return;
+  std::string keys;
+  for (const auto& d : diff) keys += "\n  " + d;
+  throw Error("run directory " + opt.run_dir + " holds results of a different configuration (its config.toml); "
+              "choose another output directory. Differences:" + keys);
 }
 
-// Never mix two configs in one run directory (a finished result is never overwritten). The thread
-// count may change on resume: results do not depend on it (docs/performance.md, "Threads").
-void check_same_config(const RunOptions& opt, const std::string& toml, const std::string& eval_path) {
-  if (fs::exists(opt.run_dir + "/config.toml") &&
-      without_threads(read_file(opt.run_dir + "/config.toml")) != without_threads(toml) &&
-      (fs::exists(eval_path) || latest_checkpoint(opt.run_dir)))
-    throw Error("run directory " + opt.run_dir + " holds results of a different configuration (see its "
-                "config.toml); choose another output directory");
+// A sweep directory (sweep.toml) is not a run directory: its cells would sit beside a run's files.
+void check_not_sweep(const RunOptions& opt) {
+  if (fs::exists(opt.run_dir + "/sweep.toml"))
+    throw Error(opt.run_dir + " (" + opt.dir_source + ") is a sweep directory (it holds sweep.toml): train one of "
+                "its cells with `pelab train CONFIG --cell K`, or choose another output directory");
 }
 
 // Whether the run directory holds a finished run (nothing to do); throws Error when it holds an
@@ -265,10 +273,13 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   if (writer) make_directory(opt.run_dir, "run directory", opt.dir_source);
   const std::string eval_path = opt.run_dir + "/eval.json";
   const std::string toml = to_toml(cfg);
+  check_not_sweep(opt);
   check_same_config(opt, toml, eval_path);
   std::optional<RunLock> lock;
   if (writer) lock.emplace(opt.run_dir);
   if (already_finished(opt, eval_path)) return kOk;
+  const bool resuming = opt.resume && latest_checkpoint(opt.run_dir);
+  if (resuming) check_data_record(opt.run_dir, *spec.task);  // the corpus it trained on, unchanged
 
   set_phase("building the model");
   Transformer model(spec.model);
@@ -277,6 +288,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
     init_parameters(model, irng, cfg.model.init_options());
   }
   write_config(opt, toml, writer);
+  if (writer && !resuming) write_data_record(opt.run_dir, *spec.task);
   if (opt.console) std::printf("%s\n%s", opt.run_dir.c_str(), config_table(spec, model.num_parameters()).c_str());
 
   const std::size_t bs = cfg.train.batch_size, lo = cfg.min_len, hi = cfg.train_len;

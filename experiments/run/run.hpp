@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "experiments/config/config.hpp"
 #include "experiments/run/resources.hpp"
@@ -46,6 +47,12 @@ enum ExitCode { kOk = 0, kError = 1, kBadInput = 2, kDiverged = 3, kInterrupted 
 // requested during training or evaluation: the checkpoint stays and a re-run with --resume finishes).
 // Throws Error on bad input, a filesystem error naming opt.dir_source.
 int run_experiment(const RunSpec& spec, const RunOptions& opt);
+
+// The settings a run or cell directory recorded (its config.toml, else its cell.toml) that differ from
+// `wanted_toml` (to_toml of the config about to run) in a key that changes results, as setting_differences
+// words them; a recorded file this version cannot read is one difference saying why. `pelab train` and
+// `pelab sweep` refuse a directory whose results come from other settings.
+std::vector<std::string> changed_settings(const std::string& dir, const std::string& wanted_toml);
 
 // The run's settings as a two-column table, for the top of its console output.
 std::string config_table(const RunSpec& spec, std::size_t n_params);

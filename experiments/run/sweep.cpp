@@ -16,6 +16,7 @@
 #include "experiments/probe/probe.hpp"
 #include "experiments/report/report.hpp"
 #include "experiments/run/run.hpp"
+#include "training/checkpoint.hpp"
 #include "training/distributed.hpp"
 #include "core/parallel.hpp"
 #include "training/fs.hpp"
@@ -60,6 +61,38 @@ std::string cell_summary(const std::string& dir) {
 }  // namespace
 
 std::string sweep_cell_summary(const std::string& dir) { return cell_summary(dir); }
+
+void check_sweep_directory(const std::vector<RunSpec>& cells, const std::string& root, const std::string& dir_source) {
+  if (fs::exists(root + "/config.toml") && !fs::exists(root + "/sweep.toml"))
+    throw Error(root + " (" + dir_source + ") holds a single run (config.toml, no sweep.toml): a sweep's cells "
+                "would sit beside its files; choose another output directory for the sweep");
+  std::string changed;
+  std::size_t n_changed = 0;
+  for (const RunSpec& c : cells) {
+    const std::string dir = root + "/" + c.dir_name;
+    if (!fs::exists(dir + "/eval.json") && !(fs::exists(dir + "/config.toml") && latest_checkpoint(dir))) continue;
+    const std::vector<std::string> diff = changed_settings(dir, to_toml(c.config));
+    if (diff.empty()) continue;
+    if (++n_changed > 5) continue;  // the first five, in grid order
+    changed += "\n  " + c.dir_name + ":";
+    for (const auto& d : diff) changed += "\n    " + d;
+  }
+  if (n_changed)
+    throw Error("sweep directory " + root + " (" + dir_source + ") holds " + std::to_string(n_changed) +
+                " cell(s) trained with other settings than this grid's; their results would be reported as this "
+                "grid's. Choose another output directory, or remove those cell directories to re-run them:" + changed +
+                (n_changed > 5 ? "\n  ... and " + std::to_string(n_changed - 5) + " more" : ""));
+}
+
+std::string sweep_tally(double seconds, std::size_t done, std::size_t cells, std::size_t failed, bool interrupted) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "sweep %s after %.0fs: %zu of %zu cells done", interrupted ? "stopped" : "finished",
+                seconds, done, cells);
+  std::string s = buf;
+  if (failed) s += ", " + std::to_string(failed) + (interrupted ? " stopped or failed" : " failed");
+  if (const std::size_t rest = cells - std::min(cells, done + failed)) s += ", " + std::to_string(rest) + " not started";
+  return s;
+}
 
 int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
                  const std::vector<std::string>& failed) {
@@ -154,7 +187,8 @@ struct CellRunner {
   const std::string& root;
   const SweepOptions& opt;
   int jobs;
-  std::size_t finished;  // cells done so far (the skipped ones included), for "[k/n]"
+  std::size_t finished;  // cells ended so far (the skipped ones included), for "[k/n]"
+  std::size_t done;      // cells with their result (the skipped ones included)
   std::map<pid_t, Running> running;
   std::vector<std::string> failed;  // labels
   bool interrupted = false, forwarded = false;
@@ -189,6 +223,7 @@ struct CellRunner {
     const std::string dir = root + "/" + c.dir_name;
     ++finished;
     if (code == 0 && fs::exists(dir + "/eval.json")) {
+      ++done;
       std::printf("[%zu/%zu] done   %-45s %6.0fs  %s\n", finished, cells.size(), label.c_str(), secs,
                   cell_summary(dir).c_str());
     } else {
@@ -231,6 +266,7 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const int jobs = std::max(1, opt.jobs);
   const int threads = threads_per_cell(opt, jobs);
   check_cells_memory(cells, opt);
+  check_sweep_directory(cells, root, opt.dir_source);
   write_sweep_toml(root, cfg, opt);
   std::size_t skipped = 0;
   const std::vector<std::size_t> todo = prepare_cells(cells, root, opt, threads, skipped);
@@ -239,12 +275,11 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   std::fflush(stdout);
 
   install_stop_handlers();
-  CellRunner runner{cells, root, opt, jobs, skipped, {}, {}};
+  CellRunner runner{cells, root, opt, jobs, skipped, skipped, {}, {}};
   const auto t0 = std::chrono::steady_clock::now();
   runner.run(todo);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("sweep finished in %.0fs: %zu of %zu cells done\n", total, cells.size() - runner.failed.size(),
-              cells.size());
+  std::printf("%s\n", sweep_tally(total, runner.done, cells.size(), runner.failed.size(), runner.interrupted).c_str());
 
   return finish_sweep(loaded, root, opt, runner.interrupted, runner.failed);
 }

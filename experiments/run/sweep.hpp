@@ -3,8 +3,8 @@
 // the cores this process may use; results do not depend on the thread count: docs/performance.md, "Threads"), in its
 // own process group (experiments/run/cell_process.hpp): Ctrl-C or SIGTERM to the sweep is forwarded to the
 // cells, which checkpoint and exit; if the sweep dies, they stop too. Finished cells (eval.json
-// present) are skipped, so re-running a
-// sweep resumes it; unfinished cells resume from their last checkpoint. Each cell's directory is
+// present) are skipped, so re-running a sweep resumes it (a cell whose recorded settings differ from the
+// grid's is refused: check_sweep_directory); unfinished cells resume from their last checkpoint. Each cell's directory is
 // locked by the process training it.
 #pragma once
 
@@ -36,6 +36,15 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt);
 
 // One line summarising a finished cell directory (its headline metric), "" when it has no result.
 std::string sweep_cell_summary(const std::string& dir);
+
+// Before anything is written into a sweep directory: it must not hold a single run (config.toml without
+// sweep.toml), and every cell with results (eval.json, or checkpoints) must have been trained with the
+// settings the grid gives it now (changed_settings, experiments/run/run.hpp: keys that do not change results
+// aside). Throws Error naming the cells and their differing keys; it re-runs nothing.
+void check_sweep_directory(const std::vector<RunSpec>& cells, const std::string& root, const std::string& dir_source);
+
+// The last line of a sweep: "sweep finished after 12s: 85 of 200 cells done, 2 failed, 113 not started".
+std::string sweep_tally(double seconds, std::size_t done, std::size_t cells, std::size_t failed, bool interrupted);
 
 // The end of a sweep, local or across ranks: probes (opt.probe or [probe] run), the report, and the
 // exit code: interrupted, some cells failed (listed), or 0.

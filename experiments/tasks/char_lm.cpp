@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "experiments/tasks/sequence.hpp"
+#include "training/checksum.hpp"
 #include "layers/positional/encoding.hpp"  // default_positions
 
 #ifndef PELAB_SOURCE_DIR
@@ -24,7 +25,7 @@ const char* const kWhat = "task 'char_lm'";
 
 // Relative paths are tried as given (from the working directory), then from the source tree, so a
 // config can name a corpus shipped with the repository.
-std::string read_text(const std::string& path) {
+std::string read_text(const std::string& path, std::string* found = nullptr) {
   if (path.empty()) throw Error(std::string(kWhat) + ": task.char_lm.path is empty; give a text file");
   std::vector<std::string> tries{path};
   if (path[0] != '/') tries.push_back(std::string(PELAB_SOURCE_DIR) + "/" + path);
@@ -39,6 +40,7 @@ std::string read_text(const std::string& path) {
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) throw Error(std::string(kWhat) + ": error reading '" + p + "' (task.char_lm.path)");
     if (text.empty()) throw Error(std::string(kWhat) + ": text file '" + p + "' (task.char_lm.path) is empty");
+    if (found) *found = p;
     return text;
   }
   throw Error(std::string(kWhat) + ": cannot read text file '" + path + "' (task.char_lm.path): " +
@@ -63,13 +65,18 @@ std::string escape(unsigned char c) {
 class CharLm : public Task {
  public:
   CharLm(const TaskCommon& common, std::string path, double holdout) : path_(std::move(path)), holdout_(holdout) {
-    const std::string text = read_text(path_);
+    const std::string text = read_text(path_, &record_.path);
+    record_.key = "task.char_lm.path";
+    record_.bytes = text.size();
+    record_.crc32c = crc32c_hex(crc32c(text));
     std::array<bool, 256> seen{};
     for (unsigned char c : text) seen[c] = true;
     id_of_.fill(-1);
     bytes_.push_back(0);  // id 0 is PAD
     for (int c = 0; c < 256; ++c)
       if (seen[c]) id_of_[c] = std::int32_t(bytes_.size()), bytes_.push_back(static_cast<unsigned char>(c));
+    for (std::size_t id = 1; id < bytes_.size(); ++id) record_.vocabulary += escape(bytes_[id]);
+    record_.symbols = bytes_.size() - 1;
     ids_.reserve(text.size());
     for (unsigned char c : text) ids_.push_back(id_of_[c]);
     const auto held = static_cast<std::size_t>(std::llround(holdout * double(text.size())));
@@ -126,6 +133,8 @@ class CharLm : public Task {
     return s;
   }
 
+  std::optional<DataRecord> data_record() const override { return record_; }
+
   std::string token_text(std::int32_t id) const override {
     return id > 0 && std::size_t(id) < bytes_.size() ? escape(bytes_[std::size_t(id)]) : "<" + std::to_string(id) + ">";
   }
@@ -171,6 +180,7 @@ class CharLm : public Task {
   }
 
   std::string path_;
+  DataRecord record_;
   double holdout_;
   std::array<std::int32_t, 256> id_of_{};
   std::vector<unsigned char> bytes_;  // id -> byte (bytes_[0] unused: PAD)

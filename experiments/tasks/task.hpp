@@ -40,6 +40,17 @@ struct Chance {
   double token_acc = 0, exact_match = 0;
 };
 
+// What a task reads besides its settings (char_lm: a text file), described so that a run records it at
+// training time (RUN/corpus.json) and refuses to reinterpret a changed file later (experiments/run/trained_run.hpp).
+struct DataRecord {
+  std::string key;         // the setting that names it: "task.char_lm.path"
+  std::string path;        // the file read (as found: relative paths may resolve in the source tree)
+  std::uint64_t bytes = 0;
+  std::string crc32c;      // of the whole file (training/checksum.hpp)
+  std::string vocabulary;  // the symbols in id order, escaped as token_text writes them
+  std::size_t symbols = 0;
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -68,6 +79,8 @@ class Task {
   virtual Batch parse_input(const std::string& text) const {
     throw Error("this task does not read typed input");
   }
+  // The data file the task was built from, when it reads one (see DataRecord).
+  virtual std::optional<DataRecord> data_record() const { return std::nullopt; }
 };
 
 struct TaskSpec {
