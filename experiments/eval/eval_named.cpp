@@ -90,15 +90,7 @@ std::string write_named_eval(const std::string& run_dir, const std::string& name
   if (std::filesystem::exists(trained)) {
     er = read_eval_result(trained);
   } else {  // not finished training: identify it from the config
-    const ExperimentConfig& cfg = spec.config;
-    er.cell = cfg.cell.index;
-    er.label = cfg.cell.label;
-    er.assignment = cfg.cell.assignment;
-    er.encoding = cfg.encoding;
-    er.task = cfg.task;
-    er.is_lm = spec.task->is_language_model();
-    er.train_len = cfg.train_len;
-    er.seed = cfg.train.seed;
+    identify_run(er, spec);
     er.status = "unfinished";
   }
   er.results = results;
@@ -109,6 +101,18 @@ std::string write_named_eval(const std::string& run_dir, const std::string& name
   const std::string path = named_eval_path(run_dir, name);
   write_file_atomic(path, to_json(er).dump(2) + "\n");
   return path;
+}
+
+void identify_run(EvalResult& er, const RunSpec& spec) {
+  const ExperimentConfig& cfg = spec.config;
+  er.cell = cfg.cell.index;
+  er.label = cfg.cell.label;
+  er.assignment = cfg.cell.assignment;
+  er.encoding = cfg.encoding;
+  er.task = cfg.task;
+  er.is_lm = spec.task->is_language_model();
+  er.train_len = cfg.train_len;
+  er.seed = cfg.train.seed;
 }
 
 std::string named_eval_path(const std::string& run_dir, const std::string& name) {

@@ -32,6 +32,9 @@ std::string write_named_eval(const std::string& run_dir, const std::string& name
                              const RunSpec& spec, const std::vector<LengthResult>& results, double eval_seconds);
 
 // RUN_DIR/eval-NAME.json
+// The run's identity in an eval file, from its config: cell index, label, swept values, encoding, task,
+// kind, training length, seed.
+void identify_run(EvalResult& er, const RunSpec& spec);
 std::string named_eval_path(const std::string& run_dir, const std::string& name);
 // The NAME of a file name "eval-NAME.json", or "" when it is not one.
 std::string named_eval_of(const std::string& file_name);

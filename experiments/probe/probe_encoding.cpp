@@ -12,15 +12,15 @@
 #include "training/signals.hpp"
 #include "experiments/probe/probe_plot.hpp"
 #include "experiments/report/report_detail.hpp"
+#include "experiments/probe/probe_args.hpp"
 #include "layers/positional/encoding.hpp"
 
 namespace pelab {
 
 using namespace probe_detail;
 
-namespace {
-
-std::map<std::string, Value> parse_sets(const std::vector<std::string>& sets, const std::string& enc) {
+std::map<std::string, Value> probe_detail::parse_encoding_sets(const std::vector<std::string>& sets,
+                                                             const std::string& enc) {
   std::map<std::string, Value> given;
   for (const auto& kv : sets) {
     const auto eq = kv.find('=');
@@ -32,6 +32,26 @@ std::map<std::string, Value> parse_sets(const std::vector<std::string>& sets, co
   }
   return given;
 }
+
+ModelDims probe_detail::probe_model_dims(std::size_t len, std::size_t d_model, std::size_t n_heads,
+                                         std::size_t max_len, const std::string& len_flag) {
+  if (len < 2 || len > max_len)
+    throw Error(len_flag + " must be in [2, " + std::to_string(max_len) + "] positions");
+  if (n_heads == 0 || d_model == 0 || d_model % n_heads)
+    throw Error("--d-model " + std::to_string(d_model) + " must be a positive multiple of --heads " +
+                std::to_string(n_heads));
+  ModelDims dims;
+  dims.vocab = 16;
+  dims.d_model = d_model;
+  dims.n_heads = n_heads;
+  dims.head_dim = d_model / n_heads;
+  dims.n_layers = 1;
+  dims.train_seq_len = dims.max_position = len;
+  return dims;
+}
+
+namespace {
+
 
 // The profile of matrix row c against the signed distance j - c.
 std::string profile_csv(const Matrix& m, std::size_t c, const std::string& col) {
@@ -70,17 +90,7 @@ struct EncodingProbe {
 };
 
 ModelDims probe_dims(const EncodingProbeArgs& a) {
-  if (a.len < 2 || a.len > 4096) throw Error("--len must be in [2, 4096] positions");
-  if (a.n_heads == 0 || a.d_model == 0 || a.d_model % a.n_heads)
-    throw Error("--d-model " + std::to_string(a.d_model) + " must be a positive multiple of --heads " + std::to_string(a.n_heads));
-  ModelDims dims;
-  dims.vocab = 16;
-  dims.d_model = a.d_model;
-  dims.n_heads = a.n_heads;
-  dims.head_dim = a.d_model / a.n_heads;
-  dims.n_layers = 1;
-  dims.train_seq_len = dims.max_position = a.len;
-  return dims;
+  return probe_model_dims(a.len, a.d_model, a.n_heads, 4096, "--len");
 }
 
 nlohmann::ordered_json probe_settings(const EncodingProbeArgs& a, const Params& params) {
@@ -256,7 +266,7 @@ bool plot_relative_keys(EncodingProbe& p) {
 
 std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   const ModelDims dims = probe_dims(a);
-  const auto given = parse_sets(a.sets, a.name);
+  const auto given = parse_encoding_sets(a.sets, a.name);
   const Params params = resolve_encoding_params(a.name, given, dims);  // Error: unknown name or parameter
   auto enc = make_encoding(a.name, params, dims);
   Rng rng(0);

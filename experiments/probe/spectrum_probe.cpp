@@ -8,6 +8,7 @@
 #include "core/tape.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/probe/probe.hpp"
+#include "experiments/probe/probe_args.hpp"
 #include "experiments/probe/probe_plot.hpp"
 #include "experiments/probe/spectrum.hpp"
 #include "experiments/report/report_detail.hpp"
@@ -214,26 +215,8 @@ SpectrumReport finish(const std::vector<Named>& named, std::vector<std::string> 
 }
 
 SpectrumReport spectrum_of_encoding(const SpectrumProbeArgs& a) {
-  if (a.length < 2 || a.length > 1024) throw Error("--length must be in [2, 1024] positions");
-  if (a.n_heads == 0 || a.d_model == 0 || a.d_model % a.n_heads)
-    throw Error("--d-model " + std::to_string(a.d_model) + " must be a positive multiple of --heads " +
-                std::to_string(a.n_heads));
-  ModelDims dims;
-  dims.vocab = 16;
-  dims.d_model = a.d_model;
-  dims.n_heads = a.n_heads;
-  dims.head_dim = a.d_model / a.n_heads;
-  dims.n_layers = 1;
-  dims.train_seq_len = dims.max_position = a.length;
-  std::map<std::string, Value> given;
-  for (const auto& kv : a.sets) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw Error("--set '" + kv + "': expected KEY=VALUE, a parameter of encoding '" + a.encoding + "' (see pelab list)");
-    const ValueText v = parse_value_text(kv.substr(eq + 1));
-    if (v.array) throw Error("--set '" + kv + "': one value expected, not an array");
-    given[kv.substr(0, eq)] = v.values.at(0);
-  }
+  const ModelDims dims = probe_detail::probe_model_dims(a.length, a.d_model, a.n_heads, 1024, "--length");
+  const std::map<std::string, Value> given = probe_detail::parse_encoding_sets(a.sets, a.encoding);
   const Params params = resolve_encoding_params(a.encoding, given, dims);  // Error: unknown name or parameter
   auto enc = make_encoding(a.encoding, params, dims);
   Rng rng(0);

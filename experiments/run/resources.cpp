@@ -124,22 +124,18 @@ MemoryEstimate ResourceModel::training() const {
 }
 
 MemoryEstimate ResourceModel::evaluation(std::size_t n, std::size_t batch) const {
-  ForwardShape s;
-  s.batch = batch;
-  s.tokens = spec_.task->sequence_length(n);
-  s.shared_positions = eval_positions(spec_.config).mode == PositionMode::contiguous;
-  MemoryEstimate e = weights_only();
-  add_forward(e, spec_.model, s, false);
-  return e;
+  return forward_only(n, batch, false);
 }
 
-MemoryEstimate ResourceModel::probe(std::size_t n, std::size_t batch) const {
+MemoryEstimate ResourceModel::probe(std::size_t n, std::size_t batch) const { return forward_only(n, batch, true); }
+
+MemoryEstimate ResourceModel::forward_only(std::size_t n, std::size_t batch, bool attention_maps) const {
   ForwardShape s;
   s.batch = batch;
   s.tokens = spec_.task->sequence_length(n);
   s.shared_positions = eval_positions(spec_.config).mode == PositionMode::contiguous;
   MemoryEstimate e = weights_only();
-  add_forward(e, spec_.model, s, true);
+  add_forward(e, spec_.model, s, attention_maps);
   return e;
 }
 

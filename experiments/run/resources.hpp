@@ -60,6 +60,7 @@ class ResourceModel {
 
  private:
   MemoryEstimate weights_only() const;
+  MemoryEstimate forward_only(std::size_t n, std::size_t batch, bool attention_maps) const;  // no tape
   const RunSpec& spec_;
   std::size_t n_params_ = 0, optimizer_buffers_ = 0;
 };

@@ -18,6 +18,7 @@
 #include "core/blas.hpp"
 #include "core/parallel.hpp"
 #include "core/simd.hpp"
+#include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/eval_result.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/run/provenance.hpp"
@@ -232,21 +233,13 @@ std::optional<EvalResult> final_evaluation(Transformer& model, const RunSpec& sp
 // The final evaluation's records into metrics.jsonl, then eval.json with what describes the run.
 void write_results(EvalResult& er, const RunSpec& spec, const RunOptions& opt, const TrainResult& tr,
                    const Transformer& model, const std::string& eval_path) {
-  const ExperimentConfig& cfg = spec.config;
   {
     MetricsWriter mw;
     mw.open(opt.run_dir + "/metrics.jsonl");
     for (const auto& r : er.results)
       if (r.ok) mw.write(eval_record(tr.steps, r, tr.seconds + er.eval_seconds));
   }
-  er.cell = cfg.cell.index;
-  er.label = cfg.cell.label;
-  er.assignment = cfg.cell.assignment;
-  er.encoding = cfg.encoding;
-  er.task = cfg.task;
-  er.is_lm = spec.task->is_language_model();
-  er.train_len = cfg.train_len;
-  er.seed = cfg.train.seed;
+  identify_run(er, spec);
   er.steps = tr.steps;
   er.status = status_name(tr.status);
   er.final_train_loss = tr.final_loss;
