@@ -30,29 +30,6 @@ using test::run_cli;
 
 std::string temp_dir(const std::string& name) { return test::fresh_temp_dir("limits_" + name); }
 
-// Starts pelab in the background (its own pid, output to `log`).
-pid_t start_cli(const std::string& args, const std::string& log) {
-  const std::string cmd = "exec " + std::string(PELAB_BINARY) + " " + args + " > " + log + " 2>&1";
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // no Catch handlers in the child: a signal before exec must not report a test failure
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Waits up to `seconds` for `pid` (our child) to exit; its exit code, 128 + signal, or -1 on timeout.
-int wait_for(pid_t pid, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
-}
 
 bool wait_until(const std::function<bool()>& cond, double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -97,7 +74,7 @@ std::string write_config(const std::string& dir, const std::string& text, const 
 
 }  // namespace
 
-TEST_CASE("item 1: an eval length that cannot fit is refused before training, naming the setting", "[cli][memory]") {
+TEST_CASE("an eval length that cannot fit is refused before training, naming the setting", "[cli][memory]") {
   const std::string dir = temp_dir("longeval"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_config(dir, test::tiny_config(20));
   CHECK(run_cli("train " + cfg + " --out " + run + " --set 'eval.lengths=[4,10000000]'", log, 60) == 2);
@@ -119,7 +96,7 @@ TEST_CASE("item 1: an eval length that cannot fit is refused before training, na
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 5: a model that cannot fit is refused before anything is written and bad_alloc is a clear error",
+TEST_CASE("a model that cannot fit is refused before anything is written and bad_alloc is a clear error",
           "[cli][memory]") {
   const std::string dir = temp_dir("bigmodel"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_config(dir, test::tiny_config(20));
@@ -163,7 +140,7 @@ TEST_CASE("item 5: a model that cannot fit is refused before anything is written
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 1: evaluation at a long length runs in smaller batches that fit, with the same results",
+TEST_CASE("evaluation at a long length runs in smaller batches that fit, with the same results",
           "[cli][memory][eval]") {
   const std::string dir = temp_dir("evalbatch"), log = dir + "/log.txt";
   std::string text = test::tiny_config(20);
@@ -200,16 +177,16 @@ TEST_CASE("item 1: evaluation at a long length runs in smaller batches that fit,
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 1: SIGTERM during evaluation exits 143 keeping the checkpoint and a re-run completes it",
+TEST_CASE("SIGTERM during evaluation exits 143 keeping the checkpoint and a re-run completes it",
           "[cli][signals][eval]") {
   const std::string dir = temp_dir("evalstop"), run = dir + "/run", log = dir + "/log.txt";
   std::string text = test::tiny_config(20);
   text.replace(text.find("lengths = [2, 4, 8]\nsamples = 16"), 32, "lengths = [4, 1500]\nsamples = 120\nbatch_size = 4");
   const std::string cfg = write_config(dir, text);
-  const pid_t pid = start_cli("train " + cfg + " --out " + run, log);
+  const pid_t pid = test::start_cli("train " + cfg + " --out " + run, log);
   REQUIRE(wait_until([&] { return has(read_or_empty(log), "evaluating length 1500"); }, 60));
   ::kill(pid, SIGTERM);
-  const int rc = wait_for(pid, 30);
+  const int rc = test::wait_for(pid, 30);
   std::string out = read_file(log);
   INFO(out);
   CHECK(rc == 143);  // 128 + SIGTERM
@@ -219,10 +196,10 @@ TEST_CASE("item 1: SIGTERM during evaluation exits 143 keeping the checkpoint an
   CHECK_FALSE(fs::exists(run + "/eval.json"));
   // pelab eval stops the same way.
   const std::string log2 = dir + "/log2.txt";
-  const pid_t pid2 = start_cli("eval " + run, log2);
+  const pid_t pid2 = test::start_cli("eval " + run, log2);
   REQUIRE(wait_until([&] { return has(read_or_empty(log2), "evaluating length 1500"); }, 60));
   ::kill(pid2, SIGINT);
-  CHECK(wait_for(pid2, 30) == 130);
+  CHECK(test::wait_for(pid2, 30) == 130);
   const std::string out2 = read_file(log2);  // at a poll between layers, or at the 0.5 s stop deadline
   CHECK((has(out2, "interrupted during evaluation at length 1500") ||
          has(out2, "interrupted while evaluating length 1500: ended at the stop deadline")));
@@ -234,7 +211,7 @@ TEST_CASE("item 1: SIGTERM during evaluation exits 143 keeping the checkpoint an
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 4: output directory mistakes name the flag or key, exit 2 and write nothing", "[cli][fs]") {
+TEST_CASE("output directory mistakes name the flag or key, exit 2 and write nothing", "[cli][fs]") {
   const std::string dir = temp_dir("outdir"), log = dir + "/log.txt";
   const std::string cfg = write_config(dir, test::tiny_config(20));
   const std::string file = dir + "/a_file";
@@ -272,7 +249,7 @@ TEST_CASE("item 4: output directory mistakes name the flag or key, exit 2 and wr
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 6: killing a sweep's parent stops its cells within a second and a re-run resumes them",
+TEST_CASE("killing a sweep's parent stops its cells within a second and a re-run resumes them",
           "[cli][sweep][signals]") {
   const std::string dir = temp_dir("orphans"), out = dir + "/out", log = dir + "/log.txt";
   const std::string cfg = write_config(
@@ -284,7 +261,7 @@ TEST_CASE("item 6: killing a sweep's parent stops its cells within a second and 
   for (int sig : {SIGKILL, SIGTERM}) {
     INFO("signal " << sig);
     fs::remove_all(out);
-    const pid_t parent = start_cli("sweep " + cfg + " --out " + out + " --jobs 2 --no-report", log);
+    const pid_t parent = test::start_cli("sweep " + cfg + " --out " + out + " --jobs 2 --no-report", log);
     REQUIRE(wait_until(
         [&] {
           for (const auto& c : cells)
@@ -299,14 +276,14 @@ TEST_CASE("item 6: killing a sweep's parent stops its cells within a second and 
       REQUIRE_FALSE(gone(c));
     }
     ::kill(parent, sig);
-    const int rc = wait_for(parent, 30);
+    const int rc = test::wait_for(parent, 30);
     CHECK(rc == 128 + sig);
     // Without PR_SET_PDEATHSIG / forwarding they would train on for minutes; 10 s allows for a loaded machine.
     CHECK(wait_until([&] { return gone(children[0]) && gone(children[1]); }, 10.0));
     // An immediate re-run is not refused by their locks: both cells resume from their checkpoints
     // (then it is stopped too, and waits for its cells).
     const std::string log2 = dir + "/log2.txt";
-    const pid_t again = start_cli("sweep " + cfg + " --out " + out + " --jobs 2 --no-report", log2);
+    const pid_t again = test::start_cli("sweep " + cfg + " --out " + out + " --jobs 2 --no-report", log2);
     const bool resumed = wait_until(
         [&] {
           for (const auto& c : cells)
@@ -315,7 +292,7 @@ TEST_CASE("item 6: killing a sweep's parent stops its cells within a second and 
         },
         60);
     ::kill(again, SIGTERM);
-    CHECK(wait_for(again, 60) == 128 + SIGTERM);
+    CHECK(test::wait_for(again, 60) == 128 + SIGTERM);
     INFO(read_or_empty(log2) << read_or_empty(cells[0] + "/stdout.log") << read_or_empty(cells[1] + "/stdout.log"));
     CHECK(resumed);
     CHECK_FALSE(has(read_or_empty(log2), "already running"));
@@ -323,7 +300,7 @@ TEST_CASE("item 6: killing a sweep's parent stops its cells within a second and 
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 7: unknown commands and bad --cell values say what is wrong", "[cli][errors]") {
+TEST_CASE("unknown commands and bad --cell values say what is wrong", "[cli][errors]") {
   const std::string dir = temp_dir("cellmsg"), log = dir + "/log.txt";
   const std::string cfg = write_config(dir, test::tiny_config(20) + "[sweep]\n\"train.seed\" = [0, 1, 2]\n");
   CHECK(run_cli("frobnicate " + cfg, log) == 2);
@@ -350,7 +327,7 @@ TEST_CASE("item 7: unknown commands and bad --cell values say what is wrong", "[
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 9: a --set that a sweep cell overrides is an error naming both values and a no-effect --set warns",
+TEST_CASE("a --set that a sweep cell overrides is an error naming both values and a no-effect --set warns",
           "[cli][config]") {
   const std::string dir = temp_dir("setcell"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg =

@@ -44,30 +44,6 @@ std::string read_or_empty(const std::string& path) {
   }
 }
 
-pid_t start_cli(const std::string& args, const std::string& log) {
-  const std::string cmd = "exec " + std::string(PELAB_BINARY) + " " + args + " > " + log + " 2>&1";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// The exit code of `pid` (128 + signal when killed), or -1 when it runs past `seconds` (then it is killed).
-int wait_for(pid_t pid, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  return -1;
-}
 
 bool wait_until(const std::function<bool()>& cond, double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -82,14 +58,14 @@ bool wait_until(const std::function<bool()>& cond, double seconds) {
 // `sig`, and returns {exit code, seconds from the signal to the exit}.
 std::pair<int, double> stop_time(const std::string& args, const std::string& log, const std::string& ready, int sig,
                                  double settle = 0.5) {
-  const pid_t pid = start_cli(args, log);
+  const pid_t pid = test::start_cli(args, log);
   const bool started = wait_until([&] { return has(read_or_empty(log), ready); }, 120);
   INFO(read_or_empty(log));
   REQUIRE(started);
   std::this_thread::sleep_for(std::chrono::duration<double>(settle));
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, sig);
-  const int rc = wait_for(pid, 30);
+  const int rc = test::wait_for(pid, 30);
   return {rc, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
 }
 
@@ -99,7 +75,7 @@ constexpr double kStopBound = 2.0;
 
 }  // namespace
 
-TEST_CASE("item 1: --json never replaces a FIFO or a device node or a symbolic link and - is standard output",
+TEST_CASE("eval --json never replaces a FIFO or a device node or a symbolic link and - is standard output",
           "[cli][fs]") {
   const std::string dir = temp_dir("json"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(20));
@@ -157,7 +133,7 @@ TEST_CASE("item 1: --json never replaces a FIFO or a device node or a symbolic l
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 2: a sweep re-run with changed settings refuses the old cells, naming them and the keys",
+TEST_CASE("a sweep re-run with changed settings refuses the old cells, naming them and the keys",
           "[cli][sweep]") {
   const std::string dir = temp_dir("sweepcfg"), out = dir + "/out", log = dir + "/log.txt";
   const std::string grid = "[sweep]\n\"train.seed\" = [0, 1]\n";
@@ -198,13 +174,13 @@ TEST_CASE("item 2: a sweep re-run with changed settings refuses the old cells, n
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 6: an interrupted sweep counts the cells it finished", "[sweep]") {
+TEST_CASE("an interrupted sweep counts the cells it finished", "[sweep]") {
   CHECK(sweep_tally(12, 85, 200, 2, true) == "sweep stopped after 12s: 85 of 200 cells done, 2 stopped or failed, "
                                              "113 not started");
   CHECK(sweep_tally(3, 4, 4, 0, false) == "sweep finished after 3s: 4 of 4 cells done");
 }
 
-TEST_CASE("item 3: a char_lm run refuses a changed corpus and names it and runs without a record load with a note",
+TEST_CASE("a char_lm run refuses a changed corpus and names it and runs without a record load with a note",
           "[cli][char_lm]") {
   const std::string dir = temp_dir("corpus"), run = dir + "/run", log = dir + "/log.txt";
   std::string text;
@@ -254,7 +230,7 @@ TEST_CASE("item 3: a char_lm run refuses a changed corpus and names it and runs 
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 4: SIGINT/SIGTERM end predict, probe and eval within a second (130/143)", "[cli][signals]") {
+TEST_CASE("SIGINT/SIGTERM end predict, probe and eval within a second (130/143)", "[cli][signals]") {
   const std::string dir = temp_dir("stop"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(10) + "[encoding]\nname = \"rope\"\n");
   REQUIRE(run_cli("train " + cfg + " --out " + run, log) == 0);
@@ -283,7 +259,7 @@ TEST_CASE("item 4: SIGINT/SIGTERM end predict, probe and eval within a second (1
   fs::remove_all(dir);
 }
 
-TEST_CASE("item 6: bad predict values, unreadable config paths and empty configs get a message", "[cli][errors]") {
+TEST_CASE("bad predict values, unreadable config paths and empty configs get a message", "[cli][errors]") {
   const std::string dir = temp_dir("small"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(10));
   REQUIRE(run_cli("train " + cfg + " --out " + run, log) == 0);
