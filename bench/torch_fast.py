@@ -178,8 +178,6 @@ class FastModel(nn.Module):
     def _fixed_inputs(self, positions, layer, B, T, dtype):
         H, hs = self.n_heads, self.hs
         causal = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
-        s = None if self.is_cope else self.pos.logit_scale(ref.Ctx(positions, layer, ref.shared_rows(positions)))
-        assert s is None, "fast path: per-head logit scales are not implemented (use --variant ref)"
         mask = causal if self.learned_bias or self.is_cope else self._with_bias(causal, positions, layer, B, dtype)
         cos = sin = rel_index = cope_keep = None
         rot, half = 0, False

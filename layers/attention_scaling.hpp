@@ -1,6 +1,6 @@
 // Attention temperature and log-length scaling, for every encoding ([attention] in configs). Each
-// multiplies the logits of a query on top of the attention's own scale (1/sqrt(hs), or an encoding's
-// logit_scale) by scaling q after the encoding has rotated it and built its bias:
+// multiplies the logits of a query on top of the attention's own scale 1/sqrt(hs) by scaling q after
+// the encoding has rotated it and built its bias:
 //   none        1
 //   fixed       1 / temperature
 //   log_length  log(n) / log(L) / temperature, n the number of keys the query sees (1-based: query row

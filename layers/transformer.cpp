@@ -80,10 +80,7 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   AttentionOptions o;
   o.causal = causal;
   o.probs_out = probs_out;
-  auto rest = [&] {
-    o.rel = pe.relative_kv(ctx);
-    o.head_scale = pe.logit_scale(ctx);
-  };
+  auto rest = [&] { o.rel = pe.relative_kv(ctx); };
   if (packed && pe.leaves_qk_alone() && !scales_queries()) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
     o.bias = pe.attention_bias(Tensor(), Tensor(), ctx);  // such an encoding does not read q, k

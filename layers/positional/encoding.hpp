@@ -29,8 +29,9 @@
 //                   key) pair a bucket index into tables a^K, a^V (R, hs); the fused attention adds
 //                   q_i . a^K[idx_ij] to the logits and sum_j P_ij a^V[idx_ij] to the output without
 //                   materialising (B, H, T, T, hs) (core/ops/attention.hpp).
-//   logit_scale     per-head logit scales replacing 1/sqrt(hs) (temperature, log-length scaling).
-// The logits of one head are then  scale_h (q_i . k_j + q_i . a^K[idx_ij]) + bias_ij, causal-masked.
+// The logits of one head are then  s (q_i . k_j + q_i . a^K[idx_ij]) + bias_ij, causal-masked, with
+// s = 1/sqrt(hs) times the temperature or log-length scaling of [attention] (layers/attention_scaling.hpp),
+// the one place for logit scales (an encoding has no hook for them).
 //
 // Trainable tensors made with add_parameter are saved in checkpoints under "pos.<name>" and initialized
 // by their ParamKind (layers/module.hpp) unless given an initializer. An encoding also declares whether
@@ -91,11 +92,9 @@ class PositionalEncoding : public Module {
   virtual Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) { return Tensor(); }
   // Relative key/value embeddings inside the attention; none by default.
   virtual RelativeKV relative_kv(const AttentionContext& ctx) { return RelativeKV(); }
-  // Per-head logit scales (size H), or empty for the default 1/sqrt(hs).
-  virtual std::vector<real> logit_scale(const AttentionContext& ctx) { return {}; }
   // True when the model may run this encoding's attention straight on the fused q/k/v projection,
   // without splitting heads (a speed-up only: core/ops/attention.hpp attention_packed, which takes the
-  // bias, relative_kv and logit_scale as usual). Only if encode_qk does nothing AND attention_bias
+  // bias and relative_kv as usual). Only if encode_qk does nothing AND attention_bias
   // does not read q or k (it is then called with undefined q, k). The default, false, is right for
   // every encoding; tests/layers/test_fast_paths.cpp checks every encoding that says true.
   virtual bool leaves_qk_alone() const { return false; }

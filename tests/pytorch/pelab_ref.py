@@ -143,9 +143,6 @@ class Encoding(nn.Module):
     def attention_bias(self, q, k, ctx):  # additive logit bias (B or 1, H or 1, T, T), or None
         return None
 
-    def logit_scale(self, ctx):  # per-head scales (H,) replacing 1/sqrt(hs), or None
-        return None
-
     def relative_kv(self, ctx):
         """Relative keys/values inside attention (Shaw): (index (rows, T, T) int64 in [0, R), a^K (R, hs),
         a^V (R, hs) or None), or None."""
@@ -698,15 +695,11 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).split(d, dim=-1)                           # each (B, T, d)
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
         q, k = pe.encode_qk(q, k, ctx)
-        scale = pe.logit_scale(ctx)
         logits = q @ k.transpose(-2, -1)                                  # (B, H, T, T)
         rel = pe.relative_kv(ctx)
         if rel is not None:
             logits = logits + relative_key_logits(q, rel[0], rel[1])
-        if scale is None:
-            att = logits / math.sqrt(hs)
-        else:
-            att = logits * scale.to(q.dtype)[:, None, None]
+        att = logits / math.sqrt(hs)                                     # [attention] scaling: query_scale
         qs = self.query_scale(T, causal is not None, att.dtype)
         if qs is not None:
             att = att * qs                                               # not the additive bias below
