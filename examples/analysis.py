@@ -3,7 +3,7 @@
 and one model's attention map at twice its training length (docs/python.md).
 
     ./build/pelab sweep experiments/configs/quick.toml --jobs 2
-    PYTHONPATH=build/python python3 examples/analysis.py runs/quick --out runs/quick/python
+    PYTHONPATH=build/python /usr/bin/python3 examples/analysis.py runs/quick --out runs/quick/python
 
 Writes OUT/table.md (token accuracy in %, mean ± sample std over seeds (n), a chance row: the table of
 runs/quick/summary.md), OUT/length_generalization.png and OUT/attention_2x.png.
