@@ -33,6 +33,18 @@ std::map<std::string, Value> probe_detail::parse_encoding_sets(const std::vector
   return given;
 }
 
+nlohmann::ordered_json probe_detail::encoding_probe_settings(const std::string& encoding, const Params& params,
+                                                             std::size_t len, std::size_t d_model,
+                                                             std::size_t n_heads) {
+  nlohmann::ordered_json settings;
+  settings["encoding"] = encoding;
+  for (const auto& [k, v] : params.values()) settings["params"][k] = format_value(v);
+  settings["positions"] = len;
+  settings["d_model"] = d_model;
+  settings["n_heads"] = n_heads;
+  return settings;
+}
+
 ModelDims probe_detail::probe_model_dims(std::size_t len, std::size_t d_model, std::size_t n_heads,
                                          std::size_t max_len, const std::string& len_flag) {
   if (len < 2 || len > max_len)
@@ -91,16 +103,6 @@ struct EncodingProbe {
 
 ModelDims probe_dims(const EncodingProbeArgs& a) {
   return probe_model_dims(a.len, a.d_model, a.n_heads, 4096, "--len");
-}
-
-nlohmann::ordered_json probe_settings(const EncodingProbeArgs& a, const Params& params) {
-  nlohmann::ordered_json settings;
-  settings["encoding"] = a.name;
-  for (const auto& [k, v] : params.values()) settings["params"][k] = format_value(v);
-  settings["positions"] = a.len;
-  settings["d_model"] = a.d_model;
-  settings["n_heads"] = a.n_heads;
-  return settings;
 }
 
 // "NAME" or "NAME (k=v, k2=v2)".
@@ -276,7 +278,7 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   const IndexArray pos = default_positions(1, T);
   enc->begin_forward(pos);
   Output out = open_output(a.out_dir.empty() ? "runs/probe-encoding/" + a.name : a.out_dir);
-  const nlohmann::ordered_json settings = probe_settings(a, params);
+  const nlohmann::ordered_json settings = encoding_probe_settings(a.name, params, a.len, a.d_model, a.n_heads);
   const std::string tag = probe_tag(a);
   EncodingProbe p{a, params, *enc, pos, T, a.d_model, a.n_heads, dims.head_dim, settings, tag, out};
   bool any = plot_input_side(p);  // each step writes its own plots, in this order: none is skipped

@@ -229,12 +229,8 @@ SpectrumReport spectrum_of_encoding(const SpectrumProbeArgs& a) {
     throw Error("encoding '" + a.encoding + "' defines no position matrix at positions 0.." + std::to_string(a.length - 1) +
                 " (" + why + "); `pelab probe spectrum --run DIR` still measures a trained model's attention");
   }
-  nlohmann::ordered_json settings;
-  settings["encoding"] = a.encoding;
-  for (const auto& [k, v] : params.values()) settings["params"][k] = format_value(v);
-  settings["positions"] = a.length;
-  settings["d_model"] = a.d_model;
-  settings["n_heads"] = a.n_heads;
+  const nlohmann::ordered_json settings =
+      probe_detail::encoding_probe_settings(a.encoding, params, a.length, a.d_model, a.n_heads);
   const std::string title = "spectra of position-position matrices, untrained: " + tag_of(a.encoding, a.sets);
   return finish(named, not_defined, a.out_dir.empty() ? "runs/probe-encoding/" + a.encoding : a.out_dir, title, "",
                 settings);

@@ -111,6 +111,11 @@ struct CellStats {
   std::optional<double> chance;  // the chance level of the metric at this length (first run's)
 };
 CellStats cell_stats(const Group& g, std::size_t length, const std::string& metric);
+// The mean and sample std (0 for a single value) of non-empty xs, as every table of the report shows them.
+struct MeanStd {
+  double mean = 0, std = 0;
+};
+MeanStd mean_std(const std::vector<double>& xs);
 
 // A rendered-independent table: markdown (summary.md) and HTML (report.html) draw the same data.
 struct Table {

@@ -3,7 +3,6 @@
 // over the group's seeds. Delétang et al. 2023 and Ruoss et al. 2023 report the maximum over seeds
 // (and learning rates); the mean is printed beside it so the two are never confused.
 #include <algorithm>
-#include <cmath>
 
 #include "experiments/report/report_detail.hpp"
 #include "training/metrics_table.hpp"
@@ -49,14 +48,10 @@ std::vector<std::string> ood_row(const Group& g, const OodStats& st, const std::
     row.insert(row.end(), {"n/a", "n/a", "n/a"});
     return row;
   }
-  const double n = double(st.scores.size());
-  double mean = 0, ss = 0;
-  for (double x : st.scores) mean += x / n;
-  for (double x : st.scores) ss += (x - mean) * (x - mean);
-  const double sd = n > 1 ? std::sqrt(ss / (n - 1)) : 0;
+  const MeanStd m = mean_std(st.scores);
   const auto [lo, hi] = std::minmax_element(st.scores.begin(), st.scores.end());
-  row.push_back(value_text(mean, metric) + " ± " + value_text(sd, metric) + " (" + std::to_string(st.scores.size()) +
-                ")");
+  row.push_back(value_text(m.mean, metric) + " ± " + value_text(m.std, metric) + " (" +
+                std::to_string(st.scores.size()) + ")");
   row.push_back(value_text(*lo, metric));
   row.push_back(value_text(*hi, metric));
   return row;

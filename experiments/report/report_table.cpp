@@ -31,16 +31,23 @@ CellStats cell_stats(const Group& g, std::size_t length, const std::string& metr
   }
   c.n = static_cast<int>(xs.size());
   if (c.n > 0) {
-    double sum = 0;
-    for (double x : xs) sum += x;
-    c.mean = sum / c.n;
-    if (c.n > 1) {
-      double ss = 0;
-      for (double x : xs) ss += (x - c.mean) * (x - c.mean);
-      c.std = std::sqrt(ss / (c.n - 1));
-    }
+    const MeanStd m = mean_std(xs);
+    c.mean = m.mean, c.std = m.std;
   }
   return c;
+}
+
+MeanStd mean_std(const std::vector<double>& xs) {
+  MeanStd m;
+  double sum = 0;
+  for (double x : xs) sum += x;
+  m.mean = sum / double(xs.size());
+  if (xs.size() > 1) {
+    double ss = 0;
+    for (double x : xs) ss += (x - m.mean) * (x - m.mean);
+    m.std = std::sqrt(ss / double(xs.size() - 1));
+  }
+  return m;
 }
 
 namespace {

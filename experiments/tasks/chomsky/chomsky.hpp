@@ -72,7 +72,7 @@ Expression random_expression(Rng& rng, std::size_t length, std::int64_t modulus,
 // naming the place when `text` is not one.
 std::int64_t evaluate_expression(const std::string& text, std::int64_t modulus, std::int64_t x_value = -1);
 
-// The paper's default alphabet of the binary tasks and its ParamSpec-free constant.
+// The bits 0 and 1: the alphabet of the suite's binary tasks.
 inline const std::vector<std::string> kBits = {"0", "1"};
 
 }  // namespace pelab::chomsky
