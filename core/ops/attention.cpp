@@ -18,6 +18,7 @@
 #include "core/ops/attention_dims.hpp"
 #include "core/ops/common.hpp"
 #include "core/ops/kernels.hpp"
+#include "core/ops/stick_breaking.hpp"
 #include "core/parallel.hpp"
 
 namespace pelab {
@@ -103,6 +104,9 @@ struct AttnCall {
   BucketLoops bucket_loops;                  // the relative terms' gathers and scatters
   std::shared_ptr<const IndexArray> index;   // (1 or B, Tq, Tk) bucket of each pair, or null
   std::vector<real> scales;                  // (H,) logit scale per head
+  Normalizer normalizer = Normalizer::softmax;
+  bool attend_current = false;               // stick-breaking: the diagonal counts
+  std::size_t window = 0;                    // sliding window (0: none)
   bool packed = false, rel_keys = false, rel_values = false;
   bool stacked_q = false, stacked_out = false;  // q / the output form one (B H Tq, hs) matrix
   std::size_t block_grain = 1;               // (batch, head) blocks worth a piece (core/parallel.hpp)
@@ -115,6 +119,9 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   c.d = d;
   c.at = at;
   c.packed = packed;
+  c.normalizer = opt.normalizer;
+  c.attend_current = opt.attend_current;
+  c.window = opt.window;
   c.rel_keys = opt.rel.key.defined() && d.rel_buckets > 0;
   c.rel_values = opt.rel.value.defined() && d.rel_buckets > 0;
   c.index = opt.rel.index;
@@ -130,10 +137,30 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   return c;
 }
 
+// Logits S (Tq, Tk) of one block -> its weights, in place (the bias added first). Z: where stick-breaking
+// keeps its logits for backward (null: not kept).
+void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z) {
+  const BucketLoops& loops = c.bucket_loops;
+  if (c.normalizer == Normalizer::stick_breaking)
+    detail::stick_breaking_rows(S, bias, Z, 0, c.d.Tq, c.d.Tk, loops.key_offset, c.attend_current, c.window);
+  else
+    kernels::attention_softmax_rows(S, bias, 0, c.d.Tq, c.d.Tk, loops.key_offset, loops.causal, c.window);
+}
+
+// dP (Tq, Tk) of one block -> dS, in place (the normalizer's backward; P its weights, Z its saved logits).
+void normalize_block_backward(const AttnCall& c, real* dS, const real* P, const real* Z) {
+  const BucketLoops& loops = c.bucket_loops;
+  if (c.normalizer == Normalizer::stick_breaking)
+    detail::stick_breaking_backward_rows(dS, P, Z, 0, c.d.Tq, c.d.Tk, loops.key_offset, c.attend_current, c.window);
+  else  // dS = P * (dP - rowsum(dP * P)); masked entries have P = 0, so dS = 0 there.
+    kernels::attention_softmax_backward_rows(dS, P, 0, c.d.Tq, c.d.Tk, loops.key_offset, loops.causal);
+}
+
 // Forward over every (batch, head) block: P (B, H, Tq, Tk) gets the probabilities, out the output.
-// rel_k / rel_v point at rows [lo, lo + buckets) of a^K / a^V (null without that term).
+// rel_k / rel_v point at rows [lo, lo + buckets) of a^K / a^V (null without that term). Z (B, H, Tq, Tk):
+// stick-breaking's logits for backward, or null.
 void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const real* pv, const real* pbias,
-                    const real* rel_k, const real* rel_v, real* P, real* out) {
+                    const real* rel_k, const real* rel_v, real* P, real* Z, real* out) {
   const AttnDims& d = c.d;
   const std::size_t H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, R = d.rel_buckets;  // R: buckets in use
   const BucketLoops& loops = c.bucket_loops;
@@ -156,7 +183,7 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
       // S (Tq, Tk) = scale_h * (q k^T + (q a^K^T)[i, idx_ij]), then + bias and the masked softmax
       blas::gemm(false, true, Tq, Tk, hs, c.scales[h], qbh, c.at.q.ld, c.at.k.at(pk, b, h), c.at.k.ld, real(0), S, Tk);
       if (c.rel_keys) loops.gather_add(S, blk, idx, c.scales[h]);
-      kernels::attention_softmax_rows(S, d.bias_block(pbias, b, h), 0, Tq, Tk, loops.key_offset, loops.causal);
+      normalize_block(c, S, d.bias_block(pbias, b, h), Z ? Z + bh * Tq * Tk : nullptr);
       // O (Tq, hs) = P v (+ PB a^V, PB = P by bucket)
       blas::gemm(false, false, Tq, hs, Tk, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
       if (c.rel_values) {
@@ -170,7 +197,7 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
 // What backward reads and writes (null: not saved, or no gradient wanted). rel_* point at rows
 // [lo, lo + buckets) of a^K, a^V and their gradients.
 struct BackwardIO {
-  const real *q = nullptr, *k = nullptr, *v = nullptr, *P = nullptr, *dout = nullptr;
+  const real *q = nullptr, *k = nullptr, *v = nullptr, *P = nullptr, *Z = nullptr, *dout = nullptr;
   const real *rel_k = nullptr, *rel_v = nullptr;
   real *dq = nullptr, *dk = nullptr, *dv = nullptr, *dbias = nullptr, *drel_k = nullptr, *drel_v = nullptr;
   bool fresh_q = false, fresh_k = false, fresh_v = false;  // written with beta 0 (a fresh buffer)
@@ -178,12 +205,13 @@ struct BackwardIO {
   bool key_grads = false;  // dS by bucket is needed (for dq and da^K with a key term)
 };
 
-BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P, bool need_ds) {
+BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds) {
   const bool packed = c.packed, rel = c.rel_keys || c.rel_values;
   const std::size_t shift = std::size_t(c.d.rel_lo) * c.d.hs;  // rows [lo, lo + buckets) of a table
   BackwardIO io;
   // Saved: q, k, v (packed: q_in three times), then a^K, a^V.
   io.q = ctx.saved(0), io.k = ctx.saved(packed ? 0 : 1), io.v = ctx.saved(packed ? 0 : 2), io.P = P.data();
+  io.Z = Z.size() ? Z.data() : nullptr;
   const std::size_t input_rk = packed ? 2 : 4, input_rv = packed ? 3 : 5, input_bias = packed ? 1 : 3;
   const std::size_t saved_rk = packed ? 1 : 3, saved_rv = packed ? 2 : 4;
   io.rel_k = rel && ctx.saved(saved_rk) ? ctx.saved(saved_rk) + shift : nullptr;
@@ -232,8 +260,7 @@ void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std:
   // dP (Tq, Tk) = dO V^T (+ (dO a^V^T)[i, idx_ij] with a value term)
   blas::gemm(false, true, Tq, Tk, hs, real(1), dO, ldo, at.v.at(io.v, b, h), at.v.ld, real(0), dS, Tk);
   if (io.rel_v) loops.gather_add(dS, dsb, idx, real(1));
-  // dS = P * (dP - rowsum(dP * P)); masked entries have P = 0, so dS = 0 there.
-  kernels::attention_softmax_backward_rows(dS, Pbh, 0, Tq, Tk, loops.key_offset, loops.causal);
+  normalize_block_backward(c, dS, Pbh, io.Z ? io.Z + bh * Tq * Tk : nullptr);
   if (io.dbias) {  // summed over the dims the bias is broadcast along
     real* dbias_bh = d.bias_block(io.dbias, b, h);
     for (std::size_t i = 0; i < Tq * Tk; ++i) dbias_bh[i] += dS[i];
@@ -274,8 +301,8 @@ void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* d
   }
 }
 
-void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& P, bool need_ds) {
-  const BackwardIO io = backward_io(ctx, c, P, need_ds);
+void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds) {
+  const BackwardIO io = backward_io(ctx, c, P, Z, need_ds);
   const AttnDims& d = c.d;
   const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, R = d.rel_buckets, rows = c.rows();
   // Relative terms need, stacked over all blocks (rows, buckets): dO a^V^T (each block's then
@@ -316,14 +343,17 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   const AttnCall& c = *call;
   const Tensor bias = opt.bias, rel_k = opt.rel.key, rel_v = opt.rel.value;
   const std::size_t shift = std::size_t(d.rel_lo) * d.hs;  // rows [lo, lo + buckets) of a table
-  auto P = std::make_shared<Array>(Shape{d.B, d.H, d.Tq, d.Tk});  // (B, H, Tq, Tk) probabilities
-  forward_blocks(c, q_in.data(), k_in.data(), v_in.data(), bias.defined() ? bias.data() : nullptr,
-                 c.rel_keys ? rel_k.data() + shift : nullptr, c.rel_values ? rel_v.data() + shift : nullptr,
-                 P->data(), out.mutable_data());
-
   Tape& tape = Tape::current();
   const bool record = packed ? tape.should_record({&q_in, &bias, &rel_k, &rel_v})
                              : tape.should_record({&q_in, &k_in, &v_in, &bias, &rel_k, &rel_v});
+  auto P = std::make_shared<Array>(Shape{d.B, d.H, d.Tq, d.Tk});  // (B, H, Tq, Tk) probabilities
+  // (B, H, Tq, Tk) stick-breaking's logits, kept for backward (its weights alone do not give them back)
+  const bool keep_z = record && c.normalizer == Normalizer::stick_breaking;
+  auto Z = std::make_shared<Array>(keep_z ? Shape{d.B, d.H, d.Tq, d.Tk} : Shape{0});
+  forward_blocks(c, q_in.data(), k_in.data(), v_in.data(), bias.defined() ? bias.data() : nullptr,
+                 c.rel_keys ? rel_k.data() + shift : nullptr, c.rel_values ? rel_v.data() + shift : nullptr,
+                 P->data(), keep_z ? Z->data() : nullptr, out.mutable_data());
+
   if (opt.probs_out) *opt.probs_out = record ? Array(*P) : std::move(*P);
   if (!record) return out;
   // What each gradient reads: dV P and dO; da^V also P (by bucket) and dO; dS (for dq, dk, dbias,
@@ -336,7 +366,7 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   Tensor save_q = gk || g_rk ? q_in : Tensor(), save_k = gq ? k_in : Tensor(), save_v = need_ds ? v_in : Tensor();
   if (packed) save_q = save_k = save_v = (save_q.defined() || save_k.defined() || save_v.defined()) ? q_in : Tensor();
   const Tensor save_rk = c.rel_keys && gq ? rel_k : Tensor(), save_rv = c.rel_values && need_ds ? rel_v : Tensor();
-  auto backward = [P, call, need_ds](const BackwardCtx& ctx) { attention_backward(ctx, *call, *P, need_ds); };
+  auto backward = [P, Z, call, need_ds](const BackwardCtx& ctx) { attention_backward(ctx, *call, *P, *Z, need_ds); };
   // Plain attention records four inputs (no relative terms): its node fits the tape's inline lists.
   const bool with_rel = rel_k.defined() || rel_v.defined();
   if (packed) {

@@ -23,8 +23,17 @@ struct RelativeKV {
   bool defined() const { return key.defined() || value.defined(); }
 };
 
+// How a row of logits becomes attention weights.
+//   softmax         the usual one
+//   stick_breaking  Tan et al. 2025: A_ij = sigmoid(z_ij) prod_{j<k<i}(1 - sigmoid(z_ik)), nearest key
+//                   first; causal only; weights sum to at most 1 (core/ops/stick_breaking.hpp)
+enum class Normalizer { softmax, stick_breaking };
+
 struct AttentionOptions {
   bool causal = true;
+  Normalizer normalizer = Normalizer::softmax;
+  bool attend_current = false;    // stick_breaking: a query sees its own key too (the reference: no)
+  std::size_t window = 0;         // > 0: a causal query sees only its `window` nearest keys (sliding window)
   Tensor bias;                    // optional additive logit bias (B or 1, H or 1, Tq, Tk); may require grad
   RelativeKV rel;                 // optional relative keys and/or values
   real scale = real(-1);          // logit scale; < 0 means default 1/sqrt(hs)
@@ -33,8 +42,9 @@ struct AttentionOptions {
 };
 
 // q (B, H, Tq, hs), k and v (B, H, Tk, hs) -> (B, H, Tq, hs).
-// logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq) (others
-// get probability 0); softmax over keys; out = P v + sum_j P_ij a^V[idx_ij]. Backward gives q, k, v,
+// logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq), and with
+// a window only the last `window` of them (others get probability 0); the normalizer over the keys (softmax
+// or stick-breaking) gives P; out = P v + sum_j P_ij a^V[idx_ij]. Backward gives q, k, v,
 // bias (summed over the dims it is broadcast along: batch and/or heads) and a^K, a^V. The relative
 // terms never materialise (B, H, Tq, Tk, hs): per (batch, head) one GEMM q a^K^T (Tq, R) and a gather
 // into the logits, and a scatter of P into buckets (Tq, R) and one GEMM with a^V; the GEMMs span only

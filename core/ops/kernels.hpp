@@ -43,11 +43,15 @@ void layer_norm_backward_rows(const real* x, const real* g, const real* gamma, c
 void layer_norm_param_cols(const real* x, const real* g, const real* mean, const real* rstd, real* dgamma,
                            real* dbeta, std::size_t rows, std::size_t C, std::size_t j0, std::size_t j1);
 
+// The first key a row that sees keys [0, n) keeps under a sliding window of `window` keys (0: none).
+inline std::size_t first_key(std::size_t n, std::size_t window) { return window && n > window ? n - window : 0; }
+
 // Attention softmax of rows [r0, r1) of one (Tq, Tk) logit block, in place: adds the bias rows when
-// given, then row i keeps keys [0, visible_i) (visible_i = i + off + 1 when causal, else Tk), softmax
-// over them, the masked rest exactly 0.
+// given, then row i keeps keys [first_key(visible_i, window), visible_i) (visible_i = i + off + 1 when
+// causal, else Tk), softmax over them, the masked rest exactly 0. The backward below needs no window:
+// P is 0 on every masked key.
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
-                            std::size_t off, bool causal);
+                            std::size_t off, bool causal, std::size_t window = 0);
 // Softmax backward in place over rows [r0, r1): dS = P (dP - rowsum(dP P)) on the visible keys, 0 after.
 void attention_softmax_backward_rows(real* dS, const real* P, std::size_t r0, std::size_t r1, std::size_t Tk,
                                      std::size_t off, bool causal);
