@@ -11,6 +11,10 @@
 //               (entropy invariance), which also flattens short prefixes.
 //   learned     exp(w_h) per layer and head, w initialized to -ln(temperature) (parameter
 //               blocks.<i>.attn.log_scale, not decayed).
+//   ssmax       Scalable-Softmax (Nakanishi 2025, arXiv:2501.19399): s_h log(n) per layer and head, s
+//               learned (parameter blocks.<i>.attn.ssmax_s, not decayed), initialized to 1 / (log L
+//               temperature) so that a query that sees L keys starts at 1/temperature; n counts the keys the
+//               query sees (within the layer's window). It is log_length without the clamp, with s learned.
 // n counts keys, not position ids: the argument (keep the attention entropy from growing like log n)
 // is about how many keys compete. Additive biases (ALiBi, T5, Kerple, FIRE, CoPE) are not scaled:
 // the scale applies to q.k (and Shaw's q.a^K). none, fixed and log_length have no parameters, so
@@ -31,16 +35,29 @@ struct AttentionScalingSettings {
   double temperature = 1;
   bool log_length_clamp = true;
   std::size_t log_length_base = 0;  // L; 0 = the training sequence length
+  // Sliding-window attention per layer: "0" (every layer sees every earlier key), "64", or a pattern
+  // repeated over the layers, "0,64" (layer 0 full, layer 1 its 64 nearest keys, layer 2 full, ...).
+  std::string window = "0";
 };
+
+// The window of each of n_layers layers (0: none); throws Error naming attention.window when the pattern
+// is not comma-separated non-negative integers or its length does not divide n_layers.
+std::vector<std::size_t> layer_windows(const std::string& pattern, std::size_t n_layers);
+
+// The keys query row t of T sees: t + 1 when causal (at most `window` of them when window > 0), else T.
+std::size_t visible_keys(std::size_t t, std::size_t T, bool causal, std::size_t window);
+
+// True for the scalings with a parameter per layer and head (learned, ssmax).
+bool learned_scaling(const std::string& scaling);
 
 const std::vector<std::string>& attention_scaling_names();
 
 // log(n) / log(L), floored at 1 when clamp. L >= 2, n >= 1.
 double log_length_scale(std::size_t n, std::size_t L, bool clamp);
 
-// The per-query-row logit multipliers (T of them) of a parameter-free scaling, or null for none and
-// learned (learned multiplies per head instead). L: the resolved log-length base.
+// The per-query-row logit multipliers (T of them), or null for none and learned (learned multiplies per
+// head only; ssmax per head times these rows, log n). L: the resolved log-length base.
 std::shared_ptr<const std::vector<real>> query_row_scales(const AttentionScalingSettings& s, std::size_t T,
-                                                          bool causal, std::size_t L);
+                                                          bool causal, std::size_t L, std::size_t window = 0);
 
 }  // namespace pelab

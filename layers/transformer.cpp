@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "core/ops/attention.hpp"
 #include "core/ops/dropout.hpp"
@@ -44,9 +45,13 @@ void ModelConfig::validate() const {
     fail("d_model " + std::to_string(d_model) + " is not divisible by n_heads " + std::to_string(n_heads));
   if (dropout < 0 || dropout >= 1) fail("dropout must be in [0, 1)");
   resolve_encoding_params(encoding, encoding_params, dims());  // throws on bad encoding settings
+  for (const std::string& name : extra_encoding_names()) resolve_encoding_params(name, params_of(name), dims());
   const auto& names = attention_scaling_names();
   if (std::find(names.begin(), names.end(), attention.scaling) == names.end())
-    fail("attention.scaling '" + attention.scaling + "' is not one of: none, fixed, log_length, learned");
+    fail("attention.scaling '" + attention.scaling + "' is not one of: none, fixed, log_length, learned, ssmax");
+  const std::vector<std::size_t> windows = layer_windows(attention.window, n_layers);
+  if (!causal && std::any_of(windows.begin(), windows.end(), [](std::size_t w) { return w > 0; }))
+    fail("attention.window \"" + attention.window + "\" needs causal attention (model.causal = true)");
   if (!(attention.temperature > 0)) fail("attention.temperature must be positive");
   if (attention.scaling == "none" && attention.temperature != 1)
     fail("attention.temperature = " + format_value(Value(attention.temperature)) +
@@ -60,18 +65,64 @@ std::size_t ModelConfig::log_length_base() const {
   return attention.log_length_base ? attention.log_length_base : train_seq_len;
 }
 
-SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const AttentionScalingSettings& sc, std::size_t L)
-    : n_heads(h), causal(c), scaling(sc), log_base(L) {
+std::vector<std::string> ModelConfig::layer_encoding_names() const {
+  if (layer_encodings.empty()) return std::vector<std::string>(n_layers, encoding);
+  const std::string what = "encoding.layers \"" + layer_encodings + "\"";
+  std::vector<std::string> pattern;
+  std::stringstream in(layer_encodings);
+  for (std::string item; std::getline(in, item, ',');) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    const EncodingSpec* spec = nullptr;
+    try {
+      spec = &EncodingRegistry::instance().get(item);
+    } catch (const Error& e) {
+      throw Error("model: " + what + ": " + e.what());
+    }
+    if (spec->input_level && item != encoding)
+      throw Error("model: " + what + ": '" + item + "' acts on the token embeddings, not in a layer; make it "
+                  "[encoding] name (model-wide) and list attention-level encodings here");
+    pattern.push_back(item);
+  }
+  if (pattern.empty() || n_layers % pattern.size() != 0)
+    throw Error("model: " + what + " has " + std::to_string(pattern.size()) + " entries for " +
+                std::to_string(n_layers) + " layers; expected a pattern whose length divides model.n_layers");
+  std::vector<std::string> out(n_layers);
+  for (std::size_t i = 0; i < n_layers; ++i) out[i] = pattern[i % pattern.size()];
+  return out;
+}
+
+std::vector<std::string> ModelConfig::extra_encoding_names() const {
+  std::vector<std::string> extra;
+  for (const std::string& n : layer_encoding_names())
+    if (n != encoding && std::find(extra.begin(), extra.end(), n) == extra.end()) extra.push_back(n);
+  return extra;
+}
+
+const std::map<std::string, Value>& ModelConfig::params_of(const std::string& name) const {
+  static const std::map<std::string, Value> none;
+  if (name == encoding) return encoding_params;
+  const auto it = layer_encoding_params.find(name);
+  return it == layer_encoding_params.end() ? none : it->second;
+}
+
+SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const AttentionScalingSettings& sc, std::size_t L,
+                             std::size_t window)
+    : n_heads(h), causal(c), window(window), scaling(sc), log_base(L) {
   qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
   proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
   if (sc.scaling == "learned") {
     const double w0 = -std::log(sc.temperature);
     log_scale = add_parameter("log_scale", {h}, ParamKind::bias, [w0](Array& v, Rng&) { v.fill(real(w0)); });
   }
+  if (sc.scaling == "ssmax") {  // s log(L) = 1 / temperature at the training length (attention_scaling.hpp)
+    const double s0 = 1.0 / (std::log(double(std::max<std::size_t>(L, 2))) * sc.temperature);
+    ssmax_s = add_parameter("ssmax_s", {h}, ParamKind::bias, [s0](Array& v, Rng&) { v.fill(real(s0)); });
+  }
 }
 
 std::size_t SelfAttention::parameter_count(std::size_t d, std::size_t h, const AttentionScalingSettings& sc) {
-  return Linear::parameter_count(d, 3 * d) + Linear::parameter_count(d, d) + (sc.scaling == "learned" ? h : 0);
+  return Linear::parameter_count(d, 3 * d) + Linear::parameter_count(d, d) + (learned_scaling(sc.scaling) ? h : 0);
 }
 
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
@@ -79,7 +130,9 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
   AttentionOptions o;
   o.causal = causal;
+  o.window = window;
   o.probs_out = probs_out;
+  pe.choose_normalizer(o);
   auto rest = [&] { o.rel = pe.relative_kv(ctx); };
   if (packed && pe.leaves_qk_alone() && !scales_queries()) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
@@ -95,10 +148,10 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   // Temperature / log-length scaling: after the encoding (CoPE's gates read the unscaled q).
   if (log_scale.defined()) {
     q = scale_queries(q, pelab::exp(log_scale), nullptr);
-  } else if (scales_queries()) {
+  } else if (scales_queries()) {  // ssmax: s[h] (learned) times log n per row
     const std::size_t T = q.size(2);
-    if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base);
-    q = scale_queries(q, Tensor(), rows_);
+    if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base, window);
+    q = scale_queries(q, ssmax_s, rows_);
   }
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
 }
@@ -123,6 +176,7 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
   }
   if (train || maps) c.hold(B * H * T * T, train && maps ? 2 : 1);
   else c.add_scratch(B * H * T * T);
+  if (train && enc.keeps_logits) c.hold(B * H * T * T);  // stick-breaking's logits, for backward
   if (const double R = double(enc.relative_buckets); R > 0) {
     c.add_scratch(B * H * T * R);
     if (train) c.add_backward(B * H * T * R, 2);
@@ -135,10 +189,10 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
   return c;
 }
 
-Block::Block(const ModelConfig& cfg) : dropout_p(cfg.dropout) {
+Block::Block(const ModelConfig& cfg, std::size_t window) : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
-                                                            cfg.log_length_base()));
+                                                            cfg.log_length_base(), window));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
 }
@@ -174,7 +228,11 @@ ForwardCost Block::forward_cost(const ModelConfig& cfg, const EncodingCost& enc,
 Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                       const ForwardOptions& opt) const {
   Array* probs = opt.attention_maps ? &(*opt.attention_maps)[ctx.layer] : nullptr;
-  Tensor a = attn->forward(ln1->forward(x), pe, ctx, probs);
+  const Tensor xn = ln1->forward(x);  // (B, T, C)
+  AttentionContext layer_ctx = ctx;
+  layer_ctx.input = &xn;
+  layer_ctx.window = attn->window;
+  Tensor a = attn->forward(xn, pe, layer_ctx, probs);
   if (dropout_p > 0 && training()) a = pelab::dropout(a, dropout_p, *opt.dropout_rng, true);
   Tensor h = add(x, a);
   Tensor m = mlp->forward(ln2->forward(h));
@@ -195,10 +253,26 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
                 "' makes them " + std::to_string(width) + " wide");
   tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, width));
   pos_ = &add_module("pos", std::move(pos));
+  add_layer_encodings(dims);
+  const std::vector<std::size_t> windows = layer_windows(cfg_.attention.window, cfg_.n_layers);
   for (std::size_t i = 0; i < cfg_.n_layers; ++i)
-    blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_)));
+    blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_, windows[i])));
   ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));
   if (!cfg_.tie_embeddings) head_ = &add_module("head", std::make_unique<Linear>(cfg_.d_model, cfg_.vocab, false));
+}
+
+// The layout's other encodings, registered after "pos" as "pos_<name>" (names never collide with
+// "pos.<param>"), and each layer's encoding.
+void Transformer::add_layer_encodings(const ModelDims& dims) {
+  const std::vector<std::string> extra = cfg_.extra_encoding_names();
+  for (const std::string& name : extra) {
+    const Params p = resolve_encoding_params(name, cfg_.params_of(name), dims);
+    extra_pos_.push_back(&add_module("pos_" + name, make_encoding(name, p, dims)));
+  }
+  for (const std::string& name : cfg_.layer_encoding_names()) {
+    const auto it = std::find(extra.begin(), extra.end(), name);
+    layer_pos_.push_back(it == extra.end() ? pos_ : extra_pos_[std::size_t(it - extra.begin())]);
+  }
 }
 
 std::size_t Transformer::parameter_count(const ModelConfig& cfg, const EncodingCost& enc) {
@@ -236,11 +310,12 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
     throw Error("Transformer::forward: dropout > 0 in training mode needs ForwardOptions::dropout_rng");
   if (opt.attention_maps) opt.attention_maps->assign(cfg_.n_layers, Array());
   pos_->begin_forward(positions);
+  for (PositionalEncoding* e : extra_pos_) e->begin_forward(positions);
   Tensor x = pos_->encode_input(tok_emb_->forward(tokens), positions);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
   const bool shared = rows_share_positions(positions);
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    x = blocks_[i]->forward(x, *pos_, {positions, i, shared}, opt);
+    x = blocks_[i]->forward(x, *layer_pos_[i], {positions, i, shared}, opt);
     if (opt.between_layers) opt.between_layers();
   }
   x = ln_f_->forward(x);

@@ -37,11 +37,22 @@ struct ModelConfig : ModelSettings {
   std::size_t vocab = 0;
   std::string encoding = "none";
   std::map<std::string, Value> encoding_params;  // as given; resolved against the encoding's spec
+  // [encoding] layers: each layer's attention-level encoding, a pattern repeated over the layers
+  // ("none,rope": NoPE in even layers, RoPE in odd ones); "" = `encoding` in every layer. Every name but
+  // `encoding` takes its parameters from layer_encoding_params (as given, [encoding.<name>]).
+  std::string layer_encodings;
+  std::map<std::string, std::map<std::string, Value>> layer_encoding_params;
   std::size_t train_seq_len = 0;      // the longest training sequence in tokens
   std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
   ModelDims dims() const;
   std::size_t log_length_base() const;  // attention.log_length_base, or train_seq_len when 0
+  // The n_layers encoding names of the layout (each `encoding` without one), and the distinct names
+  // other than `encoding` in order of first use; throw Error naming encoding.layers when malformed.
+  std::vector<std::string> layer_encoding_names() const;
+  std::vector<std::string> extra_encoding_names() const;
+  // The given parameters of a name in the layout.
+  const std::map<std::string, Value>& params_of(const std::string& name) const;
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).
   void validate() const;
 };
@@ -56,9 +67,9 @@ struct ForwardOptions {
 
 class SelfAttention : public Module {
  public:
-  // L: the log-length base (attention_scaling.hpp), resolved.
+  // L: the log-length base (attention_scaling.hpp), resolved; window: this layer's (0: none).
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal, const AttentionScalingSettings& scaling = {},
-                std::size_t L = 0);
+                std::size_t L = 0, std::size_t window = 0);
   static std::size_t parameter_count(std::size_t d_model, std::size_t n_heads, const AttentionScalingSettings& scaling);
   // x (B, T, C) -> (B, T, C)
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
@@ -66,8 +77,10 @@ class SelfAttention : public Module {
   static ForwardCost forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s, bool maps);
   Linear *qkv, *proj;
   Tensor log_scale;  // (H) learned temperature: logits * exp(log_scale[h]); undefined unless "learned"
+  Tensor ssmax_s;    // (H) SSMax's s: logits * s[h] log(n); undefined unless "ssmax"
   std::size_t n_heads;
   bool causal;
+  std::size_t window;  // sliding window (0: none)
   // false: always split heads (the reference the packed path is tested against); true: attention on
   // the packed projection when the encoding allows it (PositionalEncoding::leaves_qk_alone).
   bool packed = true;
@@ -76,15 +89,13 @@ class SelfAttention : public Module {
 
  private:
   // q is scaled per head or per query row ([attention] scaling): the packed path cannot.
-  bool scales_queries() const {
-    return log_scale.defined() || scaling.scaling == "fixed" || scaling.scaling == "log_length";
-  }
+  bool scales_queries() const { return scaling.scaling != "none"; }
   mutable std::shared_ptr<const std::vector<real>> rows_;  // query_row_scales for the last T
 };
 
 class Block : public Module {
  public:
-  Block(const ModelConfig& cfg);
+  Block(const ModelConfig& cfg, std::size_t window = 0);
   static std::size_t parameter_count(const ModelConfig& cfg);
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
@@ -110,7 +121,10 @@ class Transformer : public Module {
   static ForwardCost forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
                                   bool attention_maps = false);
   const ModelConfig& config() const { return cfg_; }
+  // The model-wide encoding ([encoding] name: the input hooks, and the attention of every layer that
+  // the layout does not give another); layer_encoding(i): the one layer i runs.
   PositionalEncoding& encoding() { return *pos_; }
+  PositionalEncoding& layer_encoding(std::size_t i) { return *layer_pos_.at(i); }
   const PositionalEncoding& encoding() const { return *pos_; }
   // Whether the attention layers may take the packed path (SelfAttention::packed); tests turn it off.
   void set_packed_attention(bool on) {
@@ -118,9 +132,12 @@ class Transformer : public Module {
   }
 
  private:
+  void add_layer_encodings(const ModelDims& dims);
   ModelConfig cfg_;
   Embedding* tok_emb_;
   PositionalEncoding* pos_;
+  std::vector<PositionalEncoding*> extra_pos_;  // the layout's other encodings ("pos_<name>")
+  std::vector<PositionalEncoding*> layer_pos_;  // (n_layers) the encoding each layer runs
   std::vector<Block*> blocks_;
   LayerNorm* ln_f_;
   Linear* head_ = nullptr;  // null when tied

@@ -76,6 +76,7 @@ struct ExperimentConfig {
   std::string source;                // file it was loaded from ("" for built in code)
   ModelSettings model;
   std::string encoding = "none";
+  std::string encoding_layers;       // [encoding] layers: each layer's encoding, a repeating pattern ("" = name)
   ParamTables encoding_params;       // [encoding.<name>]
   std::string task = "copy";
   std::size_t min_len = 1, train_len = 16;  // training problem sizes (sequence tasks) / LM context

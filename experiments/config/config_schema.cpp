@@ -106,8 +106,9 @@ Section attention_section() {
           {choices(PELAB_FIELD("scaling", model.attention.scaling, none, none,
                                "logit scaling on top of 1/sqrt(hs): none; fixed = 1/temperature; log_length = "
                                "max(1, log n / log L)/temperature, n = keys the query sees (1-based row); learned "
-                               "= exp(w) per layer and head, w0 = -ln(temperature). Parameter-free ones can be "
-                               "set at evaluation only (pelab eval --set)"),
+                               "= exp(w) per layer and head, w0 = -ln(temperature); ssmax = s log n, s learned per "
+                               "layer and head from 1/(log L temperature) (Nakanishi 2025). Parameter-free ones "
+                               "can be set at evaluation only (pelab eval --set)"),
                    attention_scaling_names()),
            PELAB_FIELD("temperature", model.attention.temperature, 1e-3, 1e3,
                        "logits / temperature (fixed, log_length; learned: the initial value); must stay 1 "
@@ -116,8 +117,22 @@ Section attention_section() {
                        "log_length: max(1, log n / log L) (Qwen's logn attention) if true, the plain ratio "
                        "(also < 1 for n < L) if false"),
            PELAB_FIELD("log_length_base", model.attention.log_length_base, 0.0, 1e9,
-                       "log_length: L in tokens; 0 = the training sequence length")},
+                       "log_length: L in tokens; 0 = the training sequence length"),
+           PELAB_FIELD("window", model.attention.window, none, none,
+                       "sliding-window attention: keys per layer, \"64\", or a pattern repeated over the layers, "
+                       "\"0,64\" (0 = every earlier key); causal models only")},
           {}};
+}
+
+// [encoding]: the model-wide encoding and the per-layer layout (layers/transformer.hpp ModelConfig).
+Section encoding_section() {
+  return {"encoding",
+          {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)"),
+           PELAB_FIELD("layers", encoding_layers, none, none,
+                       "attention-level encoding of each layer, a pattern repeated over the layers: "
+                       "\"none,rope\" = NoPE, RoPE, NoPE, ... (parameters from [encoding.<name>]); "
+                       "\"\" = name in every layer")},
+          {"[encoding.<name>] subtables"}};
 }
 
 std::vector<Section> build_schema() {
@@ -143,9 +158,7 @@ std::vector<Section> build_schema() {
                             "std of the normal init of token embeddings and learned position tables (gpt2, "
                             "scaled; unused by pytorch)")},
                {}});
-  s.push_back({"encoding",
-               {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)")},
-               {"[encoding.<name>] subtables"}});
+  s.push_back(encoding_section());
   s.push_back(attention_section());
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),

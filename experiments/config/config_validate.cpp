@@ -164,6 +164,9 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   m.train_seq_len = spec.task->sequence_length(cfg.train_len);
   m.encoding = cfg.encoding;
   m.encoding_params = cfg.encoding_params.at(cfg.encoding);
+  m.layer_encodings = cfg.encoding_layers;
+  for (const auto& [name, params] : cfg.encoding_params)
+    if (name != cfg.encoding) m.layer_encoding_params[name] = params;
   if (m.d_model % m.n_heads != 0)
     fail(location_any(cfg, {"model.d_model", "model.n_heads"}),
          "[model] d_model " + num(m.d_model) + " is not divisible by n_heads " + num(m.n_heads) +
@@ -190,8 +193,11 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "model: ");
     if (msg.compare(0, 10, "attention.") == 0)
-      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling"}, "attention"),
+      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling", "attention.window"},
+                 "attention"),
            "[attention] " + msg);
+    if (msg.compare(0, 16, "encoding.layers ") == 0 || msg.find("encoding '") == 0)
+      fail(blame(cfg, msg, {"encoding.layers", "encoding.name"}, "encoding"), "[encoding] " + msg);
     fail(location(cfg, "model"), "[model] " + msg);
   }
 

@@ -29,6 +29,18 @@
 //                   key) pair a bucket index into tables a^K, a^V (R, hs); the fused attention adds
 //                   q_i . a^K[idx_ij] to the logits and sum_j P_ij a^V[idx_ij] to the output without
 //                   materialising (B, H, T, T, hs) (core/ops/attention.hpp).
+//   choose_normalizer  how the layer's logits become weights (core/ops/attention.hpp Normalizer):
+//                   softmax unless the encoding says otherwise (stick_breaking).
+// Content-dependent encodings read the layer's input: ctx.input is the attention's input x (B, T, C)
+// (after the block's LayerNorm), so attention_bias may project it with the encoding's own trainable
+// weights (FoX's forget gates: layers/positional/fox.cpp) and the gradient flows back through x.
+//
+// Layouts ([encoding] layers, [attention] window): each layer may run another attention-level encoding
+// (a pattern such as "none,rope" repeated over the layers) and a sliding window (ctx.window). The model
+// builds one instance per encoding name: `name`'s is "pos", every other's "pos_<name>", and each sees
+// only its own layers (ctx.layer stays the model's layer index). Input-level encodings
+// (EncodingSpec::input_level: learned, sinusoidal, the history ones) act on the embeddings once and
+// stay model-wide.
 // The logits of one head are then  s (q_i . k_j + q_i . a^K[idx_ij]) + bias_ij, causal-masked, with
 // s = 1/sqrt(hs) times the temperature or log-length scaling of [attention] (layers/attention_scaling.hpp),
 // the one place for logit scales (an encoding has no hook for them).
@@ -75,6 +87,8 @@ struct AttentionContext {
   const IndexArray& positions;  // (B, T) ids of this batch
   std::size_t layer;            // 0-based
   bool shared_positions;        // every row has the same ids: a bias may be (1, H or 1, Tq, Tk)
+  const Tensor* input = nullptr;  // the attention's input x (B, T, C), for content-dependent encodings
+  std::size_t window = 0;         // this layer's sliding window (0: none; the attention applies it)
 };
 
 class PositionalEncoding : public Module {
@@ -92,6 +106,8 @@ class PositionalEncoding : public Module {
   virtual Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) { return Tensor(); }
   // Relative key/value embeddings inside the attention; none by default.
   virtual RelativeKV relative_kv(const AttentionContext& ctx) { return RelativeKV(); }
+  // Sets o.normalizer (and its options) when the encoding replaces the softmax; softmax by default.
+  virtual void choose_normalizer(AttentionOptions& o) const {}
   // True when the model may run this encoding's attention straight on the fused q/k/v projection,
   // without splitting heads (a speed-up only: core/ops/attention.hpp attention_packed, which takes the
   // bias and relative_kv as usual). Only if encode_qk does nothing AND attention_bias
@@ -123,6 +139,7 @@ struct EncodingCost {
   std::size_t token_width = 0;    // token embedding columns (token_width()); 0 = d_model
   bool splits_heads = false;      // leaves_qk_alone() is false: the attention runs on split q, k, v
   std::size_t relative_buckets = 0;  // buckets a layer's relative_kv spans (Shaw); 0: none
+  bool keeps_logits = false;      // its normalizer keeps the (B, H, T, T) logits for backward (stick-breaking)
   ForwardCost input;              // begin_forward and encode_input: tables, position vectors
   ForwardCost layers;             // encode_qk, attention_bias, relative_kv over every layer
 };
@@ -138,6 +155,9 @@ struct EncodingSpec {
   std::function<std::unique_ptr<PositionalEncoding>(const Params&, const ModelDims&)> make;
   // Its parameters and the buffers its hooks allocate in a forward pass of this shape (EncodingCost).
   std::function<EncodingCost(const Params&, const ModelDims&, const ForwardShape&)> cost;
+  // It acts on the token embeddings only (begin_forward, encode_input, token_width): model-wide, never
+  // a layer of an [encoding] layers pattern.
+  bool input_level = false;
 };
 
 class EncodingRegistry : public NamedRegistry<EncodingSpec> {

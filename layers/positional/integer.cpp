@@ -56,6 +56,7 @@ PELAB_REGISTER_ENCODING(integer, EncodingSpec{
       return std::make_unique<Integer>(p.get_number("scale"), scalar_pattern(p));
     },
     integer_cost,
+    true,  // input level
 });
 
 }  // namespace

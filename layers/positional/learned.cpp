@@ -69,6 +69,7 @@ PELAB_REGISTER_ENCODING(learned, EncodingSpec{
       return std::make_unique<Learned>(max_len, dims.d_model, p.get_bool("clamp"));
     },
     learned_cost,
+    true,  // input level
 });
 
 }  // namespace

@@ -59,6 +59,7 @@ PELAB_REGISTER_ENCODING(normalized, EncodingSpec{
     nullptr,
     [](const Params& p, const ModelDims&) { return std::make_unique<Normalized>(scalar_pattern(p)); },
     normalized_cost,
+    true,  // input level
 });
 
 }  // namespace

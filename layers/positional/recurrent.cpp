@@ -89,6 +89,7 @@ PELAB_REGISTER_ENCODING(recurrent, EncodingSpec{
       return std::make_unique<Recurrent>(p.get_string("cell") == "lstm", p.get_bool("residual"), dims.d_model);
     },
     recurrent_cost,
+    true,  // input level
 });
 
 }  // namespace

@@ -87,6 +87,7 @@ PELAB_REGISTER_ENCODING(sinusoidal, EncodingSpec{
       return std::make_unique<Sinusoidal>(p.get_number("base"), dims.d_model);
     },
     sinusoidal_cost,
+    true,  // input level
 });
 
 }  // namespace

@@ -42,8 +42,11 @@ TEST_CASE("an encoding that says it leaves q and k alone does nothing to them an
     for (auto& v : ka) v = static_cast<real>(rng.normal());
     Tensor q(qa, true), k(ka, true);
     const Tensor q0 = q, k0 = k;
+    Array xa(Shape{2, 6, dims.d_model});  // the layer input, for the content-dependent ones (FoX)
+    for (auto& v : xa) v = static_cast<real>(rng.normal());
+    const Tensor x(xa);
     for (std::size_t layer = 0; layer < dims.n_layers; ++layer) {
-      const AttentionContext ctx{pos, layer, true};
+      const AttentionContext ctx{pos, layer, true, &x};
       enc->encode_qk(q, k, ctx);
       const Tensor with = enc->attention_bias(q, k, ctx), without = enc->attention_bias(Tensor(), Tensor(), ctx);
       REQUIRE(with.defined() == without.defined());
