@@ -275,7 +275,27 @@ void Transformer::add_layer_encodings(const ModelDims& dims) {
   }
 }
 
-std::size_t Transformer::parameter_count(const ModelConfig& cfg, const EncodingCost& enc) {
+namespace {
+// `enc` (the model-wide encoding's cost) with the layout's other encodings added: their parameters,
+// tables and per-layer buffers (each counted as if it ran in every layer: an upper bound), and what
+// the attention must do for any of them (split heads, relative buckets, keep the logits).
+EncodingCost with_layout(const ModelConfig& cfg, EncodingCost enc, const ForwardShape& s) {
+  const ModelDims dims = cfg.dims();
+  for (const std::string& name : cfg.extra_encoding_names()) {
+    const EncodingCost e = encoding_cost(name, resolve_encoding_params(name, cfg.params_of(name), dims), dims, s);
+    enc.parameters += e.parameters;
+    enc.splits_heads = enc.splits_heads || e.splits_heads;
+    enc.relative_buckets = std::max(enc.relative_buckets, e.relative_buckets);
+    enc.keeps_logits = enc.keeps_logits || e.keeps_logits;
+    enc.input.then(e.input);
+    enc.layers.then(e.layers);
+  }
+  return enc;
+}
+}  // namespace
+
+std::size_t Transformer::parameter_count(const ModelConfig& cfg, const EncodingCost& main_enc) {
+  const EncodingCost enc = with_layout(cfg, main_enc, ForwardShape{});
   const std::size_t width = enc.token_width ? enc.token_width : cfg.d_model;
   return Embedding::parameter_count(cfg.vocab, width) + enc.parameters + cfg.n_layers * Block::parameter_count(cfg) +
          LayerNorm::parameter_count(cfg.d_model) + (cfg.tie_embeddings ? 0 : Linear::parameter_count(cfg.d_model, cfg.vocab, false));
@@ -285,8 +305,9 @@ std::size_t Transformer::parameter_count(const ModelConfig& cfg, const EncodingC
 // encoding's input hook replaces them, which then counts them in enc.input), the encoding's tables,
 // the blocks, then ln_f's output and statistics (saved by the head) and the logits (N, V) (saved by
 // the loss; returned without a tape). Backward: the logits' and ln_f's gradients.
-ForwardCost Transformer::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
+ForwardCost Transformer::forward_cost(const ModelConfig& cfg, const EncodingCost& main_enc, const ForwardShape& s,
                                       bool attention_maps) {
+  const EncodingCost enc = with_layout(cfg, main_enc, s);
   const double N = double(s.batch * s.tokens), C = double(cfg.d_model), V = double(cfg.vocab);
   const bool train = s.training;
   ForwardCost c;

@@ -78,7 +78,16 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
     c.attention.temperature = a.value("temperature", 1.0);
     c.attention.log_length_clamp = a.value("log_length_clamp", true);
     c.attention.log_length_base = a.value("log_length_base", std::size_t(0));
+    c.attention.window = a.value("window", std::string("0"));
   }
+  c.layer_encodings = cfg.value("layers", std::string());  // [encoding] layers and the others' parameters
+  if (cfg.contains("layer_params"))
+    for (const auto& [name, params] : cfg.at("layer_params").items())
+      for (const auto& [key, v] : params.items())
+        c.layer_encoding_params[name][key] = v.is_boolean() ? Value(v.get<bool>())
+                                             : v.is_number_integer() ? Value(v.get<std::int64_t>())
+                                             : v.is_number() ? Value(v.get<double>())
+                                                             : Value(v.get<std::string>());
   return c;
 }
 

@@ -80,6 +80,14 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "xpos_strong": ("xpos", {"scale_base": 8.0, "gamma": 0.6}),       # a strong one
     "cope": ("cope", {}),                                             # npos = seq_len + 1 = 13
     "cope_small": ("cope", {"npos": 4, "shared_layers": True}),       # counts clamp at 3
+    # ---- the 2024-2026 frontier: normalizers, content-dependent biases, SSMax, windows, per-layer layouts
+    "fox": ("fox", {}),                                               # forget gates from each layer's input
+    "stick_breaking": ("stick_breaking", {}),                         # the first query sees nothing
+    "stick_breaking_window": ("stick_breaking", {"attend_current": True}),  # + a window of 3 keys
+    "none_ssmax": ("none", {}),                                       # [attention] scaling = ssmax
+    "rope_window": ("rope", {}),                                      # windows "0,4": full, then 4 keys
+    "hybrid_rnope_swa": ("none", {}),                                 # layers "none,rope", windows "0,4"
+    "hybrid_t5_none": ("none", {}),                                   # layers "t5,none", t5's own parameters
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -89,7 +97,12 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "none_log_length": {"attention": {"scaling": "log_length", "log_length_base": 4, "temperature": 0.8}},
                "rope_log_length_plain": {"attention": {"scaling": "log_length", "log_length_clamp": False}},
                "alibi_fixed_temperature": {"attention": {"scaling": "fixed", "temperature": 0.6}},
-               "shaw_learned_temperature": {"attention": {"scaling": "learned", "temperature": 0.5}}}
+               "shaw_learned_temperature": {"attention": {"scaling": "learned", "temperature": 0.5}},
+               "stick_breaking_window": {"attention": {"window": "3"}},
+               "none_ssmax": {"attention": {"scaling": "ssmax", "temperature": 0.7}},
+               "rope_window": {"attention": {"window": "0,4"}},
+               "hybrid_rnope_swa": {"layers": "none,rope", "attention": {"window": "0,4"}},
+               "hybrid_t5_none": {"layers": "t5,none", "layer_params": {"t5": {"num_buckets": 8, "max_distance": 10}}}}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
 T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,

@@ -102,10 +102,11 @@ def resolve_params(name, given):
 
 
 class Ctx:
-    """What an encoding sees inside one attention layer (pelab's AttentionContext)."""
+    """What an encoding sees inside one attention layer (pelab's AttentionContext): input is the attention's
+    input x (B, T, C) after the block's LayerNorm (content-dependent encodings project it)."""
 
-    def __init__(self, positions, layer, shared):
-        self.positions, self.layer, self.shared = positions, layer, shared
+    def __init__(self, positions, layer, shared, input=None):
+        self.positions, self.layer, self.shared, self.input = positions, layer, shared, input
 
 
 class Encoding(nn.Module):
@@ -147,6 +148,8 @@ class Encoding(nn.Module):
         """Relative keys/values inside attention (Shaw): (index (rows, T, T) int64 in [0, R), a^K (R, hs),
         a^V (R, hs) or None), or None."""
         return None
+
+    normalizer = "softmax"    # how logits become weights: softmax | stick_breaking
 
     def fixture_init(self, name, p):
         """The fixtures' value of parameter `name` (a pos.* name), or False for the generic init: for
@@ -653,6 +656,48 @@ class CoPE(Encoding):
 # ---- end of Shaw, xPos, CoPE
 
 
+# ---- the 2024-2026 frontier: FoX, stick-breaking
+@register
+class Fox(Encoding):
+    """Forgetting Transformer (Lin et al. 2025): per layer and head f_t = sigmoid(w_h . x_t + b_h) from the
+    layer's input; logits + sum_{j < l <= i} log f_l."""
+    name = "fox"
+    params = {"bias_init": 0.0}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.gates = nn.ModuleList(nn.Linear(dims["d_model"], dims["n_heads"]) for _ in range(dims["n_layers"]))
+
+    def attention_bias(self, q, k, ctx):
+        log_f = F.logsigmoid(self.gates[ctx.layer](ctx.input))     # (B, T, H)
+        c = log_f.cumsum(dim=1).transpose(1, 2)                    # (B, H, T)
+        return c[..., :, None] - c[..., None, :]                   # (B, H, T, T)
+
+
+@register
+class StickBreaking(Encoding):
+    """Stick-breaking attention (Tan et al. 2025): no position vector; the normalizer is replaced."""
+    name = "stick_breaking"
+    params = {"attend_current": False}
+    relative = True
+    normalizer = "stick_breaking"
+# ---- end of the frontier
+
+
+def stick_breaking_weights(logits, visible, attend_current):
+    """A_ij = sigmoid(z_ij) prod_{j < k < i'} (1 - sigmoid(z_ik)) over the keys a query sees (visible (T, T)
+    bool, without the diagonal unless attend_current), written as the product it is (no log space)."""
+    T = logits.shape[-1]
+    keep = visible if attend_current else visible & ~torch.eye(T, dtype=torch.bool)
+    beta = torch.sigmoid(logits) * keep
+    one_minus = torch.where(keep, 1 - beta, torch.ones_like(beta))
+    # prod over k > j of (1 - beta_k): a reversed cumulative product, shifted by one key
+    after = torch.flip(torch.cumprod(torch.flip(one_minus, [-1]), dim=-1), [-1])
+    after = torch.cat([after[..., 1:], torch.ones_like(after[..., :1])], dim=-1)
+    return beta * after
+
+
 def make_encoding(name, params, dims):
     return ENCODINGS[name](resolve_params(name, params), dims)
 
@@ -663,26 +708,39 @@ class Attention(nn.Module):
     row t's logits times max(1, log n / log L) / temperature, n = t + 1 keys when causal, else T; plain ratio
     without clamp) | learned (logits times exp(log_scale[h]), one parameter per layer and head)."""
 
-    def __init__(self, d, n_heads, scaling=None, train_len=0):
+    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0):
         super().__init__()
         self.n_heads = n_heads
+        self.window = window
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
         self.scaling = {"scaling": "none", "temperature": 1.0, "log_length_clamp": True, "log_length_base": 0,
                         **(scaling or {})}
+        self.scaling.pop("window", None)
         self.log_base = self.scaling["log_length_base"] or train_len
         if self.scaling["scaling"] == "learned":
             self.log_scale = nn.Parameter(torch.full((n_heads,), -math.log(self.scaling["temperature"])))
+        if self.scaling["scaling"] == "ssmax":  # s log(L) = 1 / temperature at the training length
+            s0 = 1.0 / (math.log(max(self.log_base, 2)) * self.scaling["temperature"])
+            self.ssmax_s = nn.Parameter(torch.full((n_heads,), s0))
+
+    def visible_keys(self, T, causal):
+        """(T,) float64: the keys each query row sees (within the window)."""
+        n = torch.arange(1, T + 1, dtype=torch.float64) if causal else torch.full((T,), float(T), dtype=torch.float64)
+        return n.clamp(max=self.window) if self.window else n
 
     def query_scale(self, T, causal, dtype):
         """(H or 1, T, 1) multipliers of each query row's logits, or None."""
         kind, temp = self.scaling["scaling"], self.scaling["temperature"]
         if kind == "learned":
             return self.log_scale.exp()[:, None, None]
+        if kind == "ssmax":  # s_h log n; pelab's log n rows are float
+            rows = self.visible_keys(T, causal).log().to(torch.float32).to(dtype)
+            return self.ssmax_s[:, None, None] * rows[None, :, None]
         if kind == "fixed":
             return torch.full((1, T, 1), 1.0 / temp, dtype=dtype)
         if kind == "log_length":
-            n = torch.arange(1, T + 1, dtype=torch.float64) if causal else torch.full((T,), float(T), dtype=torch.float64)
+            n = self.visible_keys(T, causal)
             f = n.log() / math.log(self.log_base)
             if self.scaling["log_length_clamp"]:
                 f = f.clamp(min=1.0)
@@ -703,12 +761,18 @@ class Attention(nn.Module):
         qs = self.query_scale(T, causal is not None, att.dtype)
         if qs is not None:
             att = att * qs                                               # not the additive bias below
-        bias = pe.attention_bias(q, k, ctx)                              # (B or 1, H or 1, T, T)
+        bias = pe.attention_bias(q, k, Ctx(ctx.positions, ctx.layer, ctx.shared, x))  # (B or 1, H or 1, T, T)
         if bias is not None:
             att = att + bias
-        if causal is not None:
-            att = att.masked_fill(causal, float("-inf"))
-        att = att.softmax(dim=-1)
+        hidden = causal                                                  # (T, T) True: a key the query does not see
+        if self.window and causal is not None:
+            hidden = causal | torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-self.window)
+        if pe.normalizer == "stick_breaking":
+            att = stick_breaking_weights(att, ~hidden, pe.p["attend_current"])
+        else:
+            if hidden is not None:
+                att = att.masked_fill(hidden, float("-inf"))
+            att = att.softmax(dim=-1)
         y = att @ v                                                      # (B, H, T, hs)
         if rel is not None and rel[2] is not None:
             y = y + relative_values(att, rel[0], rel[2])
@@ -739,12 +803,19 @@ class MLP(nn.Module):
         return self.proj(F.gelu(self.fc(x)))  # exact erf GELU
 
 
+def layer_pattern(pattern, n_layers, cast=str):
+    """pelab's repeating per-layer patterns ([encoding] layers, [attention] window): "a,b" -> a, b, a, b, ..."""
+    items = [cast(x.strip()) for x in pattern.split(",")]
+    assert n_layers % len(items) == 0, (pattern, n_layers)
+    return [items[i % len(items)] for i in range(n_layers)]
+
+
 class Block(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, window=0):
         super().__init__()
         d = cfg["d_model"]
         self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
-        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"])
+        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window)
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
 
@@ -755,8 +826,9 @@ class Block(nn.Module):
 
 class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
-    learned table with max_len 0), causal (optional, default true). Parameter names are pelab's checkpoint
-    names."""
+    learned table with max_len 0), causal (optional, default true), layers (optional: pelab's [encoding]
+    layers pattern; other encodings' parameters from cfg["layer_params"][name]), attention.window (optional
+    pattern). Parameter names are pelab's checkpoint names."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
@@ -766,7 +838,14 @@ class Model(nn.Module):
         pos = make_encoding(encoding, encoding_params or {}, dims)  # first: it decides the token width
         self.tok_emb = nn.Embedding(cfg["vocab"], pos.token_width(cfg["d_model"]))
         self.pos = pos                                                # registered after tok_emb, as pelab
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["n_layers"]))
+        names = layer_pattern(cfg["layers"], cfg["n_layers"]) if cfg.get("layers") else [encoding] * cfg["n_layers"]
+        self.layer_pos = []
+        for name in names:                                            # "pos_<name>", in order of first use
+            if name != encoding and not hasattr(self, "pos_" + name):
+                setattr(self, "pos_" + name, make_encoding(name, cfg.get("layer_params", {}).get(name, {}), dims))
+            self.layer_pos.append(pos if name == encoding else getattr(self, "pos_" + name))
+        windows = layer_pattern((cfg.get("attention") or {}).get("window", "0"), cfg["n_layers"], int)
+        self.blocks = nn.ModuleList(Block(cfg, w) for w in windows)
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
         self.causal = {}  # T -> (T, T) bool, True above the diagonal (future keys)
@@ -777,11 +856,12 @@ class Model(nn.Module):
         if T not in self.causal:
             self.causal[T] = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
         causal = self.causal[T] if self.is_causal else None
-        self.pos.begin_forward(positions)
+        for pe in dict.fromkeys([self.pos] + self.layer_pos):
+            pe.begin_forward(positions)
         x = self.pos.encode_input(self.tok_emb(tokens), positions)         # (B, T, d)
         shared = shared_rows(positions)
         for i, blk in enumerate(self.blocks):
-            x = blk(x, Ctx(positions, i, shared), self.pos, causal)
+            x = blk(x, Ctx(positions, i, shared), self.layer_pos[i], causal)
         return self.head(self.ln_f(x))                                    # (B, T, V)
 
 
