@@ -33,7 +33,9 @@ def main():
     positions = ref.default_positions(B, T)
     mask = torch.ones(B, T)
     mask[0, -4:] = 0  # padding: these targets must not count
-    cases = [(e, None) for e in sorted(ref.ENCODINGS)]
+    # FoX (reads the layer input) and stick-breaking (another normalizer) have no fast form yet: the
+    # benchmark times pelab_ref's encodings of bench_torch.ENCODINGS only.
+    cases = [(e, None) for e in sorted(ref.ENCODINGS) if e not in ("fox", "stick_breaking")]
     cases += [("rope", dict(fraction=0.5)), ("rope", dict(layout="half")), ("rope", dict(layout="half", fraction=0.5))]
     cases += [("shaw", dict(clip=3)), ("shaw", dict(clip=3, values=False)), ("xpos", dict(scale_base=8.0)),
               ("cope", dict(npos=4, shared_layers=True))]
