@@ -82,6 +82,11 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "cope_small": ("cope", {"npos": 4, "shared_layers": True}),       # counts clamp at 3
     # ---- the 2024-2026 frontier: normalizers, content-dependent biases, SSMax, windows, per-layer layouts
     "fox": ("fox", {}),                                               # forget gates from each layer's input
+    "selective": ("selective", {}),                                   # head 0's logits mask later queries' keys
+    "dynamic_bias": ("dynamic_bias", {}),                             # MLP of the signed log distance
+    "dynamic_bias_deep": ("dynamic_bias", {"depth": 3}),
+    "dape": ("dape", {}),                                             # kerple + the MLP of scores and biases
+    "dape_alibi": ("dape", {"base": "alibi", "width": 8}),
     "stick_breaking": ("stick_breaking", {}),                         # the first query sees nothing
     "stick_breaking_window": ("stick_breaking", {"attend_current": True}),  # + a window of 3 keys
     "none_ssmax": ("none", {}),                                       # [attention] scaling = ssmax

@@ -682,6 +682,75 @@ class StickBreaking(Encoding):
     params = {"attend_current": False}
     relative = True
     normalizer = "stick_breaking"
+
+
+@register
+class Selective(Encoding):
+    """Selective attention (Leviathan et al. 2025, as x-transformers' selective_attn): S = ReLU(head 0's
+    q k^T / sqrt(hs)) on past keys other than key 0; logits_ij -= sum_{k < i} S_kj in every head."""
+    name = "selective"
+    relative = True
+
+    def attention_bias(self, q, k, ctx):
+        T, hs = q.shape[-2], q.shape[-1]
+        logits = q[:, :1] @ k[:, :1].transpose(-1, -2) / math.sqrt(hs)              # (B, 1, T, T)
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        S = F.relu(logits) * ((j < i) & (j > 0)).to(q.dtype)
+        return -(S.cumsum(dim=2) - S)                                                # -(sum over earlier queries)
+
+
+@register
+class DynamicBias(Encoding):
+    """x-transformers' DynamicPositionBias: an MLP (1 -> D -> SiLU, D -> D -> SiLU, ..., D -> H), D = d_model/4,
+    of sign(d) log(|d| + 1), d = p_i - p_j, shared by the layers."""
+    name = "dynamic_bias"
+    params = {"depth": 2}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        D, depth = max(1, dims["d_model"] // 4), params["depth"]
+        self.mlp = nn.ModuleList([nn.Linear(1 if l == 0 else D, D) for l in range(depth)] + [nn.Linear(D, dims["n_heads"])])
+
+    def attention_bias(self, q, k, ctx):
+        d = pair_difference(ctx.positions, ctx.shared).to(torch.float64)
+        h = (d.sign() * d.abs().log1p()).to(self.mlp[0].weight.dtype)[..., None]   # (rows, T, T, 1)
+        for lin in self.mlp[:-1]:
+            h = F.silu(lin(h))
+        return self.mlp[-1](h).permute(0, 3, 1, 2)                                  # (rows, H, T, T)
+
+
+@register
+class Dape(Encoding):
+    """DAPE (Zheng et al. 2024): bias = B + f([S ; B]) per pair, S = q k^T / sqrt(hs), B a static bias (kerple or
+    alibi, pelab_ref's own), f: Linear(2H, width) -> LeakyReLU(0.01) -> Linear(width, H), one per layer."""
+    name = "dape"
+    params = {"base": "kerple", "width": 32}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        H = dims["n_heads"]
+        self.base = make_encoding(params["base"], {}, dims)
+        self.mlps = nn.ModuleList(nn.ModuleDict({"fc": nn.Linear(2 * H, params["width"]),
+                                                 "out": nn.Linear(params["width"], H)})
+                                  for _ in range(dims["n_layers"]))
+
+    def begin_forward(self, positions):
+        self.base.begin_forward(positions)
+
+    def attention_bias(self, q, k, ctx):
+        B, H, T, hs = q.shape
+        S = q @ k.transpose(-1, -2) / math.sqrt(hs)                                  # (B, H, T, T)
+        bias = self.base.attention_bias(None, None, ctx).to(q.dtype).expand(B, H, T, T)
+        x = torch.cat([S, bias], dim=1).permute(0, 2, 3, 1)                          # (B, T, T, 2H)
+        m = self.mlps[ctx.layer]
+        return bias + m["out"](F.leaky_relu(m["fc"](x), 0.01)).permute(0, 3, 1, 2)
+
+    def fixture_init(self, name, p):
+        if name.startswith("pos.base."):
+            return self.base.fixture_init("pos." + name[len("pos.base."):], p)
+        return False
 # ---- end of the frontier
 
 

@@ -1,0 +1,91 @@
+// Dynamic position bias (x-transformers' DynamicPositionBias, lucidrains/x-transformers
+// x_transformers.py; in the spirit of SwinV2's log-spaced continuous position bias): one small MLP,
+// shared by every layer, maps the signed log distance of each (query, key) pair to a bias per head,
+//   bias[h, i, j] = f( sign(d) log(|d| + 1) )_h,   d = p_i - p_j,
+//   f: Linear(1, D) -> SiLU -> (depth - 1) x [Linear(D, D) -> SiLU] -> Linear(D, H),  D = d_model / 4.
+// As there: depth 2, no LayerNorm inside, added to the scaled logits. The Linear layers are
+// initialized as every pelab Linear. A function of id differences only: relative.
+#include <cmath>
+#include <string>
+
+#include "core/ops/elementwise.hpp"
+#include "core/ops/shape.hpp"
+#include "core/ops/unary.hpp"
+#include "layers/basic.hpp"
+#include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
+
+namespace pelab {
+namespace {
+
+std::size_t width_of(const ModelDims& d) { return std::max<std::size_t>(1, d.d_model / 4); }
+
+class DynamicBias : public PositionalEncoding {
+ public:
+  DynamicBias(const ModelDims& dims, std::size_t depth) {
+    const std::size_t D = width_of(dims);
+    for (std::size_t l = 0; l < depth; ++l)
+      hidden_.push_back(&add_module("mlp." + std::to_string(l), std::make_unique<Linear>(l == 0 ? 1 : D, D)));
+    out_ = &add_module("mlp." + std::to_string(depth), std::make_unique<Linear>(D, dims.n_heads));
+  }
+  bool leaves_qk_alone() const override { return true; }
+
+  void begin_forward(const IndexArray& positions) override {
+    bias_ = Tensor();
+    if (seen_.same(positions)) return;
+    Array d = pairwise_difference(positions, rows_share_positions(positions));  // (rows, T, T)
+    for (auto& x : d) x = std::copysign(std::log1p(std::abs(x)), x);
+    const std::size_t rows = d.shape()[0], T = d.shape()[1];
+    d.reshape({rows, T, T, std::size_t(1)});
+    distance_ = Tensor(std::move(d));  // a constant
+    seen_.set(positions);
+  }
+
+  // (1 or B, H, T, T), one for every layer
+  Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
+    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    if (bias_.defined()) return bias_;
+    Tensor h = distance_;  // (rows, T, T, 1)
+    for (const Linear* l : hidden_) {
+      const Tensor a = l->forward(h);
+      h = mul(a, sigmoid(a));  // SiLU
+    }
+    bias_ = permute(out_->forward(h), {0, 3, 1, 2});  // (rows, T, T, H) -> (rows, H, T, T)
+    return bias_;
+  }
+
+ private:
+  std::vector<Linear*> hidden_;
+  Linear* out_;
+  SeenPositions seen_;
+  Tensor distance_, bias_;
+};
+
+// The distances (rows, T, T), then once per forward per hidden layer its pre-activation, sigmoid and
+// product (rows, T, T, D) (saved when training; without a tape two at a time), the output and its
+// permuted copy (rows, T, T, H).
+EncodingCost dynamic_bias_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+  const std::size_t D = width_of(d), depth = std::size_t(p.get_int("depth"));
+  const double pairs = double(s.pair_rows() * s.tokens * s.tokens);
+  EncodingCost c;
+  c.parameters = (D + D) + (depth - 1) * (D * D + D) + (D * d.n_heads + d.n_heads);
+  c.splits_heads = false;
+  c.input.hold(pairs).hold(pairs * double(D), (s.training ? 3.0 : 2.0) * double(depth)).hold(pairs * double(d.n_heads), 2);
+  if (s.training) c.input.add_backward(pairs * double(D), 3).add_backward(pairs * double(d.n_heads), 2);
+  return c;
+}
+
+PELAB_REGISTER_ENCODING(dynamic_bias, EncodingSpec{
+    "dynamic_bias",
+    "an MLP of the signed log distance, one bias per head, shared by the layers (x-transformers' DynamicPositionBias)",
+    true,  // relative
+    {integer_param("depth", 2, "hidden layers of the MLP (each Linear -> SiLU), width d_model / 4").in(1.0, 8.0)},
+    nullptr,
+    [](const Params& p, const ModelDims& dims) {
+      return std::make_unique<DynamicBias>(dims, std::size_t(p.get_int("depth")));
+    },
+    dynamic_bias_cost,
+});
+
+}  // namespace
+}  // namespace pelab

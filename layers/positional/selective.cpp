@@ -1,0 +1,69 @@
+// Selective attention (Leviathan, Kalman and Matias, "Selective Attention Improves Transformer", ICLR
+// 2025): earlier queries may mask a key for every later query. Head 0's scaled logits L = q k^T / sqrt(hs)
+// select: S = ReLU(L) on the past keys (a query never masks itself, nor key 0, the first token), and
+// query i's logits lose what the queries before it selected,
+//   F_ij = sum_{k < i} S_kj,   logits_ij -= F_ij   in every head (head 0's too).
+// No parameters. Follows x-transformers (x_transformers/attend.py, selective_attn, which cites the paper's
+// section 3.3); no official code was found. Position ids are never read: relative. Causal models only.
+#include <cmath>
+
+#include "core/ops/cumsum.hpp"
+#include "core/ops/elementwise.hpp"
+#include "core/ops/matmul.hpp"
+#include "core/ops/shape.hpp"
+#include "core/ops/unary.hpp"
+#include "layers/positional/encoding.hpp"
+
+namespace pelab {
+namespace {
+
+class Selective : public PositionalEncoding {
+ public:
+  // (B, 1, T, T): -F, shared by the heads
+  Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext&) override {
+    const std::size_t T = q.size(2), hs = q.size(3);
+    const Tensor q0 = slice(q, 1, 0, 1), k0 = slice(k, 1, 0, 1);                    // (B, 1, T, hs)
+    const Tensor logits = mul_scalar(matmul(q0, k0, false, true), real(1) / std::sqrt(real(hs)));  // (B, 1, T, T)
+    const Tensor S = mul(relu(logits), selectable(T));                              // (B, 1, T, T)
+    return sub(S, cumsum(S, 2));                                                   // -(sum over k < i)
+  }
+
+ private:
+  // (1, 1, T, T): 1 where query k may mask key j: j < k (past keys, not itself) and j > 0 (not the first)
+  const Tensor& selectable(std::size_t T) {
+    if (mask_.defined() && mask_.size(2) == T) return mask_;
+    Array m(Shape{1, 1, T, T});
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t j = 0; j < T; ++j) m(0, 0, i, j) = real(j < i && j > 0);
+    mask_ = Tensor(std::move(m));
+    return mask_;
+  }
+  Tensor mask_;
+};
+
+// Per layer: head 0's logits, their ReLU and S, the cumulative sum and the bias, (B, 1, T, T) each;
+// q0 and k0 (B, 1, T, hs).
+EncodingCost selective_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  const double X = double(s.batch * s.tokens * s.tokens), Q = double(s.batch * s.tokens * d.head_dim);
+  EncodingCost c;
+  c.splits_heads = true;
+  c.input.hold(double(s.tokens * s.tokens));
+  c.layers.hold(X, s.training ? 4.0 * double(d.n_layers) : 2.0).hold(Q, s.training ? 2.0 * double(d.n_layers) : 2.0);
+  if (s.training) c.layers.add_backward(X, 3).add_backward(Q, 2);
+  return c;
+}
+
+PELAB_REGISTER_ENCODING(selective, EncodingSpec{
+    "selective",
+    "selective attention: head 0's positive logits let earlier queries mask a key for every later one (Leviathan et al. 2025)",
+    true,  // relative: position ids are never read
+    {},
+    [](const Params&, const ModelDims& dims) {
+      if (!dims.causal) throw Error("selective needs causal attention (model.causal = true)");
+    },
+    [](const Params&, const ModelDims&) { return std::make_unique<Selective>(); },
+    selective_cost,
+});
+
+}  // namespace
+}  // namespace pelab
