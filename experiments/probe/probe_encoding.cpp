@@ -13,6 +13,7 @@
 #include "experiments/probe/probe_plot.hpp"
 #include "experiments/report/report_detail.hpp"
 #include "experiments/probe/probe_args.hpp"
+#include "core/ops/attention.hpp"
 #include "layers/positional/encoding.hpp"
 
 namespace pelab {
@@ -212,11 +213,13 @@ bool plot_rotations(EncodingProbe& p) {
   return true;
 }
 
-// Bias: zero q and k (content-dependent biases see no content). Returns whether there is one (plotted).
+// Bias: zero q, k and layer input (content-dependent biases see no content: FoX shows its decay at
+// initialization, (i - j) log sigmoid(b)). Returns whether there is one (plotted).
 bool plot_bias(EncodingProbe& p) {
   const std::size_t T = p.T, H = p.H, hs = p.hs;
   Tensor zq(Array(xt::zeros<real>(Shape{1, H, T, hs}))), zk(Array(xt::zeros<real>(Shape{1, H, T, hs})));
-  const Tensor bias = p.enc.attention_bias(zq, zk, {p.pos, 0, true});
+  const Tensor zx(Array(xt::zeros<real>(Shape{1, T, p.C})));
+  const Tensor bias = p.enc.attention_bias(zq, zk, {p.pos, 0, true, &zx});
   if (!bias.defined()) return false;
   const Array& bv = bias.value();  // (1, H or 1, T, T)
   const std::size_t bh = bv.shape()[1];
@@ -266,6 +269,30 @@ bool plot_relative_keys(EncodingProbe& p) {
 
 }  // namespace
 
+// A normalizer other than softmax (stick-breaking): the weights of the last query at zero logits against
+// distance, the order the normalizer alone imposes (stick-breaking: 1/2, 1/4, 1/8, ... from the nearest
+// key). Returns whether the encoding replaces the softmax (plotted).
+bool plot_normalizer(EncodingProbe& p) {
+  AttentionOptions o;
+  p.enc.choose_normalizer(o);
+  if (o.normalizer == Normalizer::softmax) return false;
+  const std::size_t T = p.T;
+  const Tensor z(Array(xt::zeros<real>(Shape{1, 1, T, 1})));
+  Array w;
+  o.probs_out = &w;
+  attention(z, z, z, o);  // (1, 1, T, T) weights
+  Plot pl;
+  pl.name = "normalizer_weights";
+  pl.title = "attention weights of the last query at zero logits against distance (the normalizer's own order): " + p.tag;
+  pl.csv = "distance,weight\n";
+  for (std::size_t d = 0; d < T; ++d) pl.csv += std::to_string(d) + "," + num(w(0, 0, T - 1, T - 1 - d)) + "\n";
+  pl.gp = "set title " + report_detail::gp_string(pl.title) + "\nset xlabel \"distance i - j\"\nset ylabel \"weight\"\n"
+          "set grid\nset logscale y\nplot \"normalizer_weights.csv\" skip 1 using 1:2 with linespoints lw 1.5 notitle\n";
+  pl.json["settings"] = p.settings;
+  write_plot(p.out, pl);
+  return true;
+}
+
 std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   const ModelDims dims = probe_dims(a);
   const auto given = parse_encoding_sets(a.sets, a.name);
@@ -285,9 +312,10 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   any |= plot_rotations(p);
   any |= plot_bias(p);
   any |= plot_relative_keys(p);
+  any |= plot_normalizer(p);
   if (!any) {
     discard_if_unused(out);
-    throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias nor relative keys at "
+    throw Error("encoding '" + a.name + "' changes neither the input, q and k, the attention bias, relative keys nor the normalizer at "
                 "positions 0.." + std::to_string(T - 1) + ": nothing to plot (NoPE-like)");
   }
   for (const auto& wmsg : out.warnings) std::fprintf(stderr, "warning: %s\n", wmsg.c_str());

@@ -82,7 +82,8 @@ std::vector<Named> encoding_matrices(PositionalEncoding& enc, std::size_t T, std
 
   // Bias: zero q and k (content-dependent biases see no content), layer 0, every head, the causal mask not applied.
   Tensor zq(Array(xt::zeros<real>(Shape{1, H, T, hs}))), zk(Array(xt::zeros<real>(Shape{1, H, T, hs})));
-  const Tensor bias = enc.attention_bias(zq, zk, {pos, 0, true});
+  const Tensor zx(Array(xt::zeros<real>(Shape{1, T, H * hs})));  // the layer input, for FoX
+  const Tensor bias = enc.attention_bias(zq, zk, {pos, 0, true, &zx});
   if (bias.defined()) {
     const Array& bv = bias.value();  // (1, H or 1, T, T)
     for (std::size_t h = 0; h < bv.shape()[1]; ++h) {
