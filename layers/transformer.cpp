@@ -10,6 +10,7 @@
 #include "core/ops/heads.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/query_scale.hpp"
+#include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
 
 namespace pelab {
@@ -50,6 +51,7 @@ void ModelConfig::validate() const {
   if (std::find(names.begin(), names.end(), attention.scaling) == names.end())
     fail("attention.scaling '" + attention.scaling + "' is not one of: none, fixed, log_length, learned, ssmax");
   const std::vector<std::size_t> windows = layer_windows(attention.window, n_layers);
+  check_encoding_heads();
   if (!causal && std::any_of(windows.begin(), windows.end(), [](std::size_t w) { return w > 0; }))
     fail("attention.window \"" + attention.window + "\" needs causal attention (model.causal = true)");
   if (!(attention.temperature > 0)) fail("attention.temperature must be positive");
@@ -92,6 +94,27 @@ std::vector<std::string> ModelConfig::layer_encoding_names() const {
   return out;
 }
 
+// [encoding] heads within 1..n_heads, and only for encodings that can act per head: relative keys and
+// values (Shaw) are one table for every head, and a normalizer replaces every head's softmax.
+void ModelConfig::check_encoding_heads() const {
+  if (encoding_heads == 0) return;
+  if (encoding_heads > n_heads)
+    throw Error("model: encoding.heads = " + std::to_string(encoding_heads) + " exceeds model.n_heads = " +
+                std::to_string(n_heads) + "; expected 1..n_heads, or 0 for every head");
+  std::vector<std::string> names = extra_encoding_names();
+  names.push_back(encoding);
+  ForwardShape s;
+  s.tokens = 2;
+  for (const std::string& name : names) {
+    const EncodingCost c = encoding_cost(name, resolve_encoding_params(name, params_of(name), dims()), dims(), s);
+    if (c.relative_buckets > 0 || c.keeps_logits)
+      throw Error("model: encoding.heads = " + std::to_string(encoding_heads) + " cannot restrict '" + name +
+                  "' to some heads: " + (c.keeps_logits ? "it replaces the softmax of every head" :
+                                          "its relative keys and values are one table for every head") +
+                  "; use encoding.heads = 0");
+  }
+}
+
 std::vector<std::string> ModelConfig::extra_encoding_names() const {
   std::vector<std::string> extra;
   for (const std::string& n : layer_encoding_names())
@@ -107,8 +130,8 @@ const std::map<std::string, Value>& ModelConfig::params_of(const std::string& na
 }
 
 SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const AttentionScalingSettings& sc, std::size_t L,
-                             std::size_t window)
-    : n_heads(h), causal(c), window(window), scaling(sc), log_base(L) {
+                             std::size_t window, std::size_t enc_heads)
+    : n_heads(h), causal(c), window(window), enc_heads(enc_heads), scaling(sc), log_base(L) {
   qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
   proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
   if (sc.scaling == "learned") {
@@ -136,14 +159,14 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   auto rest = [&] { o.rel = pe.relative_kv(ctx); };
   if (packed && pe.leaves_qk_alone() && !scales_queries()) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
-    o.bias = pe.attention_bias(Tensor(), Tensor(), ctx);  // such an encoding does not read q, k
+    o.bias = bias_in_some_heads(pe.attention_bias(Tensor(), Tensor(), ctx));  // such an encoding does not read q, k
     rest();
     return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
   }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
-  pe.encode_qk(q, k, ctx);
-  o.bias = pe.attention_bias(q, k, ctx);  // (B or 1, H or 1, T, T) or undefined
+  encode_some_heads(q, k, pe, ctx);
+  o.bias = bias_in_some_heads(pe.attention_bias(q, k, ctx));  // (B or 1, H or 1, T, T) or undefined
   rest();
   // Temperature / log-length scaling: after the encoding (CoPE's gates read the unscaled q).
   if (log_scale.defined()) {
@@ -154,6 +177,26 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
     q = scale_queries(q, ssmax_s, rows_);
   }
   return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
+}
+
+void SelfAttention::encode_some_heads(Tensor& q, Tensor& k, PositionalEncoding& pe, const AttentionContext& ctx) const {
+  if (!some_heads()) return pe.encode_qk(q, k, ctx);
+  const Tensor q0 = q, k0 = k;
+  pe.encode_qk(q, k, ctx);
+  if (q.impl() == q0.impl() && k.impl() == k0.impl()) return;  // encode_qk did nothing
+  const std::size_t n = enc_heads, H = n_heads;
+  q = concat({slice(q, 1, 0, n), slice(q0, 1, n, H)}, 1);  // (B, H, T, hs)
+  k = concat({slice(k, 1, 0, n), slice(k0, 1, n, H)}, 1);
+}
+
+Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
+  if (!bias.defined() || !some_heads()) return bias;
+  if (!head_mask_.defined()) {
+    Array m(Shape{1, n_heads, 1, 1});
+    for (std::size_t h = 0; h < n_heads; ++h) m(0, h, 0, 0) = real(h < enc_heads);
+    head_mask_ = Tensor(std::move(m));
+  }
+  return mul(bias, head_mask_);  // (B or 1, H, T, T)
 }
 
 // What forward allocates, as forward does it (N = B T rows; core/ops/attention.cpp keeps P for backward):
@@ -192,7 +235,7 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
 Block::Block(const ModelConfig& cfg, std::size_t window) : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
-                                                            cfg.log_length_base(), window));
+                                                            cfg.log_length_base(), window, cfg.encoding_heads));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
 }

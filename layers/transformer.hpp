@@ -42,6 +42,9 @@ struct ModelConfig : ModelSettings {
   // `encoding` takes its parameters from layer_encoding_params (as given, [encoding.<name>]).
   std::string layer_encodings;
   std::map<std::string, std::map<std::string, Value>> layer_encoding_params;
+  // [encoding] heads: the attention-level encoding acts in heads 0..heads-1 only, the others are NoPE
+  // (x-transformers' rotate_num_heads / alibi_num_heads); 0 = every head.
+  std::size_t encoding_heads = 0;
   std::size_t train_seq_len = 0;      // the longest training sequence in tokens
   std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
@@ -53,6 +56,7 @@ struct ModelConfig : ModelSettings {
   std::vector<std::string> extra_encoding_names() const;
   // The given parameters of a name in the layout.
   const std::map<std::string, Value>& params_of(const std::string& name) const;
+  void check_encoding_heads() const;  // Error naming encoding.heads when it cannot be honoured
   // Throws Error on inconsistent settings (d_model % n_heads, encoding parameters vs head size...).
   void validate() const;
 };
@@ -67,9 +71,10 @@ struct ForwardOptions {
 
 class SelfAttention : public Module {
  public:
-  // L: the log-length base (attention_scaling.hpp), resolved; window: this layer's (0: none).
+  // L: the log-length base (attention_scaling.hpp), resolved; window: this layer's (0: none);
+  // enc_heads: the heads the encoding acts in (0: all).
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal, const AttentionScalingSettings& scaling = {},
-                std::size_t L = 0, std::size_t window = 0);
+                std::size_t L = 0, std::size_t window = 0, std::size_t enc_heads = 0);
   static std::size_t parameter_count(std::size_t d_model, std::size_t n_heads, const AttentionScalingSettings& scaling);
   // x (B, T, C) -> (B, T, C)
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
@@ -81,6 +86,7 @@ class SelfAttention : public Module {
   std::size_t n_heads;
   bool causal;
   std::size_t window;  // sliding window (0: none)
+  std::size_t enc_heads;  // the encoding acts in heads [0, enc_heads) only; 0: every head
   // false: always split heads (the reference the packed path is tested against); true: attention on
   // the packed projection when the encoding allows it (PositionalEncoding::leaves_qk_alone).
   bool packed = true;
@@ -88,6 +94,11 @@ class SelfAttention : public Module {
   std::size_t log_base;
 
  private:
+  bool some_heads() const { return enc_heads > 0 && enc_heads < n_heads; }
+  // The encoding's q, k and bias kept in heads [0, enc_heads) only (the others as without it).
+  void encode_some_heads(Tensor& q, Tensor& k, PositionalEncoding& pe, const AttentionContext& ctx) const;
+  Tensor bias_in_some_heads(const Tensor& bias) const;
+  mutable Tensor head_mask_;  // (1, H, 1, 1): 1 in the encoding's heads
   // q is scaled per head or per query row ([attention] scaling): the packed path cannot.
   bool scales_queries() const { return scaling.scaling != "none"; }
   mutable std::shared_ptr<const std::vector<real>> rows_;  // query_row_scales for the last T

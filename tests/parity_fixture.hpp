@@ -80,7 +80,8 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
     c.attention.log_length_base = a.value("log_length_base", std::size_t(0));
     c.attention.window = a.value("window", std::string("0"));
   }
-  c.layer_encodings = cfg.value("layers", std::string());  // [encoding] layers and the others' parameters
+  c.layer_encodings = cfg.value("layers", std::string());
+  c.encoding_heads = cfg.value("heads", std::size_t(0));  // [encoding] layers and the others' parameters
   if (cfg.contains("layer_params"))
     for (const auto& [name, params] : cfg.at("layer_params").items())
       for (const auto& [key, v] : params.items())

@@ -77,6 +77,7 @@ struct ExperimentConfig {
   ModelSettings model;
   std::string encoding = "none";
   std::string encoding_layers;       // [encoding] layers: each layer's encoding, a repeating pattern ("" = name)
+  std::size_t encoding_heads = 0;    // [encoding] heads: the encoding acts in the first N heads (0 = all)
   ParamTables encoding_params;       // [encoding.<name>]
   std::string task = "copy";
   std::size_t min_len = 1, train_len = 16;  // training problem sizes (sequence tasks) / LM context

@@ -131,7 +131,10 @@ Section encoding_section() {
            PELAB_FIELD("layers", encoding_layers, none, none,
                        "attention-level encoding of each layer, a pattern repeated over the layers: "
                        "\"none,rope\" = NoPE, RoPE, NoPE, ... (parameters from [encoding.<name>]); "
-                       "\"\" = name in every layer")},
+                       "\"\" = name in every layer"),
+           PELAB_FIELD("heads", encoding_heads, 0.0, 4096.0,
+                       "the attention-level encoding acts in heads 0..heads-1 only, the others are NoPE "
+                       "(x-transformers' rotate_num_heads, alibi_num_heads); 0 = every head")},
           {"[encoding.<name>] subtables"}};
 }
 

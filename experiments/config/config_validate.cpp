@@ -165,6 +165,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   m.encoding = cfg.encoding;
   m.encoding_params = cfg.encoding_params.at(cfg.encoding);
   m.layer_encodings = cfg.encoding_layers;
+  m.encoding_heads = cfg.encoding_heads;
   for (const auto& [name, params] : cfg.encoding_params)
     if (name != cfg.encoding) m.layer_encoding_params[name] = params;
   if (m.d_model % m.n_heads != 0)
@@ -196,8 +197,9 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
       fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling", "attention.window"},
                  "attention"),
            "[attention] " + msg);
-    if (msg.compare(0, 16, "encoding.layers ") == 0 || msg.find("encoding '") == 0)
-      fail(blame(cfg, msg, {"encoding.layers", "encoding.name"}, "encoding"), "[encoding] " + msg);
+    if (msg.compare(0, 16, "encoding.layers ") == 0 || msg.compare(0, 15, "encoding.heads ") == 0 ||
+        msg.find("encoding '") == 0)
+      fail(blame(cfg, msg, {"encoding.layers", "encoding.heads", "encoding.name"}, "encoding"), "[encoding] " + msg);
     fail(location(cfg, "model"), "[model] " + msg);
   }
 

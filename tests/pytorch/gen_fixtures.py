@@ -93,6 +93,9 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "rope_window": ("rope", {}),                                      # windows "0,4": full, then 4 keys
     "hybrid_rnope_swa": ("none", {}),                                 # layers "none,rope", windows "0,4"
     "hybrid_t5_none": ("none", {}),                                   # layers "t5,none", t5's own parameters
+    "rope_two_heads": ("rope", {}),                                   # [encoding] heads = 2 of 4
+    "alibi_three_heads": ("alibi", {}),                               # heads = 3: the head dim of its bias
+    "fox_one_head": ("fox", {}),                                      # heads = 1
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -107,7 +110,8 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "none_ssmax": {"attention": {"scaling": "ssmax", "temperature": 0.7}},
                "rope_window": {"attention": {"window": "0,4"}},
                "hybrid_rnope_swa": {"layers": "none,rope", "attention": {"window": "0,4"}},
-               "hybrid_t5_none": {"layers": "t5,none", "layer_params": {"t5": {"num_buckets": 8, "max_distance": 10}}}}
+               "hybrid_t5_none": {"layers": "t5,none", "layer_params": {"t5": {"num_buckets": 8, "max_distance": 10}}},
+               "rope_two_heads": {"heads": 2}, "alibi_three_heads": {"heads": 3}, "fox_one_head": {"heads": 1}}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
 T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,

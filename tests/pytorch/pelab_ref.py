@@ -777,10 +777,11 @@ class Attention(nn.Module):
     row t's logits times max(1, log n / log L) / temperature, n = t + 1 keys when causal, else T; plain ratio
     without clamp) | learned (logits times exp(log_scale[h]), one parameter per layer and head)."""
 
-    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0):
+    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0):
         super().__init__()
         self.n_heads = n_heads
         self.window = window
+        self.enc_heads = enc_heads if 0 < enc_heads < n_heads else 0  # [encoding] heads: the encoding's heads
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
         self.scaling = {"scaling": "none", "temperature": 1.0, "log_length_clamp": True, "log_length_base": 0,
@@ -821,7 +822,11 @@ class Attention(nn.Module):
         H, hs = self.n_heads, d // self.n_heads
         q, k, v = self.qkv(x).split(d, dim=-1)                           # each (B, T, d)
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
+        q0, k0 = q, k
         q, k = pe.encode_qk(q, k, ctx)
+        n = self.enc_heads
+        if n:                                                            # the other heads as without the encoding
+            q, k = torch.cat([q[:, :n], q0[:, n:]], dim=1), torch.cat([k[:, :n], k0[:, n:]], dim=1)
         logits = q @ k.transpose(-2, -1)                                  # (B, H, T, T)
         rel = pe.relative_kv(ctx)
         if rel is not None:
@@ -831,6 +836,8 @@ class Attention(nn.Module):
         if qs is not None:
             att = att * qs                                               # not the additive bias below
         bias = pe.attention_bias(q, k, Ctx(ctx.positions, ctx.layer, ctx.shared, x))  # (B or 1, H or 1, T, T)
+        if bias is not None and n:
+            bias = bias * (torch.arange(H) < n).to(bias.dtype)[None, :, None, None]
         if bias is not None:
             att = att + bias
         hidden = causal                                                  # (T, T) True: a key the query does not see
@@ -884,7 +891,7 @@ class Block(nn.Module):
         super().__init__()
         d = cfg["d_model"]
         self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
-        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window)
+        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window, cfg.get("heads", 0))
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
 
