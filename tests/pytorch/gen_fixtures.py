@@ -87,6 +87,7 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "dynamic_bias_deep": ("dynamic_bias", {"depth": 3}),
     "dape": ("dape", {}),                                             # kerple + the MLP of scores and biases
     "dape_alibi": ("dape", {"base": "alibi", "width": 8}),
+    "path": ("path", {}),                                             # Householder-like transforms of the keys
     "stick_breaking": ("stick_breaking", {}),                         # the first query sees nothing
     "stick_breaking_window": ("stick_breaking", {"attend_current": True}),  # + a window of 3 keys
     "none_ssmax": ("none", {}),                                       # [attention] scaling = ssmax

@@ -751,6 +751,48 @@ class Dape(Encoding):
         if name.startswith("pos.base."):
             return self.base.fixture_init("pos." + name[len("pos.base."):], p)
         return False
+
+
+class PathLayer(nn.Module):
+    """PaTH's w and beta from the layer input, as flash-linear-attention's path_attn: low-rank C -> 32 -> C,
+    a causal depthwise Conv1d of width 3 with SiLU, L2-normalized per head; beta = 2 sigmoid(Linear(C, H))."""
+
+    def __init__(self, C, H):
+        super().__init__()
+        self.w_down = nn.Linear(C, 32, bias=False)
+        self.w_up = nn.Linear(32, C, bias=False)
+        self.conv = nn.Conv1d(C, C, 3, groups=C, padding=2, bias=False)
+        self.beta = nn.Linear(C, H)
+
+
+@register
+class Path(Encoding):
+    """PaTH attention (Yang et al. 2025): logit_ij = q_i . (H_i ... H_{j+1} k_j) / sqrt(hs), H_t = I - beta_t w_t w_t^T,
+    computed as the authors' decoding recurrence, one token at a time; returned as the bias beyond q_i . k_j."""
+    name = "path"
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.layers = nn.ModuleList(PathLayer(dims["d_model"], dims["n_heads"]) for _ in range(dims["n_layers"]))
+
+    def attention_bias(self, q, k, ctx):
+        B, H, T, hs = q.shape
+        p, x = self.layers[ctx.layer], ctx.input
+        u = p.w_up(p.w_down(x))                                                     # (B, T, C)
+        w = F.silu(p.conv(u.transpose(1, 2))[..., :T]).transpose(1, 2)            # causal: the first T outputs
+        w = w.reshape(B, T, H, hs).transpose(1, 2)                                  # (B, H, T, hs)
+        w = w / (w.pow(2).sum(-1, keepdim=True) + 1e-6).sqrt()
+        beta = 2 * torch.sigmoid(p.beta(x)).transpose(1, 2)                         # (B, H, T)
+        keys, logits = [], torch.zeros(B, H, T, T, dtype=q.dtype)
+        for i in range(T):                                                          # token i arrives
+            keys = [kj - beta[:, :, i, None] * (kj * w[:, :, i]).sum(-1, keepdim=True) * w[:, :, i] for kj in keys]
+            keys.append(k[:, :, i])
+            for j, kj in enumerate(keys):
+                logits[:, :, i, j] = (q[:, :, i] * kj).sum(-1)
+        plain = q @ k.transpose(-1, -2)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        return torch.where(causal, logits - plain, torch.zeros_like(plain)) / math.sqrt(hs)
 # ---- end of the frontier
 
 

@@ -1,0 +1,132 @@
+// PaTH attention (Yang et al., "PaTH Attention: Position Encoding via Accumulating Householder
+// Transformations", NeurIPS 2025): between key j and query i every token t in (j, i] applies a
+// data-dependent Householder-like transform H_t = I - beta_t w_t w_t^T to the key,
+//   logit_ij = q_i . (H_i H_{i-1} ... H_{j+1} k_j) / sqrt(hs),
+// with w_t and beta_t computed from the layer's input x_t as the authors' code (flash-linear-attention
+// fla/layers/path_attn.py): w = a low-rank projection C -> 32 -> C, a causal depthwise convolution of
+// width 3 with SiLU, then L2-normalized per head; beta = 2 sigmoid(Linear(x)) in (0, 2) per head. Only
+// the keys are transformed. Written as the naive O(T^2 hs) recurrence of the authors' decoding path
+// (each arriving token transforms every earlier key), which is the tested reference; pelab returns it
+// as an additive bias, q_i . (k_j^(i) - k_j) / sqrt(hs), on top of the attention's own q_i . k_j /
+// sqrt(hs). [attention] scalings multiply only the plain term: use PaTH with scaling = "none". The
+// blocked (UT-transform) form of the paper is not implemented. Position ids are never read: relative.
+#include <cmath>
+#include <string>
+
+#include "core/ops/elementwise.hpp"
+#include "core/ops/matmul.hpp"
+#include "core/ops/reduce.hpp"
+#include "core/ops/shape.hpp"
+#include "core/ops/unary.hpp"
+#include "layers/positional/encoding.hpp"
+
+namespace pelab {
+namespace {
+
+constexpr std::size_t kRank = 32, kConv = 3;  // the authors' low rank of w's projection, conv width
+constexpr real kNormEps = real(1e-6);
+
+struct PathLayer : Module {
+  PathLayer(std::size_t C, std::size_t H) {
+    w_down = add_parameter("w_down.weight", {kRank, C}, ParamKind::weight, C);
+    w_up = add_parameter("w_up.weight", {C, kRank}, ParamKind::weight, kRank);
+    conv = add_parameter("conv.weight", {C, 1, kConv}, ParamKind::weight, kConv);
+    beta_w = add_parameter("beta.weight", {H, C}, ParamKind::weight, C);
+    beta_b = add_parameter("beta.bias", {H}, ParamKind::bias);
+  }
+  Tensor w_down, w_up, conv, beta_w, beta_b;
+};
+
+class Path : public PositionalEncoding {
+ public:
+  Path(const ModelDims& dims) : H_(dims.n_heads) {
+    for (std::size_t l = 0; l < dims.n_layers; ++l)
+      layers_.push_back(&add_module("layers." + std::to_string(l), std::make_unique<PathLayer>(dims.d_model, H_)));
+  }
+
+  // (B, H, T, T)
+  Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) override {
+    if (!ctx.input) throw Error("path: the attention layer gave no input to compute w and beta from");
+    const PathLayer& p = *layers_.at(ctx.layer);
+    const Tensor& x = *ctx.input;  // (B, T, C)
+    const std::size_t B = q.size(0), T = q.size(2), hs = q.size(3);
+    const Tensor w = directions(p, x, B, T);                                          // (B, H, T, hs)
+    const Tensor beta = permute(mul_scalar(sigmoid(linear(x, p.beta_w, p.beta_b)), 2), {0, 2, 1});  // (B, H, T)
+    Tensor K = k;  // each key as the current query sees it
+    std::vector<Tensor> rows;
+    for (std::size_t i = 0; i < T; ++i) {
+      if (i > 0) {  // token i transforms the keys j < i: K_j -= beta_i (K_j . w_i) w_i
+        const Tensor wi = slice(w, 2, i, i + 1);                                      // (B, H, 1, hs)
+        const Tensor bi = reshape(slice(beta, 2, i, i + 1), {B, H_, 1, 1});
+        const Tensor dot = mul(sum(mul(K, wi), {3}, true), earlier(T, i));            // (B, H, T, 1)
+        K = sub(K, mul(mul(dot, bi), wi));
+      }
+      rows.push_back(matmul(slice(q, 2, i, i + 1), K, false, true));                  // (B, H, 1, T)
+    }
+    const Tensor moved = sub(concat(rows, 2), matmul(q, k, false, true));            // (B, H, T, T)
+    return mul_scalar(moved, real(1) / std::sqrt(real(hs)));
+  }
+
+ private:
+  // w (B, H, T, hs): the low-rank projection, the causal depthwise convolution (tap kConv - 1 is the
+  // current token, as torch's Conv1d with padding kConv - 1), SiLU, then L2-normalized per head.
+  Tensor directions(const PathLayer& p, const Tensor& x, std::size_t B, std::size_t T) const {
+    const Tensor u = linear(linear(x, p.w_down), p.w_up);  // (B, T, C)
+    const std::size_t C = u.size(2);
+    Tensor conv;
+    for (std::size_t s = 0; s < kConv; ++s) {
+      const std::size_t lag = kConv - 1 - s;
+      if (lag >= T) continue;
+      Tensor shifted = u;
+      if (lag > 0)
+        shifted = concat({Tensor(Array(xt::zeros<real>(Shape{B, lag, C}))), slice(u, 1, 0, T - lag)}, 1);
+      const Tensor tap = mul(shifted, reshape(slice(p.conv, 2, s, s + 1), {1, 1, C}));
+      conv = conv.defined() ? add(conv, tap) : tap;
+    }
+    const Tensor a = mul(conv, sigmoid(conv));                                       // SiLU
+    const Tensor w = permute(reshape(a, {B, T, H_, C / H_}), {0, 2, 1, 3});          // (B, H, T, hs)
+    return div(w, sqrt(add_scalar(sum(mul(w, w), {3}, true), kNormEps)));
+  }
+  // (1, 1, T, 1): 1 for the keys j < i
+  Tensor earlier(std::size_t T, std::size_t i) const {
+    Array m(Shape{1, 1, T, 1});
+    for (std::size_t j = 0; j < T; ++j) m(0, 0, j, 0) = real(j < i);
+    return Tensor(std::move(m));
+  }
+
+  std::size_t H_;
+  std::vector<PathLayer*> layers_;
+};
+
+// Per layer, when training: the recurrence keeps per token its keys (B, H, T, hs) (saved by the products
+// that read them; measured about 1.2 per token), so O(T^2 hs) in all; without a tape a few at a time. The logits and
+// the plain product (B, H, T, T), w's projections (B, T, C) a few times.
+EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
+  const double Kt = B * H * T * hs, X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
+  EncodingCost c;
+  c.parameters = d.n_layers * (kRank * d.d_model * 2 + d.d_model * kConv + d.n_heads * d.d_model + d.n_heads);
+  c.splits_heads = true;
+  if (s.training) {
+    c.layers.hold(Kt, 1.2 * T * L).hold(X, 3 * L).hold(N, 8 * L).hold(B * H * hs, 2 * T * L);
+    c.layers.add_backward(Kt, 3).add_backward(X, 3).add_backward(N, 4);
+  } else {
+    c.layers.hold(Kt, 3).hold(X, 3).hold(N, 6).add_scratch(B * H * hs, 4).add_scratch(B * H * T, 2);
+  }
+  return c;
+}
+
+PELAB_REGISTER_ENCODING(path, EncodingSpec{
+    "path",
+    "PaTH: keys transformed by the Householder-like I - beta w w^T of every token between key and query, from the layer input (Yang et al. 2025)",
+    true,  // relative: position ids are never read
+    {},
+    [](const Params&, const ModelDims& dims) {
+      if (!dims.causal) throw Error("path needs causal attention (model.causal = true)");
+    },
+    [](const Params&, const ModelDims& dims) { return std::make_unique<Path>(dims); },
+    path_cost,
+});
+
+}  // namespace
+}  // namespace pelab
