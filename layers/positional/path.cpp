@@ -87,15 +87,22 @@ class Path : public PositionalEncoding {
     const Tensor w = permute(reshape(a, {B, T, H_, C / H_}), {0, 2, 1, 3});          // (B, H, T, hs)
     return div(w, sqrt(add_scalar(sum(mul(w, w), {3}, true), kNormEps)));
   }
-  // (1, 1, T, 1): 1 for the keys j < i
-  Tensor earlier(std::size_t T, std::size_t i) const {
-    Array m(Shape{1, 1, T, 1});
-    for (std::size_t j = 0; j < T; ++j) m(0, 0, j, 0) = real(j < i);
-    return Tensor(std::move(m));
+  // (1, 1, T, 1): 1 for the keys j < i; built once per length T
+  const Tensor& earlier(std::size_t T, std::size_t i) {
+    if (earlier_.size() != T) {
+      earlier_.clear();
+      for (std::size_t t = 0; t < T; ++t) {
+        Array m(Shape{1, 1, T, 1});
+        for (std::size_t j = 0; j < T; ++j) m(0, 0, j, 0) = real(j < t);
+        earlier_.push_back(Tensor(std::move(m)));
+      }
+    }
+    return earlier_[i];
   }
 
   std::size_t H_;
   std::vector<PathLayer*> layers_;
+  std::vector<Tensor> earlier_;  // earlier(T, i) for every i of the last T
 };
 
 // Per layer, when training: the recurrence keeps per token its keys (B, H, T, hs) (saved by the products
