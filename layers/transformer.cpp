@@ -185,6 +185,9 @@ void SelfAttention::encode_some_heads(Tensor& q, Tensor& k, PositionalEncoding& 
   pe.encode_qk(q, k, ctx);
   if (q.impl() == q0.impl() && k.impl() == k0.impl()) return;  // encode_qk did nothing
   const std::size_t n = enc_heads, H = n_heads;
+  if (q.size(3) != q0.size(3))
+    throw Error("encoding.heads = " + std::to_string(n) + ": the encoding changes the head width (" +
+                std::to_string(q0.size(3)) + " -> " + std::to_string(q.size(3)) + "), so it cannot act in some heads only");
   q = concat({slice(q, 1, 0, n), slice(q0, 1, n, H)}, 1);  // (B, H, T, hs)
   k = concat({slice(k, 1, 0, n), slice(k0, 1, n, H)}, 1);
 }

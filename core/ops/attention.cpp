@@ -126,14 +126,14 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   c.rel_values = opt.rel.value.defined() && d.rel_buckets > 0;
   c.index = opt.rel.index;
   c.stacked_q = at.q.stacked(d.H, d.Tq, d.hs);
-  c.stacked_out = at.out.stacked(d.H, d.Tq, d.hs);
+  c.stacked_out = at.out.stacked(d.H, d.Tq, d.hv);
   c.bucket_loops = BucketLoops{d.Tq, d.Tk, d.rel_buckets, d.Tk - d.Tq, d.rel_lo, opt.causal};
   c.block_grain = std::max<std::size_t>(1, detail::kParallelWork / (d.Tq * d.Tk * 4));
   c.scales.resize(d.H);
   for (std::size_t h = 0; h < d.H; ++h)
     c.scales[h] = !opt.head_scale.empty() ? opt.head_scale[h]
                   : opt.scale >= real(0)  ? opt.scale
-                                          : real(1) / std::sqrt(real(d.hs));
+                                          : real(1) / std::sqrt(real(d.hv));  // v's: q, k may be wider
   return c;
 }
 
@@ -162,7 +162,7 @@ void normalize_block_backward(const AttnCall& c, real* dS, const real* P, const 
 void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const real* pv, const real* pbias,
                     const real* rel_k, const real* rel_v, real* P, real* Z, real* out) {
   const AttnDims& d = c.d;
-  const std::size_t H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, R = d.rel_buckets;  // R: buckets in use
+  const std::size_t H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, hv = d.hv, R = d.rel_buckets;  // R: buckets in use
   const BucketLoops& loops = c.bucket_loops;
   // Bucket matrices (Tq, buckets) per block: q a^K^T for all blocks (each block's then holds P by
   // bucket), or one per worker for P by bucket when there is no key term.
@@ -185,10 +185,10 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
       if (c.rel_keys) loops.gather_add(S, blk, idx, c.scales[h]);
       normalize_block(c, S, d.bias_block(pbias, b, h), Z ? Z + bh * Tq * Tk : nullptr);
       // O (Tq, hs) = P v (+ PB a^V, PB = P by bucket)
-      blas::gemm(false, false, Tq, hs, Tk, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
+      blas::gemm(false, false, Tq, hv, Tk, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
       if (c.rel_values) {
         loops.scatter(blk, S, idx);
-        blas::gemm(false, false, Tq, hs, R, real(1), blk, R, rel_v, hs, real(1), obh, c.at.out.ld);
+        blas::gemm(false, false, Tq, hv, R, real(1), blk, R, rel_v, hv, real(1), obh, c.at.out.ld);
       }
     }
   });
@@ -207,7 +207,8 @@ struct BackwardIO {
 
 BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds) {
   const bool packed = c.packed, rel = c.rel_keys || c.rel_values;
-  const std::size_t shift = std::size_t(c.d.rel_lo) * c.d.hs;  // rows [lo, lo + buckets) of a table
+  // rows [lo, lo + buckets) of a^K (R, hs) and a^V (R, hv)
+  const std::size_t shift = std::size_t(c.d.rel_lo) * c.d.hs, shift_v = std::size_t(c.d.rel_lo) * c.d.hv;
   BackwardIO io;
   // Saved: q, k, v (packed: q_in three times), then a^K, a^V.
   io.q = ctx.saved(0), io.k = ctx.saved(packed ? 0 : 1), io.v = ctx.saved(packed ? 0 : 2), io.P = P.data();
@@ -215,7 +216,7 @@ BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P
   const std::size_t input_rk = packed ? 2 : 4, input_rv = packed ? 3 : 5, input_bias = packed ? 1 : 3;
   const std::size_t saved_rk = packed ? 1 : 3, saved_rv = packed ? 2 : 4;
   io.rel_k = rel && ctx.saved(saved_rk) ? ctx.saved(saved_rk) + shift : nullptr;
-  io.rel_v = rel && ctx.saved(saved_rv) ? ctx.saved(saved_rv) + shift : nullptr;
+  io.rel_v = rel && ctx.saved(saved_rv) ? ctx.saved(saved_rv) + shift_v : nullptr;
   io.dout = ctx.grad_out().data();
   // Gradients of q, k and v, each block's written by its GEMMs (beta 0 into a fresh buffer). Packed:
   // one buffer, every element of it written by exactly one of the three. Inputs that are one tensor
@@ -231,7 +232,7 @@ BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P
   if (packed && !io.dq) io.dk = io.dv = nullptr;
   io.dbias = ctx.grad(input_bias);
   io.drel_k = rel && ctx.grad(input_rk) ? ctx.grad(input_rk) + shift : nullptr;
-  io.drel_v = rel && ctx.grad(input_rv) ? ctx.grad(input_rv) + shift : nullptr;
+  io.drel_v = rel && ctx.grad(input_rv) ? ctx.grad(input_rv) + shift_v : nullptr;
   io.need_ds = need_ds;
   io.key_grads = need_ds && c.rel_keys && (io.dq || io.drel_k);
   return io;
@@ -243,7 +244,7 @@ BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P
 void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std::size_t h, real* dS, real* dsb,
                     real* pb) {
   const AttnDims& d = c.d;
-  const std::size_t Tq = d.Tq, Tk = d.Tk, hs = d.hs, R = d.rel_buckets, bh = b * d.H + h;
+  const std::size_t Tq = d.Tq, Tk = d.Tk, hs = d.hs, hv = d.hv, R = d.rel_buckets, bh = b * d.H + h;
   const BucketLoops& loops = c.bucket_loops;
   const Operands& at = c.at;
   const real* Pbh = io.P + bh * Tq * Tk;
@@ -252,13 +253,13 @@ void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std:
   const real* qbh = io.q ? at.q.at(io.q, b, h) : nullptr;
   const std::int32_t* idx = d.rel_index(c.index.get(), b);
   if (io.dv)  // dV (Tk, hs) = P^T dO
-    blas::gemm(true, false, Tk, hs, Tq, real(1), Pbh, Tk, dO, ldo, io.fresh_v ? 0 : 1, at.v.at(io.dv, b, h), at.v.ld);
+    blas::gemm(true, false, Tk, hv, Tq, real(1), Pbh, Tk, dO, ldo, io.fresh_v ? 0 : 1, at.v.at(io.dv, b, h), at.v.ld);
   if (io.drel_v) loops.scatter(pb, Pbh, idx);  // P by bucket, for da^V
   if (!io.need_ds) return;
   if (io.rel_v && !c.stacked_out)
-    blas::gemm(false, true, Tq, R, hs, real(1), dO, ldo, io.rel_v, hs, real(0), dsb, R);
+    blas::gemm(false, true, Tq, R, hv, real(1), dO, ldo, io.rel_v, hv, real(0), dsb, R);
   // dP (Tq, Tk) = dO V^T (+ (dO a^V^T)[i, idx_ij] with a value term)
-  blas::gemm(false, true, Tq, Tk, hs, real(1), dO, ldo, at.v.at(io.v, b, h), at.v.ld, real(0), dS, Tk);
+  blas::gemm(false, true, Tq, Tk, hv, real(1), dO, ldo, at.v.at(io.v, b, h), at.v.ld, real(0), dS, Tk);
   if (io.rel_v) loops.gather_add(dS, dsb, idx, real(1));
   normalize_block_backward(c, dS, Pbh, io.Z ? io.Z + bh * Tq * Tk : nullptr);
   if (io.dbias) {  // summed over the dims the bias is broadcast along
@@ -282,14 +283,14 @@ void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std:
 
 // da^V (buckets, hs) += PB^T dO and da^K (buckets, hs) += (scale dSB)^T Q, summed over every block's rows.
 void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* dsb, const real* pb) {
-  const std::size_t H = c.d.H, Tq = c.d.Tq, hs = c.d.hs, R = c.d.rel_buckets;
+  const std::size_t H = c.d.H, Tq = c.d.Tq, hs = c.d.hs, hv = c.d.hv, R = c.d.rel_buckets;
   if (io.drel_v) {
     if (c.stacked_out)
-      blas::gemm(true, false, R, hs, c.rows(), real(1), pb, R, io.dout, hs, real(1), io.drel_v, hs);
+      blas::gemm(true, false, R, hv, c.rows(), real(1), pb, R, io.dout, hv, real(1), io.drel_v, hv);
     else
       for (std::size_t bh = 0; bh < c.blocks(); ++bh)
-        blas::gemm(true, false, R, hs, Tq, real(1), pb + bh * Tq * R, R, c.at.out.at(io.dout, bh / H, bh % H),
-                   c.at.out.ld, real(1), io.drel_v, hs);
+        blas::gemm(true, false, R, hv, Tq, real(1), pb + bh * Tq * R, R, c.at.out.at(io.dout, bh / H, bh % H),
+                   c.at.out.ld, real(1), io.drel_v, hv);
   }
   if (io.drel_k && io.key_grads) {
     if (c.stacked_q)
@@ -304,7 +305,7 @@ void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* d
 void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds) {
   const BackwardIO io = backward_io(ctx, c, P, Z, need_ds);
   const AttnDims& d = c.d;
-  const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, R = d.rel_buckets, rows = c.rows();
+  const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hv = d.hv, R = d.rel_buckets, rows = c.rows();
   // Relative terms need, stacked over all blocks (rows, buckets): dO a^V^T (each block's then
   // overwritten by dS by bucket, scaled by the head's scale for da^K) and P by bucket for da^V; da^K
   // and da^V are then one GEMM each over all rows, so blocks can run on any thread.
@@ -312,7 +313,7 @@ void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& 
   Array stacked(Shape{n_dsb + n_pb});
   real *dsb = stacked.data(), *pb = dsb + n_dsb;
   if (need_ds && io.rel_v && c.stacked_out)
-    blas::gemm(false, true, rows, R, hs, real(1), io.dout, hs, io.rel_v, hs, real(0), dsb, R);
+    blas::gemm(false, true, rows, R, hv, real(1), io.dout, hv, io.rel_v, hv, real(0), dsb, R);
   // Blocks are grouped by the bias-gradient block they add into (all blocks of a group run in order
   // in one piece): the sums keep the serial order whatever the thread count.
   const bool group_bias = io.dbias && (d.bias_batch == 1 || d.bias_heads == 1);
@@ -342,7 +343,8 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   auto call = std::make_shared<const AttnCall>(make_call(d, at, packed, opt));
   const AttnCall& c = *call;
   const Tensor bias = opt.bias, rel_k = opt.rel.key, rel_v = opt.rel.value;
-  const std::size_t shift = std::size_t(d.rel_lo) * d.hs;  // rows [lo, lo + buckets) of a table
+  // rows [lo, lo + buckets) of a^K (R, hs) and a^V (R, hv)
+  const std::size_t shift = std::size_t(d.rel_lo) * d.hs, shift_v = std::size_t(d.rel_lo) * d.hv;
   Tape& tape = Tape::current();
   const bool record = packed ? tape.should_record({&q_in, &bias, &rel_k, &rel_v})
                              : tape.should_record({&q_in, &k_in, &v_in, &bias, &rel_k, &rel_v});
@@ -351,7 +353,7 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   const bool keep_z = record && c.normalizer == Normalizer::stick_breaking;
   auto Z = std::make_shared<Array>(keep_z ? Shape{d.B, d.H, d.Tq, d.Tk} : Shape{0});
   forward_blocks(c, q_in.data(), k_in.data(), v_in.data(), bias.defined() ? bias.data() : nullptr,
-                 c.rel_keys ? rel_k.data() + shift : nullptr, c.rel_values ? rel_v.data() + shift : nullptr,
+                 c.rel_keys ? rel_k.data() + shift : nullptr, c.rel_values ? rel_v.data() + shift_v : nullptr,
                  P->data(), keep_z ? Z->data() : nullptr, out.mutable_data());
 
   if (opt.probs_out) *opt.probs_out = record ? Array(*P) : std::move(*P);
@@ -388,9 +390,11 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt) {
   const AttnDims d = detail::attention_dims(q, k, v, opt);
   Operands at;
-  at.q = at.out = HeadBlocks::split(d.H, d.Tq, d.hs);
-  at.k = at.v = HeadBlocks::split(d.H, d.Tk, d.hs);
-  return attention_core(q, k, v, false, detail::empty(q.shape()), d, at, opt);
+  at.q = HeadBlocks::split(d.H, d.Tq, d.hs);
+  at.out = HeadBlocks::split(d.H, d.Tq, d.hv);
+  at.k = HeadBlocks::split(d.H, d.Tk, d.hs);
+  at.v = HeadBlocks::split(d.H, d.Tk, d.hv);
+  return attention_core(q, k, v, false, detail::empty({d.B, d.H, d.Tq, d.hv}), d, at, opt);
 }
 
 Tensor attention_packed(const Tensor& qkv, std::size_t n_heads, const AttentionOptions& opt) {

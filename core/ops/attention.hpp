@@ -36,12 +36,13 @@ struct AttentionOptions {
   std::size_t window = 0;         // > 0: a causal query sees only its `window` nearest keys (sliding window)
   Tensor bias;                    // optional additive logit bias (B or 1, H or 1, Tq, Tk); may require grad
   RelativeKV rel;                 // optional relative keys and/or values
-  real scale = real(-1);          // logit scale; < 0 means default 1/sqrt(hs)
+  real scale = real(-1);          // logit scale; < 0 means default 1/sqrt(hv), v's head size
   std::vector<real> head_scale;   // optional per-head scales (size H); overrides `scale` when non-empty
   Array* probs_out = nullptr;     // optional: receives the attention probabilities (B, H, Tq, Tk) (for plots)
 };
 
-// q (B, H, Tq, hs), k and v (B, H, Tk, hs) -> (B, H, Tq, hs).
+// q (B, H, Tq, hs), k (B, H, Tk, hs) and v (B, H, Tk, hv) -> (B, H, Tq, hv); hv = hs but where an
+// encoding widens q and k (PoPE's cosine and sine parts: hs = 2 hv).
 // logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq), and with
 // a window only the last `window` of them (others get probability 0); the normalizer over the keys (softmax
 // or stick-breaking) gives P; out = P v + sum_j P_ij a^V[idx_ij]. Backward gives q, k, v,

@@ -29,8 +29,9 @@ void check_relative(const RelativeKV& rel, bool causal, AttnDims& d, const std::
     if (!t->defined()) continue;
     const char* name = t == &key ? "relative key table" : "relative value table";
     const Shape& s = t->shape();
-    require(s.size() == 2 && s[0] > 0 && s[1] == d.hs, kOp,
-            std::string(name) + " " + shape_str(s) + " must be (R, hs) with R > 0, hs = " + std::to_string(d.hs) +
+    const std::size_t width = t == &key ? d.hs : d.hv;
+    require(s.size() == 2 && s[0] > 0 && s[1] == width, kOp,
+            std::string(name) + " " + shape_str(s) + " must be (R, hs) with R > 0, hs = " + std::to_string(width) +
                 shapes);
     if (R != 0 && s[0] != R)  // both defined here
       throw Error(std::string(kOp) + ": relative key and value tables differ in size (" + shape_str(key.shape()) +
@@ -104,13 +105,15 @@ AttnDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const
   const std::string shapes = " (q " + shape_str(qs) + ", k " + shape_str(ks) + ", v " + shape_str(vs) + ")";
   require(qs.size() == 4 && ks.size() == 4 && vs.size() == 4, kOp, "q, k and v must be 4-D (B, H, T, hs)" + shapes);
   require(qs[0] == ks[0] && qs[1] == ks[1] && qs[3] == ks[3], kOp, "q and k differ in batch, heads or head size" + shapes);
-  require(ks == vs, kOp, "k and v must have the same shape" + shapes);
+  require(ks[0] == vs[0] && ks[1] == vs[1] && ks[2] == vs[2] && vs[3] > 0, kOp,
+          "k and v must agree in batch, heads and keys (v's head size may differ)" + shapes);
   AttnDims d;
   d.B = qs[0];
   d.H = qs[1];
   d.Tq = qs[2];
   d.Tk = ks[2];
   d.hs = qs[3];
+  d.hv = vs[3];
   check_options(opt, d, shapes);
   return d;
 }
@@ -125,7 +128,7 @@ AttnDims attention_packed_dims(const Tensor& qkv, std::size_t n_heads, const Att
   d.B = s[0];
   d.H = n_heads;
   d.Tq = d.Tk = s[1];
-  d.hs = s[2] / (3 * n_heads);
+  d.hs = d.hv = s[2] / (3 * n_heads);
   check_options(opt, d, shapes);
   return d;
 }

@@ -180,3 +180,39 @@ TEST_CASE("normalizer and window errors name the op and the option", "[attention
   CHECK_THROWS_WITH(attention(q, q, q, win), Catch::Contains("attention") && Catch::Contains("window"));
   Tape::current().clear();
 }
+
+TEST_CASE("attention with q and k wider than v (PoPE): forward, default scale and gradients", "[attention][grad]") {
+  Rng rng(36);
+  const std::size_t T = 5, hs = 6, hv = 3;
+  Tensor q = randn({kB, kH, T, hs}, rng), k = randn({kB, kH, T, hs}, rng), v = randn({kB, kH, T, hv}, rng);
+  Tensor bias = randn({kB, kH, T, T}, rng);
+  AttentionOptions o;
+  o.bias = bias;
+  Array probs;
+  o.probs_out = &probs;
+  Tensor y = attention(q, k, v, o);
+  REQUIRE(y.shape() == (Shape{kB, kH, T, hv}));
+  // the weights are the softmax of q k^T / sqrt(hv) + bias: v's head size, the model's
+  for (std::size_t bh = 0; bh < kB * kH; ++bh)
+    for (std::size_t i = 0; i < T; ++i) {
+      std::vector<double> z(i + 1);
+      double mx = -1e300, sum = 0;
+      for (std::size_t j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (std::size_t c = 0; c < hs; ++c) dot += double(q.data()[(bh * T + i) * hs + c]) * double(k.data()[(bh * T + j) * hs + c]);
+        z[j] = dot / std::sqrt(double(hv)) + double(bias.data()[(bh * T + i) * T + j]);
+        mx = std::max(mx, z[j]);
+      }
+      for (double& x : z) sum += (x = std::exp(x - mx));
+      for (std::size_t j = 0; j <= i; ++j) CHECK(probs.data()[(bh * T + i) * T + j] == Approx(z[j] / sum).margin(1e-12));
+    }
+  Tape::current().clear();
+  auto r = gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        AttentionOptions oo;
+        oo.bias = in[3];
+        return attention(in[0], in[1], in[2], oo);
+      },
+      {q, k, v, bias});
+  CHECK(r.checked == q.numel() + k.numel() + v.numel() + bias.numel());
+}

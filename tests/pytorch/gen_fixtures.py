@@ -88,6 +88,8 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "dape": ("dape", {}),                                             # kerple + the MLP of scores and biases
     "dape_alibi": ("dape", {"base": "alibi", "width": 8}),
     "path": ("path", {}),                                             # Householder-like transforms of the keys
+    "pope": ("pope", {}),                                             # q, k twice as wide as v
+    "pope_base": ("pope", {"base": 50.0}),                            # every frequency turns within 12 ids
     "stick_breaking": ("stick_breaking", {}),                         # the first query sees nothing
     "stick_breaking_window": ("stick_breaking", {"attend_current": True}),  # + a window of 3 keys
     "none_ssmax": ("none", {}),                                       # [attention] scaling = ssmax

@@ -793,6 +793,23 @@ class Path(Encoding):
         plain = q @ k.transpose(-1, -2)
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         return torch.where(causal, logits - plain, torch.zeros_like(plain)) / math.sqrt(hs)
+
+
+@register
+class Pope(Encoding):
+    """PoPE (Gopalakrishnan et al. 2025): q, k -> [softplus(x) cos(p theta), softplus(x) sin(p theta)], theta_c =
+    base^(-c/hs) for every component c; the attention scale stays 1/sqrt(hs) (v's head size)."""
+    name = "pope"
+    params = {"base": 10000.0}
+    relative = True
+
+    def encode_qk(self, q, k, ctx):
+        hs = q.shape[-1]
+        theta = self.p["base"] ** (-torch.arange(hs, dtype=torch.float64) / hs)
+        angle = ctx.positions.to(torch.float64)[:, None, :, None] * theta              # (B, 1, T, hs)
+        cos, sin = angle.cos().to(q.dtype), angle.sin().to(q.dtype)
+        polar = lambda x: torch.cat([F.softplus(x) * cos, F.softplus(x) * sin], dim=-1)
+        return polar(q), polar(k)
 # ---- end of the frontier
 
 
@@ -873,7 +890,7 @@ class Attention(nn.Module):
         rel = pe.relative_kv(ctx)
         if rel is not None:
             logits = logits + relative_key_logits(q, rel[0], rel[1])
-        att = logits / math.sqrt(hs)                                     # [attention] scaling: query_scale
+        att = logits / math.sqrt(hs)                                     # hs: v's head size (PoPE widens q, k)
         qs = self.query_scale(T, causal is not None, att.dtype)
         if qs is not None:
             att = att * qs                                               # not the additive bias below

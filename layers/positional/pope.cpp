@@ -1,0 +1,86 @@
+// PoPE, polar coordinate position embeddings (Gopalakrishnan, Csordás, Schmidhuber and Mozer 2025,
+// "Decoupling the What and Where With Polar Coordinate Positional Embeddings"): each of the hs
+// components of q and k is a magnitude, softplus(q_c), and its phase comes from the position alone,
+// p theta_c with theta_c = base^(-c / hs), one frequency per component (not per pair as RoPE), so
+//   logit_ij = sum_c softplus(q_ic) softplus(k_jc) cos((p_i - p_j) theta_c) / sqrt(hs):
+// what (the magnitudes) and where (the phases) never mix. q and k become [mu cos(p theta), mu sin(p theta)],
+// twice as wide as v (the attention takes that; its scale stays 1/sqrt(hs), as x-transformers'
+// PolarEmbedding). No official code was found: this follows x-transformers (apply_polar_pos_emb) and
+// lucidrains' PoPE-pytorch. Their optional learned phase bias delta per head and frequency (zero at
+// initialization) is not included. A function of id differences only: relative.
+#include <cmath>
+
+#include "core/ops/elementwise.hpp"
+#include "core/ops/shape.hpp"
+#include "core/ops/unary.hpp"
+#include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
+
+namespace pelab {
+namespace {
+
+class Pope : public PositionalEncoding {
+ public:
+  Pope(double base, std::size_t hs) : base_(base), hs_(hs) {}
+
+  // cos and sin of p theta_c: (rows, 1, T, hs), rows = 1 when every row has the same ids
+  void begin_forward(const IndexArray& positions) override {
+    if (seen_.same(positions)) return;
+    const bool shared = rows_share_positions(positions);
+    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+    Array c(Shape{rows, 1, T, hs_}), s(Shape{rows, 1, T, hs_});
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t d = 0; d < hs_; ++d) {
+          const double angle = double(positions(r, t)) * std::pow(base_, -double(d) / double(hs_));
+          c(r, 0, t, d) = static_cast<real>(std::cos(angle));
+          s(r, 0, t, d) = static_cast<real>(std::sin(angle));
+        }
+    cos_ = Tensor(std::move(c));
+    sin_ = Tensor(std::move(s));
+    seen_.set(positions);
+  }
+
+  // q, k (B, H, T, hs) -> (B, H, T, 2 hs)
+  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    auto polar = [&](const Tensor& x) {
+      const Tensor mu = softplus(x);
+      return concat({mul(mu, cos_), mul(mu, sin_)}, 3);
+    };
+    q = polar(q);
+    k = polar(k);
+  }
+
+ private:
+  double base_;
+  std::size_t hs_;
+  SeenPositions seen_;
+  Tensor cos_, sin_;
+};
+
+// The tables (rows, 1, T, hs) twice; per layer softplus, the two products and the concatenation for q
+// and for k (kept for backward when training), and the wider q, k in the attention.
+EncodingCost pope_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  const double Q = double(s.batch * s.tokens * d.d_model), table = double(s.pair_rows() * s.tokens * d.head_dim);
+  const double L = s.training ? double(d.n_layers) : 1.0;
+  EncodingCost c;
+  c.splits_heads = true;
+  c.input.hold(table, 2);
+  c.layers.hold(Q, 2 * 3 * L).hold(2 * Q, 2 * L);
+  if (s.training) c.layers.add_backward(2 * Q, 2).add_backward(Q, 4);
+  return c;
+}
+
+PELAB_REGISTER_ENCODING(pope, EncodingSpec{
+    "pope",
+    "polar positions: softplus magnitudes of q, k with phases from the position alone, one frequency per component (Gopalakrishnan et al. 2025)",
+    true,  // relative
+    {number_param("base", 10000.0, "theta_c = base^(-c/hs), c = 0..hs-1").in(2.0, 1e9)},
+    nullptr,
+    [](const Params& p, const ModelDims& dims) { return std::make_unique<Pope>(p.get_number("base"), dims.head_dim); },
+    pope_cost,
+});
+
+}  // namespace
+}  // namespace pelab
