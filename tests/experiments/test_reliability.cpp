@@ -16,6 +16,8 @@
 #include <functional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/run/sweep.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
@@ -292,5 +294,34 @@ TEST_CASE("bad predict values, unreadable config paths and empty configs get a m
   write_text(ck, "not a checkpoint\n");
   REQUIRE(run_cli("eval " + run, log, 60) == 0);
   CHECK(has(read_file(log), "warning: skipped checkpoint " + ck + " (newer than the one used): not a directory"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("binary with bits = 0: config.toml records the bits used, and a run that recorded 0 evaluates the same",
+          "[cli][config]") {
+  const std::string dir = temp_dir("autosize"), run = dir + "/run", log = dir + "/log.txt";
+  const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(20) + "[encoding]\nname = \"binary\"\n");
+  // copy at size 7 trains on ids 0..15 (4 bits); size 8 needs id 17, beyond the training ids: n/a.
+  REQUIRE(run_cli("train " + cfg + " --out " + run + " --set task.train_len=7 --set 'eval.lengths=[4,7,8]'", log) == 0);
+  const std::string toml = read_file(run + "/config.toml");
+  REQUIRE(has(toml, "[encoding.binary]\nbits = 4\n"));
+  const auto first = nlohmann::json::parse(read_file(run + "/eval.json")).at("results");
+  REQUIRE(first.size() == 3);
+  CHECK(first.at(2).at("status") == "n/a");
+  CHECK(has(first.at(2).dump(), "set encoding.binary.bits"));
+
+  // What older versions wrote: bits = 0. It loads to the same 4 bits and evaluates to the same numbers.
+  std::string old = toml;
+  old.replace(old.find("bits = 4"), 8, "bits = 0");
+  write_text(run + "/config.toml", old);
+  REQUIRE(run_cli("eval " + run + " --json " + dir + "/again.json", log) == 0);
+  const auto again = nlohmann::json::parse(read_file(dir + "/again.json"));  // the results alone
+  REQUIRE(again.size() == first.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    INFO("length " << first.at(i).at("length"));
+    CHECK(again.at(i).at("status") == first.at(i).at("status"));
+    for (const char* k : {"loss", "token_acc", "exact_match"})
+      CHECK(again.at(i).value(k, -1.0) == first.at(i).value(k, -1.0));
+  }
   fs::remove_all(dir);
 }
