@@ -110,6 +110,7 @@ std::size_t fan_in_of(const Parameter& p) {
 void init_parameters(const Module& m, Rng& rng, const InitOptions& o) {
   if (o.scheme == InitScheme::scaled && o.n_layers == 0) throw Error("init 'scaled': n_layers is 0");
   for (auto& p : m.parameters()) {
+    if (o.between_parameters) o.between_parameters();
     if (p.init) {
       p.init(p.tensor.mutable_value(), rng);
       continue;

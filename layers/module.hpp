@@ -94,6 +94,9 @@ struct InitOptions {
   double std = 0.02;          // gpt2, scaled: Linear weights
   double emb_std = 0.02;      // gpt2, scaled: token embeddings and learned position tables
   std::size_t n_layers = 1;   // scaled: transformer blocks
+  // Called before each parameter is drawn, e.g. a stop poll (training/signals.hpp) that throws: a large
+  // model takes seconds to initialize.
+  std::function<void()> between_parameters;
 };
 
 // Draws every parameter of m, in parameters() order, from `rng`.

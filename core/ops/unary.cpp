@@ -62,6 +62,11 @@ Tensor log(const Tensor& x) {
   return unary<From::input>("log", x, [](real v) { return std::log(v); }, [](real v) { return real(1) / v; });
 }
 
+Tensor log1p(const Tensor& x) {
+  return unary<From::input>("log1p", x, [](real v) { return std::log1p(v); },
+                            [](real v) { return real(1) / (real(1) + v); });
+}
+
 Tensor sqrt(const Tensor& x) {
   return unary<From::output>("sqrt", x, [](real v) { return std::sqrt(v); },
                              [](real y) { return real(0.5) / y; });

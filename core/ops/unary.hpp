@@ -1,7 +1,7 @@
 // Unary elementwise ops (any shape, output has the input's shape).
 //
 // Domain errors follow IEEE like PyTorch, they do not throw: log(0) = -inf, log(x < 0) = nan,
-// sqrt(x < 0) = nan (and their gradients are then inf/nan too).
+// log1p(-1) = -inf, log1p(x < -1) = nan, sqrt(x < 0) = nan (and their gradients are then inf/nan too).
 #pragma once
 
 #include "core/tensor.hpp"
@@ -11,6 +11,8 @@ namespace pelab {
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);   // natural log
+// log(1 + x) without rounding 1 + x first (std::log1p): accurate for small |x|; gradient 1 / (1 + x).
+Tensor log1p(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);  // 1 / (1 + e^-x), evaluated without overflow for large |x|

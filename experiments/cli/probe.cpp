@@ -1,6 +1,6 @@
 // `pelab probe encoding|run|spectrum`: looking inside an encoding or a trained run. Their options and the command
-// are in experiments/probe/probe_cli.cpp; here the memory limit that `probe run` and `probe spectrum --run` check
-// like train and eval.
+// are in experiments/probe/probe_cli.cpp; here the memory limit that `probe encoding`, `probe run` and `probe
+// spectrum --run` check like train and eval.
 #include <memory>
 #include <string>
 
@@ -16,13 +16,13 @@ namespace {
 
 struct ProbeCli {
   ProbeCommand probe;
-  std::string memory_mb;  // probe run, probe spectrum --run
+  std::string memory_mb;  // probe encoding, probe run, probe spectrum --run
 };
 
 int cmd_probe(ProbeCli& p) {
   install_stop_handlers();
   arm_stop_deadline(kStopDeadline);  // its files are written whole (training/fs.hpp)
-  p.probe.run_args.memory = p.probe.spectrum_args.memory = parse_memory_limit(p.memory_mb);
+  p.probe.enc.memory = p.probe.run_args.memory = p.probe.spectrum_args.memory = parse_memory_limit(p.memory_mb);
   return run_probe_command(p.probe);
 }
 
@@ -31,6 +31,7 @@ int cmd_probe(ProbeCli& p) {
 void add_probe(CLI::App& app, Commands& commands) {
   auto p = std::make_shared<ProbeCli>();
   add_probe_command(app, p->probe);
+  add_memory_limit(*p->probe.encoding, p->memory_mb);
   add_memory_limit(*p->probe.run, p->memory_mb);
   add_memory_limit(*p->probe.spectrum, p->memory_mb);
   commands.push_back({p->probe.app, [p](const Invocation&) { return cmd_probe(*p); }});

@@ -5,6 +5,7 @@
 #include "experiments/config/config_schema.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
+#include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
 
 namespace pelab::config_detail {
@@ -134,6 +135,21 @@ void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) 
   m.max_position = t.positions == PositionMode::contiguous ? 0 : t.max_position;
 }
 
+// Encoding sizes given as 0 ("the ids training uses": binary's bits, a learned table's rows) written as
+// the values the model uses, so that config.toml describes the run; the model is the same either way, and a
+// config.toml with 0 (older runs) loads to the same values. A size the [sweep] grid assigns stays as given
+// ([cell.assignment] must match it).
+void record_auto_sizes(ExperimentConfig& cfg, ModelConfig& m) {
+  std::map<std::string, Value> resolved = resolve_auto_sizes(cfg.encoding, m.encoding_params, m.dims());
+  for (const auto& [key, v] : cfg.cell.assignment)
+    if (key.rfind("encoding." + cfg.encoding + ".", 0) == 0) {
+      const std::string k = key.substr(cfg.encoding.size() + 10);
+      if (resolved.count(k)) resolved[k] = m.encoding_params.at(k);
+    }
+  m.encoding_params = resolved;
+  cfg.encoding_params[cfg.encoding] = std::move(resolved);
+}
+
 }  // namespace
 
 RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
@@ -206,6 +222,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
   check_eval_lengths(cfg, info);
   resolve_positions(cfg, *spec.task, m);
+  record_auto_sizes(cfg, m);
   spec.config = std::move(cfg);
   return spec;
 }

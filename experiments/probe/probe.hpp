@@ -70,8 +70,10 @@ struct EncodingProbeArgs {
   std::size_t len = 64;              // positions 0..len-1
   std::size_t d_model = 64, n_heads = 4;
   std::string out_dir;               // default runs/probe-encoding/NAME
+  MemoryLimit memory;                // checked before anything is built or written
 };
-// Writes the encoding's probes; returns the files written. Throws Error on bad arguments.
+// Writes the encoding's probes; returns the files written. Throws Error on bad arguments, and when the
+// probe would not fit in args.memory (naming --len, --d-model, --heads and the encoding's parameters).
 std::vector<std::string> probe_encoding(const EncodingProbeArgs& args);
 
 struct RunProbeArgs {

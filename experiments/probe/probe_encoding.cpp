@@ -267,6 +267,28 @@ bool plot_relative_keys(EncodingProbe& p) {
   return true;
 }
 
+// A (T, T) heatmap at its peak, per position pair: the matrix in double (8 B) and its CSV and gnuplot image
+// lines (about 26 B each, "i,j,%.9g"), strings at up to twice their length while they grow.
+constexpr double kHeatmapBytesPerPair = 8 + 2 * 2 * 26;
+
+// Refuses a probe that would not fit, before anything is built: the encoding's parameters and one forward of
+// it at T positions (its EncodingSpec::cost), the all-ones and zero q, k (1, H, T, hs) the hooks get, and a
+// heatmap.
+void check_probe_memory(const EncodingProbeArgs& a, const Params& params, const ModelDims& dims) {
+  ForwardShape s;
+  s.tokens = a.len;
+  const EncodingCost c = encoding_cost(a.name, params, dims, s);
+  ForwardCost f = c.input;
+  f.then(c.layers);
+  const double T = double(a.len), C = double(a.d_model);
+  const double bytes = double(c.parameters) * sizeof(real) + f.bytes() + f.untracked + 4 * T * C * sizeof(real) +
+                       T * T * kHeatmapBytesPerPair;
+  check_memory("probing encoding '" + a.name + "' at " + std::to_string(a.len) + " positions (d_model " +
+                   std::to_string(a.d_model) + ", " + std::to_string(a.n_heads) + " heads)",
+               std::size_t(bytes), "--len / --d-model / --heads" + std::string(a.sets.empty() ? "" : " / --set"),
+               a.memory);
+}
+
 }  // namespace
 
 // A normalizer other than softmax (stick-breaking): the weights of the last query at zero logits against
@@ -297,6 +319,7 @@ std::vector<std::string> probe_encoding(const EncodingProbeArgs& a) {
   const ModelDims dims = probe_dims(a);
   const auto given = parse_encoding_sets(a.sets, a.name);
   const Params params = resolve_encoding_params(a.name, given, dims);  // Error: unknown name or parameter
+  check_probe_memory(a, params, dims);
   auto enc = make_encoding(a.name, params, dims);
   Rng rng(0);
   init_parameters(*enc, rng, InitOptions{});

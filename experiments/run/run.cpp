@@ -262,6 +262,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   if (opt.console && writer)
     for (const auto& note : describe(batches, spec, opt.memory)) std::printf("note: %s\n", note.c_str());
   parallel::set_threads(cfg.train.threads, "train.threads (or --threads)");  // before the run directory exists
+  throw_if_stopped("estimating memory; nothing was written");  // a stop so far ends here, before any file
   set_phase("preparing the run directory");
   if (writer) make_directory(opt.run_dir, "run directory", opt.dir_source);
   const std::string eval_path = opt.run_dir + "/eval.json";
@@ -278,7 +279,11 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   Transformer model(spec.model);
   {
     Rng irng = init_rng(cfg.train.seed);
-    init_parameters(model, irng, cfg.model.init_options());
+    InitOptions init = cfg.model.init_options();
+    init.between_parameters = [] {  // a model of 100M parameters takes seconds to draw
+      throw_if_stopped("building the model; nothing was written but the run directory's lock");
+    };
+    init_parameters(model, irng, init);
   }
   write_config(opt, toml, writer);
   if (writer && !resuming) write_data_record(opt.run_dir, *spec.task);

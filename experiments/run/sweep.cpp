@@ -143,6 +143,7 @@ int threads_per_cell(const SweepOptions& opt, int jobs) {
 // Before anything is written: every cell's training and evaluation must fit in memory.
 void check_cells_memory(const std::vector<RunSpec>& cells, const SweepOptions& opt) {
   for (const RunSpec& c : cells) {
+    throw_if_stopped("checking the cells' memory; nothing was written");
     try {
       check_memory(c, opt.memory, true);
     } catch (const Error& e) {
@@ -171,6 +172,7 @@ std::vector<std::size_t> prepare_cells(const std::vector<RunSpec>& cells, const 
       ++skipped;
       continue;
     }
+    throw_if_stopped("preparing the cells; every file written is whole, and the sweep resumes");
     make_directory(dir, "cell directory", "under the sweep directory from " + opt.dir_source);
     ExperimentConfig cell = cells[i].config;
     cell.train.threads = threads;
@@ -265,8 +267,10 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const std::string root = opt.out_dir.empty() ? cfg.output_dir : opt.out_dir;
   const int jobs = std::max(1, opt.jobs);
   const int threads = threads_per_cell(opt, jobs);
+  install_stop_handlers();  // a stop before the cells start ends at the next poll, between whole files
   check_cells_memory(cells, opt);
   check_sweep_directory(cells, root, opt.dir_source);
+  throw_if_stopped("checking the sweep directory; nothing was written");
   write_sweep_toml(root, cfg, opt);
   std::size_t skipped = 0;
   const std::vector<std::size_t> todo = prepare_cells(cells, root, opt, threads, skipped);
@@ -274,7 +278,6 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
               root.c_str(), cells.size(), skipped, todo.size(), jobs, threads);
   std::fflush(stdout);
 
-  install_stop_handlers();
   CellRunner runner{cells, root, opt, jobs, skipped, skipped, {}, {}};
   const auto t0 = std::chrono::steady_clock::now();
   runner.run(todo);

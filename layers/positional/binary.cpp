@@ -3,11 +3,13 @@
 // embedding (0 is -1, 1 is +1: zero-centred like sinusoidal's values; those write-ups use 0/1), the other
 // components untouched. Bounded and distinct for every id below 2^bits, but discrete: neighbours can
 // differ in every bit (7 -> 8), and ids >= 2^bits cannot be written at all (unsupported). The default
-// width is just enough for the training ids (max_position); more bits make longer evaluations possible,
-// with high bits that training never switched on.
+// width is just enough for the ids training uses (ModelDims::max_position: the longest training sequence
+// for contiguous ids), so longer evaluations are n/a: more bits make them possible, with high bits that
+// training never switched on.
 #include <cmath>
 
 #include "core/ops/elementwise.hpp"
+#include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/position_vectors.hpp"
 
@@ -76,11 +78,15 @@ PELAB_REGISTER_ENCODING(binary, EncodingSpec{
     "the bits of the position id as +-1 in the first components: bounded, discrete",
     false,  // relative
     {integer_param("bits", 0,
-        "components holding bits; 0 = just enough for the training ids (max_position); "
+        "components holding bits; 0 = just enough for the ids training uses: the longest training sequence, "
+        "or [train] max_position under offset/randomized positions (config.toml records the value); "
         "ids >= 2^bits are unsupported").in(0.0, 30.0)},
     [](const Params& p, const ModelDims& dims) { bits_of(p, dims); },
     [](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); },
     binary_cost,
+});
+PELAB_REGISTER_AUTO_SIZE(binary_bits, "binary", "bits", [](const Params&, const ModelDims& d) {
+  return std::optional<std::int64_t>(auto_bits(d.max_position));
 });
 
 }  // namespace

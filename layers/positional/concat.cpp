@@ -12,6 +12,7 @@
 
 #include "core/ops/embedding.hpp"
 #include "core/ops/shape.hpp"
+#include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/position_vectors.hpp"
 #include "layers/positional/sinusoidal.hpp"
@@ -58,7 +59,7 @@ class Concat : public PositionalEncoding {
   std::optional<std::string> unsupported(std::int64_t max_position) const override {
     if (!learned_ || max_position < static_cast<std::int64_t>(max_len_)) return std::nullopt;
     return "encoding 'concat': position " + std::to_string(max_position) + " is beyond its learned table of " +
-           std::to_string(max_len_) + " rows (max_len)";
+           std::to_string(max_len_) + " rows (max_len); set encoding.concat.max_len for a longer one";
   }
 
  private:
@@ -95,9 +96,11 @@ PELAB_REGISTER_ENCODING(concat, EncodingSpec{
                      "the position vector: fixed sin/cos of width d_pos, or a trainable (max_len, d_pos) table"),
         integer_param("d_pos", 0,
             "components given to the position; 0 = d_model / 4 rounded down to even; "
-            "the token table is d_model - d_pos wide").in(0.0, 1e6),
+            "the token table is d_model - d_pos wide (config.toml records the value)").in(0.0, 1e6),
         number_param("base", 10000.0, "sinusoidal: frequencies are base^(-2i/d_pos)").in(2.0, 1e9),
-        integer_param("max_len", 0, "learned: table rows; 0 = the ids training uses (max_position)").in(0.0, 1e6),
+        integer_param("max_len", 0,
+            "learned: table rows; 0 = the ids training uses: the longest training sequence, or [train] "
+            "max_position under offset/randomized positions (config.toml records the value)").in(0.0, 1e6),
     },
     [](const Params& p, const ModelDims& dims) { pos_width(p, dims); },
     [](const Params& p, const ModelDims& dims) {
@@ -108,6 +111,13 @@ PELAB_REGISTER_ENCODING(concat, EncodingSpec{
       return std::make_unique<Concat>(learned, p.get_number("base"), max_len, pos_width(p, dims));
     },
     concat_cost,
+});
+PELAB_REGISTER_AUTO_SIZE(concat_d_pos, "concat", "d_pos", [](const Params& p, const ModelDims& d) {
+  return std::optional<std::int64_t>(pos_width(p, d));
+});
+PELAB_REGISTER_AUTO_SIZE(concat_max_len, "concat", "max_len", [](const Params& p, const ModelDims& d) {
+  const bool table = p.get_string("kind") == "learned" && d.max_position;
+  return table ? std::optional<std::int64_t>(d.max_position) : std::nullopt;
 });
 
 }  // namespace

@@ -72,7 +72,9 @@ class Fire : public PositionalEncoding {
 
  private:
   Tensor bias(const FireTable& f) const {
-    auto psi = [&](const Tensor& x) { return log(add_scalar(abs(mul(f.c, x)), 1)); };
+    // log1p, not log(1 + .): 1 + |c x| in float32 would drop the low digits of a small |c x| (c near
+    // its allowed minimum 1e-6), and psi is then divided by another small psi.
+    auto psi = [&](const Tensor& x) { return log1p(abs(mul(f.c, x))); };
     const Tensor threshold = abs(mul_scalar(f.L_multiplier, init_L_));             // (1)
     const Tensor normalizer = add_scalar(psi(maximum(query_, threshold)), kEps);  // (rows, T, 1)
     const Tensor x = div(psi(difference_), normalizer);                           // (rows, T, T)
@@ -92,7 +94,7 @@ class Fire : public PositionalEncoding {
 }  // namespace
 
 // The differences (rows, T, T) and query ids (rows, T), kept while the ids repeat. Per table: psi of the
-// differences and the normalized x (rows, T, T) (c x, 1 + |c x|, psi and x saved; |c x| freed), the MLP's
+// differences and the normalized x (rows, T, T) (c x, |c x|, psi and x saved), the MLP's
 // hidden (rows, T, T, hidden) (relu saves its output; the pre-activation is freed) and output (rows, T,
 // T, H or 1), freed once permuted into the bias, kept until the next forward. Without a tape: the bias
 // kept, at most three pair tables and both hiddens at once. Backward: two of each size.
@@ -105,7 +107,7 @@ static EncodingCost fire_cost(const Params& p, const ModelDims& d, const Forward
   c.input.hold(D).hold(double(s.pair_rows() * s.tokens));
   ForwardCost table;
   if (s.training) {
-    table.hold(D, 4).hold(hid).hold(X).add_scratch(D, 2).add_scratch(hid).add_scratch(X);
+    table.hold(D, 4).hold(hid).hold(X).add_scratch(D).add_scratch(hid).add_scratch(X);
     table.add_backward(D, 2).add_backward(hid, 2).add_backward(X, 2);
   } else {
     table.hold(X).add_scratch(D, 3).add_scratch(hid, 2).add_scratch(X);

@@ -5,6 +5,7 @@
 
 #include "core/ops/elementwise.hpp"
 #include "core/ops/embedding.hpp"
+#include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
 
 namespace pelab {
@@ -58,7 +59,8 @@ PELAB_REGISTER_ENCODING(learned, EncodingSpec{
     {
         integer_param("max_len", 0,
             "table rows; 0 = the ids training uses: the longest training sequence, or [train] max_position "
-            "under offset/randomized positions (ids beyond the table are unsupported)").in(0.0, 1e6),
+            "under offset/randomized positions (config.toml records the value; ids beyond the table are "
+            "unsupported)").in(0.0, 1e6),
         bool_param("clamp", false, "reuse the last row for positions >= max_len instead of failing"),
     },
     nullptr,
@@ -70,6 +72,9 @@ PELAB_REGISTER_ENCODING(learned, EncodingSpec{
     },
     learned_cost,
     true,  // input level
+});
+PELAB_REGISTER_AUTO_SIZE(learned_max_len, "learned", "max_len", [](const Params&, const ModelDims& d) {
+  return d.max_position ? std::optional<std::int64_t>(d.max_position) : std::nullopt;
 });
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/ops/elementwise.hpp"
 #include "core/ops/embedding.hpp"
+#include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/position_vectors.hpp"
 #include "layers/positional/sinusoidal.hpp"
@@ -40,7 +41,7 @@ class Multiplicative : public PositionalEncoding {
   std::optional<std::string> unsupported(std::int64_t max_position) const override {
     if (!learned_ || max_position < static_cast<std::int64_t>(max_len_)) return std::nullopt;
     return "encoding 'multiplicative': position " + std::to_string(max_position) + " is beyond its learned table of " +
-           std::to_string(max_len_) + " rows (max_len)";
+           std::to_string(max_len_) + " rows (max_len); set encoding.multiplicative.max_len for a longer one";
   }
 
  private:
@@ -75,7 +76,9 @@ PELAB_REGISTER_ENCODING(multiplicative, EncodingSpec{
         choice_param("kind", "sinusoidal", {"sinusoidal", "learned"},
                      "the position vector: fixed sin/cos, or a trainable table of gains starting at 1"),
         number_param("base", 10000.0, "sinusoidal: frequencies are base^(-2i/d)").in(2.0, 1e9),
-        integer_param("max_len", 0, "learned: table rows; 0 = the ids training uses (max_position)").in(0.0, 1e6),
+        integer_param("max_len", 0,
+            "learned: table rows; 0 = the ids training uses: the longest training sequence, or [train] "
+            "max_position under offset/randomized positions (config.toml records the value)").in(0.0, 1e6),
     },
     [](const Params& p, const ModelDims& dims) {
       if (p.get_string("kind") == "sinusoidal" && dims.d_model % 2 != 0)
@@ -91,6 +94,10 @@ PELAB_REGISTER_ENCODING(multiplicative, EncodingSpec{
       return std::make_unique<Multiplicative>(learned, p.get_number("base"), max_len, dims.d_model);
     },
     multiplicative_cost,
+});
+PELAB_REGISTER_AUTO_SIZE(multiplicative_max_len, "multiplicative", "max_len", [](const Params& p, const ModelDims& d) {
+  const bool table = p.get_string("kind") == "learned" && d.max_position;
+  return table ? std::optional<std::int64_t>(d.max_position) : std::nullopt;
 });
 
 }  // namespace

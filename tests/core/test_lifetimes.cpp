@@ -133,6 +133,7 @@ std::vector<Case> cases() {
       {"neg", {s}, "g", "-", false, [](auto& in) { return neg(in[0]); }},
       {"exp", {s}, "g", "-", true, [](auto& in) { return exp(in[0]); }},
       {"log", {s}, "g", "k", false, [](auto& in) { return log(in[0]); }},
+      {"log1p", {s}, "g", "k", false, [](auto& in) { return log1p(in[0]); }},
       {"sqrt", {s}, "g", "-", true, [](auto& in) { return sqrt(in[0]); }},
       {"tanh", {s}, "g", "-", true, [](auto& in) { return tanh(in[0]); }},
       {"sigmoid", {s}, "g", "-", true, [](auto& in) { return sigmoid(in[0]); }},

@@ -23,6 +23,7 @@ const std::vector<UnOp> kOps = {
     {"neg", neg, [](double v) { return -v; }},
     {"exp", pelab::exp, [](double v) { return std::exp(v); }},
     {"log", pelab::log, [](double v) { return std::log(v); }},
+    {"log1p", pelab::log1p, [](double v) { return std::log1p(v); }},
     {"sqrt", pelab::sqrt, [](double v) { return std::sqrt(v); }},
     {"tanh", pelab::tanh, [](double v) { return std::tanh(v); }},
     {"sigmoid", sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }},
@@ -35,7 +36,7 @@ const std::vector<UnOp> kOps = {
     {"softplus", [](const Tensor& x) { return softplus(x); },
      [](double v) { return v > 20 ? v : std::log1p(std::exp(v)); }},
 };
-bool positive_only(const std::string& n) { return n == "log" || n == "sqrt"; }
+bool positive_only(const std::string& n) { return n == "log" || n == "log1p" || n == "sqrt"; }
 
 // Inputs safe for the op's gradient: positive for log/sqrt, away from the kink for relu.
 Tensor test_input(const std::string& name, const Shape& shape, Rng& rng) {
@@ -145,6 +146,25 @@ TEST_CASE("log and sqrt outside the domain follow IEEE", "[unary]") {
   CHECK(s.data()[2] == 2);
 }
 
+TEST_CASE("log1p: exact where 1 + x rounds, IEEE at and below -1, gradient 1 / (1 + x)", "[unary][grad]") {
+  // 1 + 1e-12 keeps four significant digits of 1e-12 in double; log1p keeps all of them.
+  Tensor x = Tensor::from({5}, {1e-12, -1e-12, 3e-7, -1, -2}, true);
+  Tensor y = pelab::log1p(x);
+  REQUIRE(y.numel() == 5);
+  CHECK(y.data()[0] == Approx(1e-12 - 0.5e-24).epsilon(1e-15));
+  CHECK(y.data()[1] == Approx(-1e-12 - 0.5e-24).epsilon(1e-15));
+  CHECK(y.data()[2] == Approx(std::log1p(3e-7)).epsilon(1e-15));
+  CHECK(std::isinf(y.data()[3]));
+  CHECK(y.data()[3] < 0);
+  CHECK(std::isnan(y.data()[4]));
+  y.backward(xt::ones<real>({5}));
+  REQUIRE(x.grad().size() == 5);
+  CHECK(x.grad()(0) == Approx(1 / (1 + 1e-12)).epsilon(1e-15));
+  CHECK(x.grad()(2) == Approx(1 / (1 + 3e-7)).epsilon(1e-15));
+  Rng rng(13);
+  gradcheck([](const std::vector<Tensor>& in) { return pelab::log1p(in[0]); }, {uniform({3, 4}, rng, -0.9, 3.0)});
+}
+
 TEST_CASE("relu gradient is 0 at 0 and 1 above", "[unary][grad]") {
   Tensor x = Tensor::from({4}, {-2, 0, 0.5, 3}, true);
   relu(x).backward(xt::ones<real>({4}));
@@ -180,8 +200,8 @@ TEST_CASE("unary ops save only what backward reads", "[unary][grad]") {
     y2.mutable_data()[0] = 7;
     CHECK_THROWS_WITH(y2.backward(xt::ones<real>({2})), Catch::Contains("modified in place"));
   }
-  // log/gelu/gelu_tanh/square differentiate from their input.
-  for (UnFn fn : {UnFn(pelab::log), UnFn(gelu), UnFn(gelu_tanh), UnFn(square)}) {
+  // log/log1p/gelu/gelu_tanh/square differentiate from their input.
+  for (UnFn fn : {UnFn(pelab::log), UnFn(pelab::log1p), UnFn(gelu), UnFn(gelu_tanh), UnFn(square)}) {
     Tensor x = Tensor::from({2}, {0.5, 1.5}, true);
     Tensor y = fn(x);
     y.mutable_data()[0] = 7;

@@ -96,6 +96,26 @@ TEST_CASE("an eval length that cannot fit is refused before training, naming the
   fs::remove_all(dir);
 }
 
+TEST_CASE("probe encoding refuses what cannot fit at once, naming the flags, and writes nothing", "[cli][memory]") {
+  const std::string dir = temp_dir("probemem"), log = dir + "/log.txt";
+  // FIRE's bias and hidden layer at 4096 positions and 256 heads: tens of GiB (it used to run out of memory).
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(run_cli("probe encoding fire --len 4096 --d-model 4096 --heads 256 --out " + dir + "/p --memory-limit 16000",
+                log, 60) == 2);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string out = read_file(log);
+  INFO(out);
+  CHECK(secs < 1.0);
+  CHECK(has(out, "error: --len / --d-model / --heads: probing encoding 'fire' at 4096 positions (d_model 4096, "
+                 "256 heads) needs about"));
+  CHECK(has(out, "--memory-limit 16000"));
+  CHECK_FALSE(fs::exists(dir + "/p"));
+  CHECK(run_cli("probe encoding fire --len 64 --set hidden=4096 --out " + dir + "/p --memory-limit 1", log, 60) == 2);
+  CHECK(has(read_file(log), "--len / --d-model / --heads / --set: probing encoding 'fire'"));
+  CHECK(run_cli("probe encoding fire --len 64 --out " + dir + "/q --memory-limit 64", log, 60) == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a model that cannot fit is refused before anything is written and bad_alloc is a clear error",
           "[cli][memory]") {
   const std::string dir = temp_dir("bigmodel"), run = dir + "/run", log = dir + "/log.txt";

@@ -1,7 +1,8 @@
 // Reliability through the real CLI, part 3: outputs never replace what pelab did not create (FIFOs,
 // device nodes, symbolic links made in a temporary directory), a sweep never reports an old cell's
 // results for changed settings, a char_lm run never reinterprets a changed corpus, read-only commands end
-// within a second of SIGINT/SIGTERM, and the smaller input mistakes get a message.
+// within a second of SIGINT/SIGTERM, train and sweep stopped before their first step write nothing, and
+// the smaller input mistakes get a message.
 #include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/stat.h>
@@ -16,9 +17,13 @@
 #include <functional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "experiments/run/run.hpp"
 #include "experiments/run/sweep.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
+#include "training/signals.hpp"
 #include "cli_helpers.hpp"
 
 using namespace pelab;
@@ -292,5 +297,119 @@ TEST_CASE("bad predict values, unreadable config paths and empty configs get a m
   write_text(ck, "not a checkpoint\n");
   REQUIRE(run_cli("eval " + run, log, 60) == 0);
   CHECK(has(read_file(log), "warning: skipped checkpoint " + ck + " (newer than the one used): not a directory"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a stop during train's or sweep's startup ends before the first file is written", "[cli][signals]") {
+  // A signal that arrives while the config loads or the memory is estimated sets the flag that
+  // request_stop() sets; the commands must end at their next poll, before any directory or file exists.
+  const std::string dir = temp_dir("startstop");
+  const LoadedConfig run = parse_config(test::tiny_config(10), "run.toml");
+  RunOptions ro;
+  ro.run_dir = dir + "/run";
+  ro.console = false;
+  request_stop();
+  CHECK_THROWS_WITH(run_experiment(run.runs.at(0), ro), Catch::Contains("interrupted while estimating memory"));
+  CHECK_FALSE(fs::exists(ro.run_dir));
+
+  const LoadedConfig grid = parse_config(test::tiny_config(10) + "[sweep]\n\"train.seed\" = [0, 1]\n", "grid.toml");
+  SweepOptions so;
+  so.out_dir = dir + "/sweep";
+  so.report = false;
+  request_stop();
+  CHECK_THROWS_WITH(run_sweep(grid, so), Catch::Contains("interrupted while checking the cells' memory"));
+  CHECK_FALSE(fs::exists(so.out_dir));
+  restore_default_stop_handlers();
+  clear_stop();
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGINT/SIGTERM while train builds a large model: exit 130/143 within a second, no config.toml",
+          "[cli][signals]") {
+  const std::string dir = temp_dir("buildstop"), run = dir + "/run", log = dir + "/log.txt";
+  // About 100M parameters: drawing them takes seconds (2.5 s on a 2-core VM).
+  const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(100000));
+  const std::string big = " --set model.d_model=1024 --set model.n_layers=8";
+  for (int sig : {SIGINT, SIGTERM}) {
+    fs::remove_all(run);
+    write_text(log, "");
+    const pid_t pid = test::start_cli("train " + cfg + " --out " + run + big, log);
+    REQUIRE(wait_until([&] { return fs::exists(run + "/.lock"); }, 60));  // past the memory estimate
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto t0 = std::chrono::steady_clock::now();
+    ::kill(pid, sig);
+    const int rc = test::wait_for(pid, 30);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string text = read_or_empty(log);
+    INFO("signal " << sig << ": exit " << rc << " after " << secs << " s\n" << text);
+    CHECK(rc == 128 + sig);
+    CHECK(secs < kStopBound);
+    CHECK(has(text, "interrupted while building the model"));
+    CHECK_FALSE(fs::exists(run + "/config.toml"));
+    CHECK_FALSE(fs::exists(run + "/checkpoints"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGINT/SIGTERM while a sweep prepares its cells: exit 130/143 within a second, only whole files",
+          "[cli][signals]") {
+  const std::string dir = temp_dir("sweepstop"), log = dir + "/log.txt";
+  // 400 cells: their cell.toml files (each written and synced whole) take longer than the signal's delay.
+  std::string seeds;
+  for (int i = 0; i < 400; ++i) seeds += (i ? ", " : "") + std::to_string(i);
+  const std::string cfg =
+      write_text(dir + "/grid.toml", test::tiny_config(10) + "[sweep]\n\"train.seed\" = [" + seeds + "]\n");
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string out = dir + "/sweep" + std::to_string(sig);
+    write_text(log, "");
+    const pid_t pid = test::start_cli("sweep " + cfg + " --out " + out + " --no-report", log);
+    REQUIRE(wait_until([&] { return fs::exists(out + "/sweep.toml"); }, 60));
+    const auto t0 = std::chrono::steady_clock::now();
+    ::kill(pid, sig);
+    const int rc = test::wait_for(pid, 30);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string text = read_or_empty(log);
+    INFO("signal " << sig << ": exit " << rc << " after " << secs << " s\n" << text);
+    CHECK(rc == 128 + sig);
+    CHECK(secs < kStopBound);
+    CHECK(has(text, "interrupted while preparing the cells"));
+    std::size_t tmp = 0, cells = 0;
+    for (const auto& e : fs::recursive_directory_iterator(out)) {
+      tmp += e.path().extension() == ".tmp";
+      cells += e.path().filename() == "cell.toml";
+    }
+    CHECK(tmp == 0);
+    CHECK(cells < 400);  // it stopped part way
+    CHECK_FALSE(fs::exists(out + "/train.seed=0/checkpoints"));  // no cell started
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("binary with bits = 0: config.toml records the bits used, and a run that recorded 0 evaluates the same",
+          "[cli][config]") {
+  const std::string dir = temp_dir("autosize"), run = dir + "/run", log = dir + "/log.txt";
+  const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(20) + "[encoding]\nname = \"binary\"\n");
+  // copy at size 7 trains on ids 0..15 (4 bits); size 8 needs id 17, beyond the training ids: n/a.
+  REQUIRE(run_cli("train " + cfg + " --out " + run + " --set task.train_len=7 --set 'eval.lengths=[4,7,8]'", log) == 0);
+  const std::string toml = read_file(run + "/config.toml");
+  REQUIRE(has(toml, "[encoding.binary]\nbits = 4\n"));
+  const auto first = nlohmann::json::parse(read_file(run + "/eval.json")).at("results");
+  REQUIRE(first.size() == 3);
+  CHECK(first.at(2).at("status") == "n/a");
+  CHECK(has(first.at(2).dump(), "set encoding.binary.bits"));
+
+  // What older versions wrote: bits = 0. It loads to the same 4 bits and evaluates to the same numbers.
+  std::string old = toml;
+  old.replace(old.find("bits = 4"), 8, "bits = 0");
+  write_text(run + "/config.toml", old);
+  REQUIRE(run_cli("eval " + run + " --json " + dir + "/again.json", log) == 0);
+  const auto again = nlohmann::json::parse(read_file(dir + "/again.json"));  // the results alone
+  REQUIRE(again.size() == first.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    INFO("length " << first.at(i).at("length"));
+    CHECK(again.at(i).at("status") == first.at(i).at("status"));
+    for (const char* k : {"loss", "token_acc", "exact_match"})
+      CHECK(again.at(i).value(k, -1.0) == first.at(i).value(k, -1.0));
+  }
   fs::remove_all(dir);
 }

@@ -152,3 +152,50 @@ TEST_CASE("fire starts at c = 0.1, L = 512, and depends on the query id only pas
   CHECK(bias_at(3, 1) == Approx(bias_at(5, 3)).epsilon(1e-6));
   CHECK(std::abs(bias_at(9, 7) - bias_at(5, 3)) > 1e-4);
 }
+
+namespace {
+
+// FIRE's bias of layer 0 by its definition in double, from the model's float32 parameters: (B, H, T, T).
+std::vector<double> fire_bias_f64(const Transformer& m, const IndexArray& p, double init_L) {
+  auto at = [&](const std::string& name) { return m.parameter("pos.tables.0." + name).value(); };
+  const Array c = at("c"), Lm = at("L_multiplier"), w1 = at("fc.weight"), b1 = at("fc.bias"), w2 = at("out.weight"),
+              b2 = at("out.bias");
+  const std::size_t B = p.shape()[0], T = p.shape()[1], H = w2.shape()[0], hidden = w1.shape()[0];
+  auto psi = [&](double x) { return std::log1p(std::abs(double(c(0)) * x)); };
+  const double L = std::abs(double(Lm(0)) * init_L);
+  std::vector<double> out(B * H * T * T);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t j = 0; j < T; ++j) {
+        const double x = psi(double(p(b, i)) - p(b, j)) / (psi(std::max(L, double(p(b, i)))) + 1e-6);
+        for (std::size_t h = 0; h < H; ++h) {
+          double y = b2(h);
+          for (std::size_t k = 0; k < hidden; ++k) y += double(w2(h, k)) * std::max(0.0, double(w1(k, 0)) * x + b1(k));
+          out[((b * H + h) * T + i) * T + j] = y;
+        }
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fire's bias matches its float64 definition to 1e-5 relative at every allowed c, 1e-6 included",
+          "[positional][fire]") {
+  // Ids 0..129 (copy at size 64) in one row, sorted ids up to 4159 in the other: query ids on both
+  // sides of L = 512.
+  const std::size_t T = 130;
+  IndexArray p(Shape{2, T});
+  Rng rng(7);
+  for (std::size_t t = 0; t < T; ++t) p(0, t) = std::int32_t(t), p(1, t) = std::int32_t(t * 32 + rng.below(32));
+  for (double c : {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1e3}) {
+    auto m = make_model(small_config("fire", {{"init_c", Value(c)}}), 5);
+    const Array got = m->encoding().attention_bias(Tensor(), Tensor(), {p, 0, false}).value();  // (2, H, T, T)
+    const std::vector<double> want = fire_bias_f64(*m, p, 512.0);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;  // the largest relative difference of one bias entry (none is near 0 here)
+    for (std::size_t k = 0; k < want.size(); ++k)
+      worst = std::max(worst, std::abs(double(got.data()[k]) - want[k]) / std::abs(want[k]));
+    INFO("c = " << c << ": largest relative difference " << worst);
+    CHECK(worst <= 1e-5);  // log(1 + |c x|) in float32 gave 4.6e-2 at c = 1e-6, 1.7e-4 at 1e-4
+  }
+}
