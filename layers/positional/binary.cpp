@@ -84,6 +84,7 @@ PELAB_REGISTER_ENCODING(binary, EncodingSpec{
     [](const Params& p, const ModelDims& dims) { bits_of(p, dims); },
     [](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); },
     binary_cost,
+    true,  // input level
 });
 PELAB_REGISTER_AUTO_SIZE(binary_bits, "binary", "bits", [](const Params&, const ModelDims& d) {
   return std::optional<std::int64_t>(auto_bits(d.max_position));

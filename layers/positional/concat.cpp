@@ -111,6 +111,7 @@ PELAB_REGISTER_ENCODING(concat, EncodingSpec{
       return std::make_unique<Concat>(learned, p.get_number("base"), max_len, pos_width(p, dims));
     },
     concat_cost,
+    true,  // input level
 });
 PELAB_REGISTER_AUTO_SIZE(concat_d_pos, "concat", "d_pos", [](const Params& p, const ModelDims& d) {
   return std::optional<std::int64_t>(pos_width(p, d));

@@ -94,6 +94,7 @@ PELAB_REGISTER_ENCODING(multiplicative, EncodingSpec{
       return std::make_unique<Multiplicative>(learned, p.get_number("base"), max_len, dims.d_model);
     },
     multiplicative_cost,
+    true,  // input level
 });
 PELAB_REGISTER_AUTO_SIZE(multiplicative_max_len, "multiplicative", "max_len", [](const Params& p, const ModelDims& d) {
   const bool table = p.get_string("kind") == "learned" && d.max_position;
