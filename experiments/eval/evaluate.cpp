@@ -15,7 +15,15 @@
 
 namespace pelab {
 
+std::vector<std::size_t> range_lengths(const std::vector<std::size_t>& range) {
+  std::vector<std::size_t> v;
+  if (range.size() == 3)
+    for (std::size_t n = range[0]; n <= range[1]; n += range[2]) v.push_back(n);
+  return v;
+}
+
 std::vector<std::size_t> eval_lengths(const ExperimentConfig& cfg, const Task& task) {
+  if (!cfg.eval.length_range.empty()) return range_lengths(cfg.eval.length_range);
   if (!cfg.eval.lengths.empty()) return cfg.eval.lengths;
   const std::size_t L = cfg.train_len;
   std::vector<std::size_t> v;
