@@ -142,7 +142,8 @@ void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) 
              num(train_T) + ", or 0 (auto)");
   const PositionConfig ep = eval_positions(cfg);
   if (ep.mode != PositionMode::contiguous && t.max_position < eval_T)
-    fail(location_any(cfg, {"train.max_position", "eval.positions", "eval.length_range", "eval.lengths", "train.positions"}),
+    fail(location_any(cfg, {"train.max_position", "eval.positions",
+                            cfg.eval.length_range.empty() ? "eval.lengths" : "eval.length_range", "train.positions"}),
          "[train] max_position " + num(t.max_position) + " is smaller than the longest eval sequence, " +
              num(eval_T) + " tokens (eval length " + num(eval_n) + "), and evaluation draws " +
              position_mode_name(ep.mode) + " ids from [0, max_position) ([eval] positions = \"" +
