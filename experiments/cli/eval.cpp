@@ -25,21 +25,30 @@ namespace pelab::cli {
 namespace {
 
 struct EvalArgs {
-  std::string run_dir, lengths_csv, json_out;
+  std::string run_dir, lengths_csv, range_csv, json_out;
   std::size_t samples = 0;
   std::vector<std::string> overrides;  // --set
   std::string name;
   std::string memory_mb;
 };
 
-// The run's own config.toml, with any --lengths / --samples applied as overrides (same checks), then --set.
+// The run's own config.toml, with any --lengths / --length-range / --samples applied as overrides (same
+// checks), then --set. Either flag replaces both forms the run may have recorded.
 std::vector<std::string> eval_sets(const EvalArgs& a) {
   std::vector<std::string> sets;
   if (!a.lengths_csv.empty()) {
     std::string items;
     for (std::size_t v : parse_positive_list("--lengths", a.lengths_csv, LONG_MAX, "a positive integer"))
       items += (items.empty() ? "" : ", ") + std::to_string(v);
-    sets.push_back("eval.lengths=[" + items + "]");
+    sets.insert(sets.end(), {"eval.lengths=[" + items + "]", "eval.length_range=[]"});
+  }
+  if (!a.range_csv.empty()) {
+    const auto r = parse_positive_list("--length-range", a.range_csv, 10000000, "a positive integer");
+    if (r.size() < 2 || r.size() > 3)
+      throw Error("--length-range " + a.range_csv + ": expected FROM,TO or FROM,TO,STEP, e.g. 1,500");
+    std::string items;
+    for (std::size_t v : r) items += (items.empty() ? "" : ", ") + std::to_string(v);
+    sets.insert(sets.end(), {"eval.length_range=[" + items + "]", "eval.lengths=[]"});
   }
   if (a.samples) sets.push_back("eval.samples=" + std::to_string(a.samples));
   if (!a.name.empty()) check_eval_name(a.name);
@@ -48,13 +57,21 @@ std::vector<std::string> eval_sets(const EvalArgs& a) {
   return sets;
 }
 
-EvalBatches checked_batches(const RunSpec& spec, const MemoryLimit& limit, const std::string& lengths_csv) {
+// --lengths and --length-range reach the config as a --set: errors name the flag the user typed.
+[[noreturn]] void rethrow_as_flag(const Error& e, const EvalArgs& a) {
+  const std::string m = e.what();
+  if (!a.lengths_csv.empty() && m.rfind("--set eval.lengths=", 0) == 0)
+    throw Error("--lengths " + a.lengths_csv + m.substr(m.find(':')));
+  if (!a.range_csv.empty() && m.rfind("--set eval.length_range=", 0) == 0)
+    throw Error("--length-range " + a.range_csv + m.substr(m.find(':')));
+  throw;
+}
+
+EvalBatches checked_batches(const RunSpec& spec, const MemoryLimit& limit, const EvalArgs& a) {
   try {
     return check_memory(spec, limit, false);
-  } catch (const Error& e) {  // --lengths reaches the config as a --set: name the flag the user typed
-    const std::string m = e.what(), set = "--set eval.lengths=";
-    if (lengths_csv.empty() || m.rfind(set, 0) != 0) throw;
-    throw Error("--lengths " + lengths_csv + m.substr(m.find(':')));
+  } catch (const Error& e) {
+    rethrow_as_flag(e, a);
   }
 }
 
@@ -96,9 +113,14 @@ int cmd_eval(const EvalArgs& a) {
   }
   const std::vector<std::string> sets = eval_sets(a);
   set_phase("loading the config");
-  const RunSpec spec = load_eval_config(a.run_dir, sets);
+  RunSpec spec;
+  try {
+    spec = load_eval_config(a.run_dir, sets);
+  } catch (const Error& e) {
+    rethrow_as_flag(e, a);
+  }
   set_phase("estimating memory");
-  const EvalBatches batches = checked_batches(spec, limit, a.lengths_csv);
+  const EvalBatches batches = checked_batches(spec, limit, a);
   for (const auto& note : describe(batches, spec, limit))  // stdout stays the JSON's with --json -
     std::fprintf(a.json_out == "-" ? stderr : stdout, "note: %s\n", note.c_str());
   parallel::set_threads(spec.config.train.threads, "train.threads");
@@ -130,7 +152,11 @@ void add_eval(CLI::App& app, Commands& commands) {
   auto a = std::make_shared<EvalArgs>();
   auto* c = app.add_subcommand("eval", "evaluate a trained run at chosen lengths");
   c->add_option("run_dir", a->run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
-  c->add_option("--lengths", a->lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
+  auto* lengths =
+      c->add_option("--lengths", a->lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
+  c->add_option("--length-range", a->range_csv, "FROM,TO[,STEP]: every length FROM..TO (inclusive), as [eval] "
+                "length_range (e.g. 1,500: Deletang et al. 2023)")
+      ->excludes(lengths);
   c->add_option("--samples", a->samples, "held-out examples per length (default: eval.samples)")
       ->check(CLI::Validator(check_unsigned_text, "UINT"));
   c->add_option("--json", a->json_out, "also write the results to this JSON file (a new or regular file; "

@@ -184,6 +184,10 @@ class Reader {
         read_lengths(*e.node, w);
         continue;
       }
+      if (sec == "eval" && e.key == "length_range") {
+        read_length_range(*e.node, w);
+        continue;
+      }
       const Field* f = find_field(sec, e.key);
       if (const PluginGroup* g = find_group(sec); !f && g) {
         read_subtable(*g, e, w);
@@ -240,6 +244,30 @@ class Reader {
       out.push_back(static_cast<std::size_t>(i->get()));
     }
     cfg_.eval.lengths = out;
+  }
+
+  // [from, to] or [from, to, step], each a positive integer, from <= to; [] = not given.
+  void read_length_range(const toml::node& n, const std::string& w) {
+    const std::string head = "[eval] key 'length_range' has value " + node_text(n) + "; ";
+    auto bad = [&] {
+      fail(w, head + "expected [from, to] or [from, to, step] of positive integers, e.g. [1, 500] ([] = not given)");
+    };
+    const toml::array* a = n.as_array();
+    if (!a || a->size() == 1 || a->size() > 3) bad();
+    std::vector<std::size_t> out;
+    for (const auto& x : *a) {
+      const auto* i = x.as_integer();
+      if (!i || i->get() < 1 || i->get() > 10000000) bad();
+      out.push_back(static_cast<std::size_t>(i->get()));
+    }
+    if (out.size() == 2) out.push_back(1);
+    if (!out.empty() && out[0] > out[1])
+      fail(w, head + "the range is empty (from " + std::to_string(out[0]) + " > to " + std::to_string(out[1]) +
+                  "); expected from <= to");
+    if (!out.empty() && (out[1] - out[0]) / out[2] >= kMaxRangeLengths)
+      fail(w, head + "that is " + std::to_string((out[1] - out[0]) / out[2] + 1) + " lengths; expected at most " +
+                  std::to_string(kMaxRangeLengths) + " (a larger step)");
+    cfg_.eval.length_range = out;
   }
 
   void read_sweep(const toml::table& t) {

@@ -11,7 +11,7 @@
 //   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed,
 //               positions, max_position, threads;
 //               per-optimizer parameters in subtables: [train.adamw] beta1 = 0.9, [train.sgd] momentum = 0.9
-//   [eval]      lengths, samples, batch_size, seed, positions
+//   [eval]      lengths or length_range, samples, batch_size, seed, positions
 //   [sweep]     "section.key" = [values...] grid (e.g. "encoding.name" = ["none", "rope"])
 //   [output]    dir
 //   [cell]      written by `pelab sweep` into each cell's file: index, label, [cell.assignment]
@@ -47,8 +47,14 @@ struct ConfigError : Error {
 // Subtables of plugin parameters: name (e.g. "rope") -> key -> value.
 using ParamTables = std::map<std::string, std::map<std::string, Value>>;
 
+// The most lengths one [eval] length_range may expand to.
+constexpr std::size_t kMaxRangeLengths = 100000;
+
 struct EvalConfig {
   std::vector<std::size_t> lengths;  // problem sizes (sequence tasks) or context lengths (LM); empty = defaults
+  // [eval] length_range = [from, to] or [from, to, step]: every length from, from + step, ... up to to
+  // (Delétang et al. 2023 evaluate 1..500). Empty = not given; validation expands it into `lengths`.
+  std::vector<std::size_t> length_range;
   std::size_t samples = 256;         // held-out examples per length
   std::size_t batch_size = 64;
   std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed

@@ -224,7 +224,7 @@ std::vector<Section> build_schema() {
                                     "offset and randomized draw from [0, train.max_position) with their own "
                                     "stream seeded by eval.seed (the same ids at every evaluation)"),
                         {"train", "contiguous", "offset", "randomized"})},
-               {"lengths"}});
+               {"lengths", "length_range"}});
   s.push_back({"probe",
                {PELAB_FIELD("run", probe.run, none, none,
                             "pelab sweep runs `pelab probe run` on every finished cell (like --probe)"),

@@ -94,20 +94,36 @@ TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
 }
 
 // Evaluation must not fail after training: every eval length has to be one the task can produce.
+// A range names its bounds and the allowed ones: e.g. modular_arithmetic_brackets cannot make some sizes.
 void check_eval_lengths(const ExperimentConfig& cfg, TaskInfo& info) {
+  const auto& r = cfg.eval.length_range;
   for (std::size_t n : cfg.eval.lengths) {
     if (info.checked_lengths.count(n)) continue;
     try {
       info.task->eval_batch(cfg.eval.seed, 1, n);
     } catch (const Error& e) {
+      const std::string why = strip_prefix(e.what(), "task '" + cfg.task + "': ");
+      if (!r.empty())
+        fail(location(cfg, "eval.length_range"),
+             "[eval] length_range [" + num(r[0]) + ", " + num(r[1]) + ", " + num(r[2]) + "] includes length " + num(n) +
+                 ", which task '" + cfg.task + "' cannot generate: " + why +
+                 "; expected a range of lengths the task can generate");
       const bool explicit_lengths = given(cfg, "eval.lengths");  // else the defaults derive from train_len
       fail(explicit_lengths ? location(cfg, "eval.lengths") : location_any(cfg, {"task.train_len", "task.name", "eval"}),
-           "[eval] length " + num(n) + " is not possible for task '" + cfg.task +
-               "': " + strip_prefix(e.what(), "task '" + cfg.task + "': ") +
+           "[eval] length " + num(n) + " is not possible for task '" + cfg.task + "': " + why +
                (explicit_lengths ? "" : " (a default eval length, derived from train_len; set [eval] lengths)"));
     }
     info.checked_lengths.insert(n);
   }
+}
+
+// [eval] lengths and length_range are two forms of one setting: at most one may be given.
+void check_length_forms(const ExperimentConfig& cfg) {
+  if (cfg.eval.length_range.empty() || cfg.eval.lengths.empty()) return;
+  fail(location(cfg, "eval.length_range"),
+       "[eval] keys 'lengths' (" + location(cfg, "eval.lengths") +
+           ") and 'length_range' are both set; expected one of them (lengths = [] beside a range is fine; "
+           "pelab eval's --lengths and --length-range replace both)");
 }
 
 // [train] max_position: 0 resolves to the longest sequence the run trains or evaluates on, so every
@@ -127,7 +143,8 @@ void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) 
              num(train_T) + ", or 0 (auto)");
   const PositionConfig ep = eval_positions(cfg);
   if (ep.mode != PositionMode::contiguous && t.max_position < eval_T)
-    fail(location_any(cfg, {"train.max_position", "eval.positions", "eval.lengths", "train.positions"}),
+    fail(location_any(cfg, {"train.max_position", "eval.positions",
+                            cfg.eval.length_range.empty() ? "eval.lengths" : "eval.length_range", "train.positions"}),
          "[train] max_position " + num(t.max_position) + " is smaller than the longest eval sequence, " +
              num(eval_T) + " tokens (eval length " + num(eval_n) + "), and evaluation draws " +
              position_mode_name(ep.mode) + " ids from [0, max_position) ([eval] positions = \"" +
@@ -168,6 +185,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   if (cfg.output_dir.empty()) fail(location(cfg, "output.dir"), "[output] key 'dir' is empty; expected a directory");
   for (std::size_t n : cfg.eval.lengths)
     if (n == 0) fail(location(cfg, "eval.lengths"), "[eval] key 'lengths' contains 0; expected positive integers");
+  check_length_forms(cfg);
   for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
   check_cell(cfg);
 

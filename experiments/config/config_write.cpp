@@ -38,9 +38,13 @@ std::string to_toml(const ExperimentConfig& cfg) {
     }
     os << "\n[" << s.name << "]\n";
     if (s.name == "eval") {
+      // A range is written as given, not as the lengths it expands to (lengths = [] beside it).
+      const auto& r = cfg.eval.length_range;
+      const std::vector<std::size_t> none, &ls = r.empty() ? cfg.eval.lengths : none;
       os << "lengths = [";
-      for (std::size_t i = 0; i < cfg.eval.lengths.size(); ++i) os << (i ? ", " : "") << cfg.eval.lengths[i];
+      for (std::size_t i = 0; i < ls.size(); ++i) os << (i ? ", " : "") << ls[i];
       os << "]\n";
+      if (!r.empty()) os << "length_range = [" << r[0] << ", " << r[1] << ", " << r[2] << "]\n";
     }
     for (const auto& f : s.fields) os << toml_key(f.spec.key) << " = " << format_value(f.get(cfg)) << "\n";
     if (const PluginGroup* g = find_group(s.name))

@@ -15,7 +15,15 @@
 
 namespace pelab {
 
+std::vector<std::size_t> range_lengths(const std::vector<std::size_t>& range) {
+  std::vector<std::size_t> v;
+  if (range.size() == 3)
+    for (std::size_t n = range[0]; n <= range[1]; n += range[2]) v.push_back(n);
+  return v;
+}
+
 std::vector<std::size_t> eval_lengths(const ExperimentConfig& cfg, const Task& task) {
+  if (!cfg.eval.length_range.empty()) return range_lengths(cfg.eval.length_range);
   if (!cfg.eval.lengths.empty()) return cfg.eval.lengths;
   const std::size_t L = cfg.train_len;
   std::vector<std::size_t> v;
@@ -93,6 +101,18 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
+// Rows per forward pass at T tokens: at most `rows` (what fits the memory limit), and at most what keeps
+// one layer's attention weights (rows, H, T, T) within kAttentionBudget. Beyond that, fresh pages cost
+// more than the forward: at T = 1500 with 4 heads, 64 rows (2.3 GB) spent 5.5 s of system time (the
+// kernel zeroing pages) beside 4.5 s of compute, 8 rows 0.2 s (scripts/bench_range_eval.sh, 2026-11-26).
+// Slicing a drawn batch keeps its examples, so the results are the same.
+constexpr std::size_t kAttentionBudget = std::size_t(16) << 20;
+
+std::size_t rows_within_budget(std::size_t rows, std::size_t heads, std::size_t T) {
+  const std::size_t per_row = std::max<std::size_t>(1, heads * T * T * sizeof(real));
+  return std::max<std::size_t>(1, std::min(rows, kAttentionBudget / per_row));
+}
+
 }  // namespace
 
 LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
@@ -114,7 +134,8 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   std::vector<std::size_t> pos_n;
   double total = 0;  // over the targets with mask > 0, which stats.counted counts too
   const std::size_t bs = std::max<std::size_t>(1, ecfg.batch_size);
-  const std::size_t rows = std::max<std::size_t>(1, opt.batches ? opt.batches->batch_for(n, bs) : bs);
+  const std::size_t rows = rows_within_budget(opt.batches ? opt.batches->batch_for(n, bs) : bs,
+                                              model.config().n_heads, T);
   Progress progress(opt.progress, n, T, ecfg.samples, bs, rows);
   std::size_t passes = 0;
   set_phase("evaluating length " + std::to_string(n));

@@ -19,7 +19,11 @@
 
 namespace pelab {
 
-// The lengths to evaluate: cfg.eval.lengths, or defaults derived from the training length.
+// The lengths of an [eval] length_range {from, to, step}: from, from + step, ... <= to.
+std::vector<std::size_t> range_lengths(const std::vector<std::size_t>& range);
+
+// The lengths to evaluate: cfg.eval.length_range expanded, cfg.eval.lengths, or defaults derived from
+// the training length.
 std::vector<std::size_t> eval_lengths(const ExperimentConfig& cfg, const Task& task);
 
 // The position ids of evaluation: [eval] positions, with "train" meaning [train] positions (for

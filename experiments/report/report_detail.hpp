@@ -143,8 +143,17 @@ struct ChanceLine {
   std::vector<std::optional<double>> at;
 };
 std::vector<ChanceLine> chance_lines(const Sweep& s, const std::string& metric);
-// One metric per group and length (in-distribution marker, n/a footnotes, chance rows).
+// One metric per group and length (in-distribution marker, n/a footnotes, chance rows), at the
+// table_lengths: with many lengths (a length_range) a selection; summary.csv, results.csv and the plot
+// keep every length.
 Table length_table(const Sweep& s, const std::string& metric);
+constexpr std::size_t kTableLengths = 12;  // the most length columns a table shows
+// Every length when there are at most kTableLengths; else the first and last, each run's training
+// length (when evaluated) and the lengths nearest to round, evenly spaced points (multiples of 1, 2 or
+// 5 x 10^k), at most kTableLengths in all.
+std::vector<std::size_t> table_lengths(const Sweep& s);
+// "8, 16, 32" up to kTableLengths lengths, else "41...500 (460)".
+std::string length_list_text(const std::vector<std::size_t>& lengths);
 // report_ood.cpp: per group, each run's OOD score (mean over lengths above training) as mean ± std,
 // min and max over seeds; nullopt when no run evaluated beyond its training length.
 std::optional<Table> ood_table(const Sweep& s, const std::string& metric);

@@ -71,7 +71,11 @@ std::vector<std::pair<std::string, std::size_t>> chance_blocks(const Sweep& s, c
   return chances;
 }
 
-// The x range and tics: every eval length and training length, on a log2 axis.
+// More lengths than a table shows (a length_range): a linear axis with gnuplot's own tics, as
+// Delétang et al. (2023) plot 1..500, and a point every few lengths.
+bool many_lengths(const Sweep& s) { return s.lengths.size() > kTableLengths; }
+
+// The x axis: every eval length and training length as a tic on a log2 axis; with many lengths linear.
 std::string length_x_axis(const Sweep& s, const std::set<std::size_t>& train_lens) {
   std::ostringstream gp;
   std::size_t xmin = s.lengths.front(), xmax = s.lengths.back();
@@ -79,6 +83,11 @@ std::string length_x_axis(const Sweep& s, const std::set<std::size_t>& train_len
     xmin = std::min(xmin, t);
     xmax = std::max(xmax, t);
   }
+  if (many_lengths(s)) {
+    gp << "set xlabel \"eval length\"\nset xrange [0:" << xmax + (xmax + 49) / 50 << "]\n";
+    return gp.str();
+  }
+  gp << "set xlabel \"eval length (log2 scale)\"\nset logscale x 2\n";
   gp << "set xrange [" << gp_num(xmin / 1.25) << ":" << gp_num(xmax * 1.25) << "]\n";
   gp << "set xtics (";
   for (std::size_t j = 0; j < s.lengths.size(); ++j) gp << (j ? ", " : "") << s.lengths[j];
@@ -107,8 +116,9 @@ std::string length_plot_command(const Sweep& s, const Blocks& blocks,
   for (const auto& [g, idx] : blocks) {
     parts.push_back("\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
                     "\" notitle");
+    const std::string every = many_lengths(s) ? " pi " + std::to_string(s.lengths.size() / 10) : "";
     parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 dt " +
-                    std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) +
+                    std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) + every +
                     " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
                     gp_string(s.groups[g].label));
   }
@@ -141,9 +151,7 @@ Script length_plot(const Sweep& s, const std::string& metric) {
      << "# Re-render: cd to this directory and run `gnuplot length_generalization.gp`.\n"
      << plot_preamble("length_generalization.png",
                       task_text(s) + ": " + m.title + " vs eval length (mean ± std over seeds)")
-     << "set xlabel \"eval length (log2 scale)\"\n"
      << "set ylabel " << gp_string(m.title) << "\n"
-     << "set logscale x 2\n"
      << length_x_axis(s, train_lens);
   if (pct) {
     gp << "set yrange [-2:102]\n";

@@ -269,9 +269,7 @@ void add_rank_notes(Table& t, const std::vector<RankColumn>& cols, const MetricS
                     const std::vector<std::string>& skipped) {
   std::vector<std::string> ood_text;
   for (const RankColumn& c : cols) {
-    std::vector<std::string> lens;
-    for (std::size_t len : c.ood) lens.push_back(std::to_string(len));
-    ood_text.push_back(c.task + ": " + join(lens, ", "));
+    ood_text.push_back(c.task + ": " + length_list_text(c.ood));
   }
   t.notes.push_back("Per task, rows are ranked (1 = best) by their score in brackets: the mean over the task's "
                     "out-of-distribution eval lengths (" + join(ood_text, "; ") + ") of the row's " + m.name +

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "experiments/report/report_detail.hpp"
@@ -173,19 +174,57 @@ std::vector<ChanceLine> chance_lines(const Sweep& s, const std::string& metric) 
   return out;
 }
 
+namespace {
+
+// The evaluated length nearest to x (the smaller one on a tie).
+std::size_t nearest_length(const std::vector<std::size_t>& ls, std::size_t x) {
+  const auto it = std::lower_bound(ls.begin(), ls.end(), x);
+  if (it == ls.end()) return ls.back();
+  if (it == ls.begin() || *it == x) return *it;
+  return x - *(it - 1) <= *it - x ? *(it - 1) : *it;
+}
+
+}  // namespace
+
+std::vector<std::size_t> table_lengths(const Sweep& s) {
+  const std::vector<std::size_t>& ls = s.lengths;  // sorted, distinct
+  if (ls.size() <= kTableLengths) return ls;
+  std::set<std::size_t> fixed{ls.front(), ls.back()};
+  for (const Run& r : s.runs)
+    if (std::binary_search(ls.begin(), ls.end(), r.train_len)) fixed.insert(r.train_len);
+  for (std::size_t scale = 1;; scale *= 10)
+    for (std::size_t mult : {1, 2, 5}) {
+      const std::size_t step = mult * scale;
+      std::set<std::size_t> pick = fixed;
+      for (std::size_t x = (ls.front() / step + 1) * step; x < ls.back(); x += step) pick.insert(nearest_length(ls, x));
+      if (pick.size() <= kTableLengths || step > ls.back()) return {pick.begin(), pick.end()};
+    }
+}
+
+std::string length_list_text(const std::vector<std::size_t>& ls) {
+  if (ls.empty()) return "-";
+  std::string out;
+  if (ls.size() <= kTableLengths) {
+    for (std::size_t i = 0; i < ls.size(); ++i) out += (i ? ", " : "") + std::to_string(ls[i]);
+    return out;
+  }
+  return std::to_string(ls.front()) + "..." + std::to_string(ls.back()) + " (" + std::to_string(ls.size()) + ")";
+}
+
 Table length_table(const Sweep& s, const std::string& metric) {
   Table t;
   t.id = "metric-" + metric;
   t.title = find_metric(metric).title + ": " + title_line(s);
   t.n_left = s.group_keys.size();
 
+  const std::vector<std::size_t> lengths = table_lengths(s);
   // Column marker "*" when every group agrees a length is in-distribution; otherwise marked per cell.
-  std::vector<int> col_in(s.lengths.size(), -1);  // -1 unknown, 0 out, 1 in, 2 mixed
+  std::vector<int> col_in(lengths.size(), -1);  // -1 unknown, 0 out, 1 in, 2 mixed
   std::vector<std::vector<CellStats>> cells;
   for (const Group& g : s.groups) {
     cells.emplace_back();
-    for (std::size_t j = 0; j < s.lengths.size(); ++j) {
-      cells.back().push_back(cell_stats(g, s.lengths[j], metric));
+    for (std::size_t j = 0; j < lengths.size(); ++j) {
+      cells.back().push_back(cell_stats(g, lengths[j], metric));
       const CellStats& c = cells.back().back();
       if (!c.present) continue;
       const int v = c.in_distribution ? 1 : 0;
@@ -206,12 +245,12 @@ Table length_table(const Sweep& s, const std::string& metric) {
   };
 
   t.header = s.group_keys;
-  for (std::size_t j = 0; j < s.lengths.size(); ++j)
-    t.header.push_back(std::to_string(s.lengths[j]) + (col_in[j] == 1 ? "*" : ""));
+  for (std::size_t j = 0; j < lengths.size(); ++j)
+    t.header.push_back(std::to_string(lengths[j]) + (col_in[j] == 1 ? "*" : ""));
   bool any_in = false;
   for (std::size_t i = 0; i < s.groups.size(); ++i) {
     std::vector<std::string> row = s.groups[i].values;
-    for (std::size_t j = 0; j < s.lengths.size(); ++j) {
+    for (std::size_t j = 0; j < lengths.size(); ++j) {
       const CellStats& c = cells[i][j];
       std::string x;
       if (!c.present || (c.n == 0 && c.n_na == 0)) {
@@ -235,7 +274,10 @@ Table length_table(const Sweep& s, const std::string& metric) {
   for (const ChanceLine& cl : chance) {
     std::vector<std::string> row(s.group_keys.size(), "");
     row[0] = cl.label;
-    for (const auto& v : cl.at) row.push_back(v ? value_text(*v, metric) : "-");
+    for (std::size_t len : lengths) {  // cl.at is per s.lengths
+      const auto& v = cl.at[std::lower_bound(s.lengths.begin(), s.lengths.end(), len) - s.lengths.begin()];
+      row.push_back(v ? value_text(*v, metric) : "-");
+    }
     t.rows.push_back(row);
     t.reference.push_back(true);
   }
@@ -250,6 +292,13 @@ Table length_table(const Sweep& s, const std::string& metric) {
                       (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)) +
                       "); the others test length generalization.");
   }
+  if (lengths.size() < s.lengths.size())
+    t.notes.push_back("The columns are " + std::to_string(lengths.size()) + " of the " +
+                      std::to_string(s.lengths.size()) + " evaluated lengths, " + std::to_string(s.lengths.front()) +
+                      " to " + std::to_string(s.lengths.back()) +
+                      ": the first and last, the training length and round lengths between; summary.csv, "
+                      "results.csv and the plot have every length, and the score beyond the training length "
+                      "averages all of those above it.");
   if (!chance.empty())
     t.notes.push_back("The chance row is the expected " + find_metric(metric).name +
                       " of a guesser picking each counted target uniformly among the tokens that can appear there "

@@ -78,3 +78,31 @@ TEST_CASE("a learned table trained on contiguous ids is n/a for randomized eval 
               .ok);
   }
 }
+
+TEST_CASE("a length range gives each length's own results, for encodings that read a row's length too",
+          "[eval][range]") {
+  // Lengths are never batched together: every length of a range is evaluated as when it is alone,
+  // also where a row's ids or length shape the output (normalized ids, dynamic NTK) or pads would be
+  // visible (causal = false).
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"encoding.name=normalized"},
+        {"encoding.name=rope", "encoding.rope.scaling=dynamic_ntk", "encoding.rope.factor=2"},
+        {"encoding.name=rope", "model.causal=false"}}) {
+    std::vector<std::string> all = sets;
+    all.push_back("eval.length_range=[1, 9, 2]");
+    all.push_back("eval.lengths=[]");
+    const RunSpec spec = spec_of(all);
+    INFO(spec.config.encoding << " causal " << spec.model.causal);
+    REQUIRE(spec.config.eval.lengths == std::vector<std::size_t>{1, 3, 5, 7, 9});
+    auto m = model_of(spec);
+    const std::vector<LengthResult> range = evaluate_lengths(*m, spec);
+    REQUIRE(range.size() == 5);
+    for (const LengthResult& r : range) {
+      RunSpec one = spec;
+      one.config.eval.lengths = {r.length};
+      const std::vector<LengthResult> alone = evaluate_lengths(*m, one);
+      REQUIRE(alone.size() == 1);
+      CHECK(alone[0].metrics == r.metrics);  // bit for bit
+    }
+  }
+}
