@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """reproduce_page.py NAME RUN_DIR: the result page of a reproduction recipe (scripts/reproduce.sh runs it).
 
-Reads what `pelab sweep` + `pelab report` wrote into RUN_DIR (summary.csv, steps_to_target.csv, each run's
-eval.json) and RUN_DIR/reproduce_times.txt (one line per reproduce.sh invocation: date, wall s, CPU s,
-jobs, overrides), puts the paper's numbers (cited) beside pelab's and computes a one-sentence verdict:
-reproduces / partly / not. The paper's setting and what is scaled down are quoted from the recipe
-config's header. Standard library only; exit code 2 with a message on missing or malformed input.
+Reads what `pelab sweep` + `pelab report` wrote into RUN_DIR (summary.csv, results.csv, steps_to_target.csv,
+each run's eval.json) and RUN_DIR/reproduce_times.txt (one line per reproduce.sh invocation: date, wall s,
+CPU s, jobs, overrides), puts the paper's numbers (cited) beside pelab's and computes a one-sentence
+verdict: reproduces / partly / not, or "not comparable" when the model fails the recipe's competence gate
+(section "checks" below: the gate, seed-level ties, the rank rule, the budget policy). The paper's setting
+and what is scaled down are quoted from the recipe config's header. Standard library only (Python 3.11+
+for tomllib); exit code 2 with a message on missing or malformed input.
 """
 import argparse
 import csv
