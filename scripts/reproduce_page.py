@@ -330,8 +330,10 @@ def fewest_seeds(rows):
 
 def provisional(rows):
     n = fewest_seeds(rows)
-    return "" if n >= MIN_SEEDS else (f" Provisional: {n} seed(s) per group, fewer than the {MIN_SEEDS} the rules assume; "
-                                      "with one seed no order can be separated, so every order is a tie.")
+    if n >= MIN_SEEDS:
+        return ""
+    return (f" Provisional: {n} seed(s) per group, fewer than the {MIN_SEEDS} the rules assume"
+            + ("; with one seed no order can be separated, so every order is a tie." if n < 2 else "."))
 
 
 # ---------------------------------------------------------------------------------------------- recipes
