@@ -27,16 +27,27 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def write_summary(d, keys, rows):
-    """rows: (group values tuple, length, in_dist, metric, mean, std, n, chance)."""
-    with open(os.path.join(d, "summary.csv"), "w", newline="") as f:
-        w = csv.writer(f)
+def write_runs(d, keys, cells):
+    """cells: (group values tuple, length, in_dist, metric, [value per seed], chance). Writes summary.csv (mean, sample
+    std, n per cell, as `pelab report`) and results.csv (one row per seed)."""
+    with open(os.path.join(d, "summary.csv"), "w", newline="") as f, \
+            open(os.path.join(d, "results.csv"), "w", newline="") as g:
+        w, r = csv.writer(f), csv.writer(g)
         w.writerow(list(keys) + ["length", "in_distribution", "metric", "mean", "std", "n", "n_na", "chance"])
-        for vals, length, ind, metric, mean, std, n, chance in rows:
+        r.writerow(["run"] + list(keys) + ["seed", "task", "train_len", "eval_len", "in_distribution", "metric", "value",
+                                          "chance", "na_reason"])
+        for vals, length, ind, metric, values, chance in cells:
+            n = len(values)
+            mean = sum(values) / n
+            std = (sum((x - mean) ** 2 for x in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
+            ind_s = "true" if ind else "false"
             # A decoy metric beside each row: the page must pick its metric, not the first row of a length.
-            w.writerow(list(vals) + [length, "true" if ind else "false", "decoy", repr(1 - mean), "0", n, 0, ""])
-            w.writerow(list(vals) + [length, "true" if ind else "false", metric, repr(mean), repr(std), n, 0,
-                                     "" if chance is None else repr(chance)])
+            w.writerow(list(vals) + [length, ind_s, "decoy", repr(1 - mean), "0", n, 0, ""])
+            w.writerow(list(vals) + [length, ind_s, metric, repr(mean), repr(std), n, 0, "" if chance is None else repr(chance)])
+            for seed, v in enumerate(values):
+                r.writerow(["r"] + list(vals) + [seed, "t", 8, length, ind_s, "decoy", repr(1 - v), "", ""])
+                r.writerow(["r"] + list(vals) + [seed, "t", 8, length, ind_s, metric, repr(v),
+                                                 "" if chance is None else repr(chance), ""])
 
 
 def page(name, d, quick=0):
@@ -44,22 +55,24 @@ def page(name, d, quick=0):
     v = rp.write_page(name, d, os.path.join(RECIPES, name + ".toml"), quick, out)
     text = open(out).read()
     check(v in text and "**Verdict:**" in text, f"{name}: the page carries the verdict")
+    check("**Competence gate**" in text and "**Budget policy**" in text and "**Ties**" in text,
+          f"{name}: the page states its gate, tie rule and budget policy")
     return v
 
 
-def fake_format(d, good):
+def fake_format(d, good, ind=0.995):
     keys = ["task.bos", "task.eos"]
     rows, steps = [], []
     for bos in ("true", "false"):
         for eos in ("scored", "absent"):
             acc2 = {("true", "scored"): 0.21, ("true", "absent"): 0.65, ("false", "scored"): 0.3, ("false", "absent"): 0.5}
             a = acc2[(bos, eos)] if good else 0.1
-            rows += [((bos, eos), 16, True, "token_acc", 0.995, 0.001, 2, 0.15),
-                     ((bos, eos), 32, False, "token_acc", a, 0.02, 2, 0.13)]
+            rows += [((bos, eos), 16, True, "token_acc", [ind - 0.001, ind + 0.001], 0.15),
+                     ((bos, eos), 32, False, "token_acc", [a - 0.02, a + 0.02], 0.13)]
             for seed in (0, 1):
                 s = (500 if bos == "true" else 1000) if good else 800
                 steps.append([bos, eos, "r", seed, "finished", s, 100, 3000, "token_acc", 0.99, s, "true"])
-    write_summary(d, keys, rows)
+    write_runs(d, keys, rows)
     with open(os.path.join(d, "steps_to_target.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(keys + ["run", "seed", "status", "steps", "eval_every", "step_limit", "target_metric", "target",
@@ -67,39 +80,45 @@ def fake_format(d, good):
         w.writerows(steps)
 
 
-def fake_ruoss(d, gain):
+def fake_ruoss(d, gain, ind_randomized=0.99, spread=0.0):
     rows = []
     for task in ("copy", "reverse"):
         for enc in ("learned", "sinusoidal", "rope"):
             for pos in ("contiguous", "randomized"):
                 v = (task, enc, pos)
-                rows.append((v, 8, True, "token_acc", 0.99, 0.0, 1, 0.1))
+                rows.append((v, 8, True, "token_acc", [ind_randomized if pos == "randomized" else 0.99] * 3, 0.1))
                 for L in (16, 32):
-                    rows.append((v, L, False, "token_acc", 0.3 + (gain if pos == "randomized" else 0), 0.0, 1, 0.1))
-    write_summary(d, ["task.name", "encoding.name", "train.positions"], rows)
+                    m = 0.3 + (gain if pos == "randomized" else 0)
+                    rows.append((v, L, False, "token_acc", [m - spread, m, m + spread], 0.1))
+    write_runs(d, ["task.name", "encoding.name", "train.positions"], rows)
 
 
-def fake_press(d, alibi_rise, sin_rise):
+def fake_press(d, alibi_rise, sin_rise, alibi_loss=2.0, rope_rise=0.1):
     rows = []
-    for enc, rise in (("sinusoidal", sin_rise), ("rope", 0.1), ("alibi", alibi_rise)):
-        rows += [((enc,), 64, True, "loss", 2.0, 0.0, 1, None), ((enc,), 256, False, "loss", 2.0 * (1 + rise), 0.0, 1, None)]
-        os.makedirs(os.path.join(d, "encoding.name=" + enc))
-        buckets = [{"from": a, "to": a + 32, "loss": 2.0 if a < 64 else 2.0 * (1 + rise)} for a in range(0, 256, 32)]
-        res = [{"length": 64, "status": "ok", "buckets": buckets[:2]}, {"length": 256, "status": "ok", "buckets": buckets}]
-        with open(os.path.join(d, "encoding.name=" + enc, "eval.json"), "w") as f:
-            json.dump({"assignment": {"encoding.name": enc}, "results": res}, f)
-    write_summary(d, ["encoding.name"], rows)
+    for enc, rise in (("sinusoidal", sin_rise), ("rope", rope_rise), ("alibi", alibi_rise)):
+        inside = alibi_loss if enc == "alibi" else 2.0
+        rows += [((enc,), 64, True, "loss", [inside] * 3, None), ((enc,), 256, False, "loss", [inside * (1 + rise)] * 3, None)]
+        for seed in range(3):
+            run = os.path.join(d, f"encoding.name={enc},train.seed={seed}")
+            os.makedirs(run)
+            buckets = [{"from": a, "to": a + 32, "loss": inside if a < 64 else inside * (1 + rise)} for a in range(0, 256, 32)]
+            res = [{"length": 64, "status": "ok", "buckets": buckets[:2]}, {"length": 256, "status": "ok", "buckets": buckets}]
+            with open(os.path.join(run, "eval.json"), "w") as f:
+                json.dump({"assignment": {"encoding.name": enc, "train.seed": seed}, "results": res}, f)
+    write_runs(d, ["encoding.name"], rows)
 
 
-def fake_kazemnejad(d, order, chance=0.0):
-    """order: encodings best first; a task's exact match beyond 2L follows it on every task (0.5, 0.4, ...)."""
+def fake_kazemnejad(d, order, chance=0.0, spread=0.0, unlearned=()):
+    """order: encodings best first; a task's exact match beyond 2L follows it on every task (0.5, 0.4, ...), with
+    seeds at -spread, 0, +spread; (task, encoding) pairs in `unlearned` have 0.3 exact match in distribution."""
     rows = []
     for task in ("copy", "reverse", "addition", "sort", "parity"):
         for i, enc in enumerate(order):
-            rows.append(((task, enc), 8, True, "exact_match", 1.0, 0.0, 3, 0.0))
+            rows.append(((task, enc), 8, True, "exact_match", [0.3 if (task, enc) in unlearned else 1.0] * 3, 0.0))
             for L in (12, 16):
-                rows.append(((task, enc), L, False, "exact_match", 0.5 - 0.1 * i, 0.0, 3, chance))
-    write_summary(d, ["task.name", "encoding.name"], rows)
+                m = 0.5 - 0.1 * i
+                rows.append(((task, enc), L, False, "exact_match", [m - spread, m, m + spread], chance))
+    write_runs(d, ["task.name", "encoding.name"], rows)
 
 
 def main():
@@ -131,7 +150,7 @@ def main():
 
         fake_ruoss(fresh("r1"), 0.15)
         v = page("ruoss", os.path.join(tmp, "r1"))
-        check("gain reproduces at" in v and "+15.0 points" in v, f"ruoss: reproduces with +15.0 ({v})")
+        check("reverse reproduces at" in v and "+15.0 points" in v, f"ruoss: reproduces with +15.0 ({v})")
         fake_ruoss(fresh("r3"), 0.03)
         check("partly reproduces" in page("ruoss", os.path.join(tmp, "r3")), "ruoss: a small gain partly reproduces")
         fake_ruoss(fresh("r2"), -0.05)
@@ -139,7 +158,7 @@ def main():
 
         fake_press(fresh("p1"), 0.02, 0.6)
         v = page("press", os.path.join(tmp, "p1"))
-        check("claim reproduces at" in v and "+2.0% with ALiBi" in v and "+60.0% with sinusoidal" in v, f"press: reproduces ({v})")
+        check("claim reproduces at" in v and "+2.0% ± 0.0 with ALiBi" in v and "+60.0% ± 0.0 with sinusoidal" in v, f"press: reproduces ({v})")
         fake_press(fresh("p2"), 0.5, 0.0)
         check("does not reproduce" in page("press", os.path.join(tmp, "p2")), "press: does not reproduce")
 
@@ -148,12 +167,79 @@ def main():
         check("ranking reproduces at" in v and "none 1.00 > t5 0.50" in v and "+1.00" in v, f"kazemnejad: reproduces ({v})")
         fake_kazemnejad(fresh("k3"), ["none", "t5", "alibi", "rope", "sinusoidal"], chance=0.48)
         v = page("kazemnejad", os.path.join(tmp, "k3"))
-        check("ranking partly reproduces" in v and "0 of 5 tasks" in v, f"kazemnejad: at chance, only partly ({v})")
+        check("ranking partly reproduces" in v and "0 of 5 ranked tasks" in v, f"kazemnejad: at chance, only partly ({v})")
         fake_kazemnejad(fresh("k2"), ["sinusoidal", "rope", "alibi", "t5", "none"])
         v = page("kazemnejad", os.path.join(tmp, "k2"))
         check("does not reproduce" in v and "-1.00" in v, f"kazemnejad: does not reproduce ({v})")
         check(rp.average_ranks({"a": 0.5, "b": 0.5, "c": None, "d": 0.9}) == {"d": 1, "a": 2.5, "b": 2.5, "c": 4},
               "average ranks: ties share, missing last")
+
+        # Competence gates: a model that did not learn the task in distribution is not judged.
+        fake_format(fresh("f3"), True, ind=0.5)
+        v = page("format", os.path.join(tmp, "f3"))
+        check("not comparable: the model did not learn the task" in v, f"format: unlearned -> not comparable ({v})")
+        fake_ruoss(fresh("r4"), 0.15, ind_randomized=0.6)
+        v = page("ruoss", os.path.join(tmp, "r4"))
+        check("not comparable: the model did not learn the task" in v and "6 pair(s) not comparable" in v,
+              f"ruoss: randomized runs below the gate -> not comparable ({v})")
+        check("15 tasks" in v and "not the same quantity" in v, f"ruoss: the verdict states the paper-metric limit ({v})")
+        fake_ruoss(fresh("r5"), 0.15, spread=0.3)
+        v = page("ruoss", os.path.join(tmp, "r5"))
+        check("does not reproduce" in v and "0 with a gain the seeds separate" in v,
+              f"ruoss: a gain inside the seed spread is a tie ({v})")
+        fake_press(fresh("p3"), 0.02, 0.6, alibi_loss=2.75)
+        v = page("press", os.path.join(tmp, "p3"))
+        check("not comparable: the model did not learn the task" in v and "alibi 2.750" in v,
+              f"press: ALiBi worse than the bigram inside the context -> not comparable ({v})")
+        text = open(os.path.join(tmp, "p3", "RESULT.md")).read()
+        check("add-one (Laplace)" in text and "bigram" in text, "press: the page names the bigram and its smoothing")
+        corpus = "/usr/share/games/fortunes/literature"
+        if os.path.isfile(corpus):
+            loss, vocab, n_train, n_pairs = rp.bigram_loss(corpus, 0.1)
+            check(abs(loss - 2.6787) < 1e-3 and vocab == 82 and n_train == 48230,
+                  f"bigram on the press corpus: 2.679 nats/char, 82 bytes, 48230 training bytes (got {loss}, {vocab}, {n_train})")
+        with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
+            f.write(b"abababababab" * 9 + b"ababababab")  # 118 bytes: 12 held out ('ab' x 6 -> 11 pairs)
+        loss, vocab, n_train, n_pairs = rp.bigram_loss(f.name, 0.1)
+        os.unlink(f.name)
+        # training split: 106 bytes 'abab...ab', so 53 'ab' and 52 'ba' pairs; add-one over 2 symbols:
+        # P(b|a) = (53 + 1) / (53 + 2), P(a|b) = (52 + 1) / (52 + 2); held out 'ab' x 6: 6 'ab' and 5 'ba' pairs
+        want = -(6 * rp.math.log(54 / 55) + 5 * rp.math.log(53 / 54)) / 11
+        check(vocab == 2 and n_pairs == 11 and abs(loss - want) < 1e-12, f"bigram by hand: {loss} vs {want}")
+        fake_press(fresh("p4"), 0.02, 0.6, rope_rise=0.6)
+        v = page("press", os.path.join(tmp, "p4"))
+        check("tie (seeds)" in v or "tie (seeds)" in open(os.path.join(tmp, "p4", "RESULT.md")).read(),
+              f"press: RoPE and sinusoidal rising alike is a tie ({v})")
+
+        # The rank rule: exact permutation distribution of Kendall's tau, not a hard-coded threshold.
+        tail = rp.tau_tail(5)
+        check(abs(tail[0.6] - 14 / 120) < 1e-12 and abs(tail[0.8] - 5 / 120) < 1e-12 and tail[1.0] == 1 / 120,
+              f"tau tail for 5 items: P(>=0.6) = 0.117, P(>=0.8) = 0.042 (got {tail})")
+        check("needs tau ≥ 0.80" in rp.rank_rule_text(5) and "needs tau ≥ 1.00" in rp.rank_rule_text(4),
+              "rank rule: 5 items need tau 0.8, 4 items need 1.0 at alpha 0.05")
+        check(abs(rp.tau_p_value({"a": 3, "b": 2, "c": 1}, {"a": 3, "b": 2, "c": 1}) - 1 / 6) < 1e-12,
+              "p of a perfect order of 3: 1/6")
+        fake_kazemnejad(fresh("k4"), ["none", "t5", "alibi", "sinusoidal", "rope"])  # one swap: tau 0.8, p 0.042
+        v = page("kazemnejad", os.path.join(tmp, "k4"))
+        check("ranking reproduces" in v and "+0.80" in v and "0.042" in v, f"kazemnejad: tau 0.8 passes ({v})")
+        fake_kazemnejad(fresh("k5"), ["t5", "none", "alibi", "sinusoidal", "rope"])  # two swaps: tau 0.6, p 0.117
+        v = page("kazemnejad", os.path.join(tmp, "k5"))
+        check("does not reproduce" in v and "+0.60" in v and "0.117" in v, f"kazemnejad: tau 0.6 is not enough ({v})")
+        fake_kazemnejad(fresh("k6"), ["none", "t5", "alibi", "rope", "sinusoidal"], spread=0.2)
+        v = page("kazemnejad", os.path.join(tmp, "k6"))
+        check("does not reproduce" in v and "none 1.00 = t5 1.00" not in v and "= " in v,
+              f"kazemnejad: orders inside the seed spread are ties ({v})")
+        fake_kazemnejad(fresh("k7"), ["none", "t5", "alibi", "rope", "sinusoidal"], unlearned=[("parity", "rope")])
+        v = page("kazemnejad", os.path.join(tmp, "k7"))
+        check("4 of 5 tasks" in v and "parity" not in v.split("learned (")[1].split(")")[0],
+              f"kazemnejad: a task one encoding did not learn is not ranked ({v})")
+        fake_kazemnejad(fresh("k8"), ["none", "t5", "alibi", "rope", "sinusoidal"],
+                        unlearned=[(t, "rope") for t in ("copy", "reverse", "addition", "sort", "parity")])
+        v = page("kazemnejad", os.path.join(tmp, "k8"))
+        check("not comparable: the model did not learn the task" in v, f"kazemnejad: nothing learned -> not comparable ({v})")
+        r, g = rp.tie_ranks({"a": (0.9, 0.05, 3), "b": (0.8, 0.06, 3), "c": (0.5, 0.01, 3), "d": (0.1, 0.0, 1)})
+        check(g == [["a", "b"], ["c", "d"]] and r == {"a": 1.5, "b": 1.5, "c": 3.5, "d": 3.5},
+              f"tie ranks: overlapping a, b share 1.5; d has one seed, so it separates from nothing (got {g}, {r})")
 
         # The script end to end on a fake run directory (--page-only trains nothing), and its errors.
         env = dict(os.environ, PELAB=pelab, REPRODUCE_OUT=os.path.join(tmp, "r1"), REPRODUCE_RESULTS=os.path.join(tmp, "res"))
