@@ -47,6 +47,7 @@ TEST_CASE("history encodings: bad settings name the file, the line and what is a
 
 TEST_CASE("sizes given as 0 are sized from the ids training uses and recorded in the resolved config",
           "[config][history]") {
+  // The per-encoding auto-size rules (layers/positional/auto_size.hpp), through the config.
   // copy at train_len 7 trains on 16-token sequences (ids 0..15) and evaluates up to size 8 (18 tokens).
   const std::string base = "[model]\nd_model = 32\nn_heads = 2\n[task]\nname = \"copy\"\ntrain_len = 7\n"
                            "[eval]\nlengths = [4, 7, 8]\n";
