@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "config_error.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/eval/evaluate.hpp"  // eval_positions
 #include "experiments/tasks/task.hpp"
@@ -21,12 +22,7 @@ namespace {
 
 // The ConfigError message for `text` (as file "quick.toml"), or "(no error)".
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_config(text, "quick.toml", overrides);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::config_error(text, "quick.toml", overrides);
 }
 
 const char* kGood = R"(# a config using most keys with non-default values

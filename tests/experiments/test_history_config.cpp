@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "config_error.hpp"
 #include "experiments/config/config.hpp"
 
 using namespace pelab;
@@ -12,14 +13,7 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-std::string error_of(const std::string& text) {
-  try {
-    parse_config(text, "history.toml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return test::config_error(text, "history.toml"); }
 
 }  // namespace
 

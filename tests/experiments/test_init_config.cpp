@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "config_error.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/run/run.hpp"
 #include "training/checkpoint.hpp"
@@ -18,14 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::string& text) {
-  try {
-    parse_config(text, "i.toml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return test::config_error(text, "i.toml"); }
 
 double sd_of(const Tensor& t) {
   double s = 0, s2 = 0;

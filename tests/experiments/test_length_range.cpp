@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config_error.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/report/report.hpp"
 #include "cli_helpers.hpp"
@@ -23,12 +24,7 @@ using Catch::Matchers::StartsWith;
 namespace {
 
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_config(text, "range.toml", overrides);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::config_error(text, "range.toml", overrides);
 }
 
 std::vector<std::size_t> iota(std::size_t from, std::size_t to, std::size_t step = 1) {

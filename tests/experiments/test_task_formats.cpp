@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config_error.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/eval/eval_result.hpp"
 #include "experiments/eval/evaluate.hpp"
@@ -71,14 +72,7 @@ Chance counted_chance(const Task& t, std::size_t n, std::size_t rows) {
   return c;
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    parse_config(text, "f.toml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return test::config_error(text, "f.toml"); }
 
 }  // namespace
 
