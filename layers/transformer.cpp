@@ -12,6 +12,7 @@
 #include "core/ops/query_scale.hpp"
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
+#include "core/tape.hpp"
 
 namespace pelab {
 
@@ -156,27 +157,56 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   o.window = window;
   o.probs_out = probs_out;
   pe.choose_normalizer(o);
-  auto rest = [&] { o.rel = pe.relative_kv(ctx); };
-  if (packed && pe.leaves_qk_alone() && !scales_queries()) {
+  // Without a tape, an encoding that gives its bias by query rows gets asked tile by tile.
+  const bool tiles = !probs_out && x.size(1) > kBiasQueryTile && pe.bias_by_query_rows() &&
+                     !Tape::current().should_record({&qkv_out});
+  if (packed && pe.leaves_qk_alone() && !scales_queries() && !tiles) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
     o.bias = bias_in_some_heads(pe.attention_bias(Tensor(), Tensor(), ctx));  // such an encoding does not read q, k
-    rest();
+    o.rel = pe.relative_kv(ctx);
     return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
   }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
   encode_some_heads(q, k, pe, ctx);
+  if (tiles) return proj->forward(merge_heads(attention_by_tiles(q, scaled_queries(q), k, v, o, pe, ctx)));
   o.bias = bias_in_some_heads(pe.attention_bias(q, k, ctx));  // (B or 1, H or 1, T, T) or undefined
-  rest();
+  o.rel = pe.relative_kv(ctx);
   // Temperature / log-length scaling: after the encoding (CoPE's gates read the unscaled q).
-  if (log_scale.defined()) {
-    q = scale_queries(q, pelab::exp(log_scale), nullptr);
-  } else if (scales_queries()) {  // ssmax: s[h] (learned) times log n per row
-    const std::size_t T = q.size(2);
-    if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base, window);
-    q = scale_queries(q, ssmax_s, rows_);
+  return proj->forward(merge_heads(attention(scaled_queries(q), k, v, o)));  // (B, T, C)
+}
+
+Tensor SelfAttention::scaled_queries(const Tensor& q) const {
+  if (log_scale.defined()) return scale_queries(q, pelab::exp(log_scale), nullptr);
+  if (!scales_queries()) return q;
+  const std::size_t T = q.size(2);  // ssmax: s[h] (learned) times log n per row
+  if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base, window);
+  return scale_queries(q, ssmax_s, rows_);
+}
+
+// Queries [i0, i1) at a time against every key (causal: query_offset i0 masks the later ones), with the
+// encoding's bias for just those rows (PositionalEncoding::bias_by_query_rows): no (T, T) bias or table
+// of the encoding exists. Every full tile asks for buffers of one size, which the caching allocator
+// hands back tile after tile (a tile against keys [0, i1) only would leave one size class per tile).
+// q unscaled (what the bias may read), qs scaled (what the logits use). (B, H, T, hv)
+Tensor SelfAttention::attention_by_tiles(const Tensor& q, const Tensor& qs, const Tensor& k, const Tensor& v,
+                                         AttentionOptions o, PositionalEncoding& pe,
+                                         const AttentionContext& ctx) const {
+  const std::size_t T = q.size(2), n = std::min(T, kBiasQueryTile);
+  std::vector<Tensor> outs;
+  for (std::size_t i0 = 0; i0 < T; i0 += n) {
+    // The last tile moves back to stay full (its first rows computed twice, kept once): every tile asks
+    // for buffers of the same sizes.
+    const std::size_t from = std::min(i0, T - n), i1 = std::min(T, i0 + n);
+    AttentionContext tile = ctx;
+    tile.tile = {from, from + n, T};
+    o.bias = bias_in_some_heads(pe.attention_bias(slice(q, 2, from, from + n), k, tile));  // (.., n, T)
+    o.query_offset = std::ptrdiff_t(from);
+    const Tensor out = attention(slice(qs, 2, from, from + n), k, v, o);  // (B, H, n, hv)
+    outs.push_back(from < i0 ? slice(out, 2, i0 - from, i1 - from) : out);
+    o.bias = Tensor();  // freed before the next tile's is built: one tile's bias at a time
   }
-  return proj->forward(merge_heads(attention(q, k, v, o)));  // (B, T, C)
+  return concat(outs, 2);
 }
 
 void SelfAttention::encode_some_heads(Tensor& q, Tensor& k, PositionalEncoding& pe, const AttentionContext& ctx) const {
@@ -206,13 +236,15 @@ Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
 //   packed   qkv (N, 3C) and the merged output (N, C), both saved (attention reads q, k, v; proj its input)
 //   split    qkv (N, 3C) copied into q, k, v (B, H, T, hs), saved; the output (B, H, T, hs) merged into
 //            (N, C), saved; a scaling ([attention]) scales a copy of q (kept when learned)
-//   P        (B, H, T, T), saved; without a tape freed before the next layer, or kept as the map
-//   relative keys/values: q a^K^T for every block (B H T, R), and in backward dO a^V^T and P by bucket
+//   P        (B, H, T, T), saved, or kept as the map; without a tape (and no map) query tiles stream
+//            through a (tile, T + R) scratch per thread instead (core/ops/attention.hpp)
+//   relative keys/values: q a^K^T for every block (B H T, R) when P is kept, and in backward dO a^V^T
+//            and P by bucket
 // Backward: the gradients of qkv (or q, k, v) and of the output, and dP/dS (T, T) per thread.
 ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
                                         bool maps) {
   const double B = double(s.batch), T = double(s.tokens), N = B * T, C = double(cfg.d_model), H = double(cfg.n_heads);
-  const bool split = enc.splits_heads || cfg.attention.scaling != "none", train = s.training;
+  const bool split = enc.splits_heads || enc.bias_tiles || cfg.attention.scaling != "none", train = s.training;
   ForwardCost c;
   if (split) {
     c.add_scratch(N * 3 * C).saved(train, N * C, 3).add_scratch(N * C).saved(train, N * C);
@@ -220,17 +252,20 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
   } else {
     c.saved(train, N * 3 * C).saved(train, N * C);
   }
-  if (train || maps) c.hold(B * H * T * T, train && maps ? 2 : 1);
-  else c.add_scratch(B * H * T * T);
-  if (train && enc.keeps_logits) c.hold(B * H * T * T);  // stick-breaking's logits, for backward
-  if (const double R = double(enc.relative_buckets); R > 0) {
-    c.add_scratch(B * H * T * R);
-    if (train) c.add_backward(B * H * T * R, 2);
+  const double R = double(enc.relative_buckets), threads = double(std::max<std::size_t>(1, s.threads));
+  if (enc.bias_tiles) c.add_scratch(N * C, 2);  // by tiles: every tile's output, and their concatenation
+  if (train || maps) {
+    c.hold(B * H * T * T, train && maps ? 2 : 1);
+    if (R > 0) c.add_scratch(B * H * T * R);
+  } else {  // streamed query tiles: (tile, T + R) per thread
+    c.add_scratch(threads * double(kAttentionQueryTile) * (T + R));
   }
+  if (train && enc.keeps_logits) c.hold(B * H * T * T);  // stick-breaking's logits, for backward
+  if (train && R > 0) c.add_backward(B * H * T * R, 2);
   if (train) {
     if (split) c.add_backward(N * C, 4);
     else c.add_backward(N * 3 * C).add_backward(N * C);
-    c.add_backward(double(std::max<std::size_t>(1, s.threads)) * T * T);
+    c.add_backward(threads * T * T);
   }
   return c;
 }
@@ -333,6 +368,7 @@ EncodingCost with_layout(const ModelConfig& cfg, EncodingCost enc, const Forward
     enc.splits_heads = enc.splits_heads || e.splits_heads;
     enc.relative_buckets = std::max(enc.relative_buckets, e.relative_buckets);
     enc.keeps_logits = enc.keeps_logits || e.keeps_logits;
+    enc.bias_tiles = enc.bias_tiles || e.bias_tiles;
     enc.input.then(e.input);
     enc.layers.then(e.layers);
   }

@@ -98,6 +98,10 @@ class SelfAttention : public Module {
   // The encoding's q, k and bias kept in heads [0, enc_heads) only (the others as without it).
   void encode_some_heads(Tensor& q, Tensor& k, PositionalEncoding& pe, const AttentionContext& ctx) const;
   Tensor bias_in_some_heads(const Tensor& bias) const;
+  // q (B, H, T, hs) scaled as [attention] scaling says (q itself for "none").
+  Tensor scaled_queries(const Tensor& q) const;
+  Tensor attention_by_tiles(const Tensor& q, const Tensor& qs, const Tensor& k, const Tensor& v, AttentionOptions o,
+                            PositionalEncoding& pe, const AttentionContext& ctx) const;
   mutable Tensor head_mask_;  // (1, H, 1, 1): 1 in the encoding's heads
   // q is scaled per head or per query row ([attention] scaling): the packed path cannot.
   bool scales_queries() const { return scaling.scaling != "none"; }

@@ -1,6 +1,7 @@
 // Fused attention core: forward and backward side by side. Each (batch, head) block is two GEMMs
 // forward (S = q k^T, O = P v) with a row softmax on S in between while it is hot in cache, and four
-// GEMMs backward. P is kept for backward; logits are not.
+// GEMMs backward. P is kept for backward; logits are not. Without a tape, query rows stream in tiles
+// (forward_tiles) and neither is kept.
 // Relative keys/values (Shaw) add per block a gather of q a^K^T into the logits and a scatter of P into
 // buckets then one GEMM with a^V; backward mirrors them and rebuilds the scattered probabilities from
 // P instead of keeping them. The products with a shared table on the right, q a^K^T and dO a^V^T, run
@@ -27,6 +28,8 @@ namespace {
 
 using detail::AttnDims;
 using detail::kAttentionOp;
+
+constexpr std::size_t kQueryTile = kAttentionQueryTile;  // query rows per tile of forward_tiles
 
 // The relative terms' bucket loops over one (batch, head) block. M (Tq, Tk) are logits, probabilities
 // or their gradients; the block's bucket matrix A (Tq, buckets) covers buckets [lo, lo + buckets); idx (Tq, Tk)
@@ -127,7 +130,7 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   c.index = opt.rel.index;
   c.stacked_q = at.q.stacked(d.H, d.Tq, d.hs);
   c.stacked_out = at.out.stacked(d.H, d.Tq, d.hv);
-  c.bucket_loops = BucketLoops{d.Tq, d.Tk, d.rel_buckets, d.Tk - d.Tq, d.rel_lo, opt.causal};
+  c.bucket_loops = BucketLoops{d.Tq, d.Tk, d.rel_buckets, d.key_offset, d.rel_lo, opt.causal};
   c.block_grain = std::max<std::size_t>(1, detail::kParallelWork / (d.Tq * d.Tk * 4));
   c.scales.resize(d.H);
   for (std::size_t h = 0; h < d.H; ++h)
@@ -137,14 +140,18 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   return c;
 }
 
-// Logits S (Tq, Tk) of one block -> its weights, in place (the bias added first). Z: where stick-breaking
-// keeps its logits for backward (null: not kept).
-void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z) {
-  const BucketLoops& loops = c.bucket_loops;
+// Logits S (rows, Tk) -> weights, in place (the bias added first): a whole block (rows = Tq), or a tile of
+// it whose causal offset is `off` (forward_tiles). Z: where stick-breaking keeps its logits for backward
+// (null: not kept).
+void normalize_rows(const AttnCall& c, real* S, const real* bias, real* Z, std::size_t rows, std::size_t off) {
   if (c.normalizer == Normalizer::stick_breaking)
-    detail::stick_breaking_rows(S, bias, Z, 0, c.d.Tq, c.d.Tk, loops.key_offset, c.attend_current, c.window);
+    detail::stick_breaking_rows(S, bias, Z, 0, rows, c.d.Tk, off, c.attend_current, c.window);
   else
-    kernels::attention_softmax_rows(S, bias, 0, c.d.Tq, c.d.Tk, loops.key_offset, loops.causal, c.window);
+    kernels::attention_softmax_rows(S, bias, 0, rows, c.d.Tk, off, c.bucket_loops.causal, c.window);
+}
+
+void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z) {
+  normalize_rows(c, S, bias, Z, c.d.Tq, c.bucket_loops.key_offset);
 }
 
 // dP (Tq, Tk) of one block -> dS, in place (the normalizer's backward; P its weights, Z its saved logits).
@@ -189,6 +196,54 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
       if (c.rel_values) {
         loops.scatter(blk, S, idx);
         blas::gemm(false, false, Tq, hv, R, real(1), blk, R, rel_v, hv, real(1), obh, c.at.out.ld);
+      }
+    }
+  });
+}
+
+// Forward without a tape (evaluation, prediction): forward_blocks' arithmetic, but query rows run in
+// tiles of kQueryTile with a per-worker (tile, Tk) scratch, so (B, H, Tq, Tk) never exists: memory
+// grows with T, not T^2. A causal tile computes only the keys its last row sees (`cols`): half the
+// work of the full block, whose masked weights are exactly 0 anyway. The sums are the same products,
+// but a BLAS kernel may group them differently for another shape, so the result agrees with
+// forward_blocks to float rounding, not bit for bit (tests/core_f32/test_attention_streaming.cpp).
+// The tile is a constant and every output row is one unit of work: the result depends on neither the
+// thread count nor the batch around a row.
+void forward_tiles(const AttnCall& c, const real* pq, const real* pk, const real* pv, const real* pbias,
+                   const real* rel_k, const real* rel_v, real* out) {
+  const AttnDims& d = c.d;
+  const std::size_t H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, hv = d.hv, R = d.rel_buckets;
+  const std::size_t tiles = (Tq + kQueryTile - 1) / kQueryTile, units = c.blocks() * tiles;
+  const std::size_t grain = std::max<std::size_t>(1, detail::kParallelWork / (kQueryTile * Tk * 4));
+  const std::size_t workers = parallel::workers(units, grain), per_worker = kQueryTile * (Tk + R);
+  Array scratch(Shape{workers * per_worker});
+  parallel::for_range(units, grain, [&](std::size_t worker, std::size_t u0, std::size_t u1) {
+    real* S = scratch.data() + worker * per_worker;  // (tile, Tk) logits, then weights
+    real* blk = S + kQueryTile * Tk;                 // (tile, R) q a^K^T, then P by bucket
+    for (std::size_t u = u0; u < u1; ++u) {
+      const std::size_t bh = u / tiles, b = bh / H, h = bh % H;
+      const std::size_t i0 = (u % tiles) * kQueryTile, rows = std::min(kQueryTile, Tq - i0);
+      // The tile's bucket loops: rows [0, rows), the causal offset moved by i0.
+      BucketLoops loops = c.bucket_loops;
+      loops.Tq = rows;
+      loops.key_offset += i0;
+      const std::size_t cols = loops.causal ? std::min(Tk, loops.visible(rows - 1)) : Tk;  // keys the tile sees
+      const real* qbh = c.at.q.at(pq, b, h) + i0 * c.at.q.ld;
+      real* obh = c.at.out.at(out, b, h) + i0 * c.at.out.ld;
+      const std::int32_t* idx = d.rel_index(c.index.get(), b);
+      if (idx) idx += i0 * Tk;
+      const real* bias = d.bias_block(pbias, b, h);
+      if (bias) bias += i0 * Tk;
+      blas::gemm(false, true, rows, cols, hs, c.scales[h], qbh, c.at.q.ld, c.at.k.at(pk, b, h), c.at.k.ld, real(0), S, Tk);
+      if (c.rel_keys) {
+        blas::gemm(false, true, rows, R, hs, real(1), qbh, c.at.q.ld, rel_k, hs, real(0), blk, R);
+        loops.gather_add(S, blk, idx, c.scales[h]);
+      }
+      normalize_rows(c, S, bias, nullptr, rows, loops.key_offset);  // every column written (0 past the keys)
+      blas::gemm(false, false, rows, hv, cols, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
+      if (c.rel_values) {
+        loops.scatter(blk, S, idx);
+        blas::gemm(false, false, rows, hv, R, real(1), blk, R, rel_v, hv, real(1), obh, c.at.out.ld);
       }
     }
   });
@@ -348,6 +403,12 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   Tape& tape = Tape::current();
   const bool record = packed ? tape.should_record({&q_in, &bias, &rel_k, &rel_v})
                              : tape.should_record({&q_in, &k_in, &v_in, &bias, &rel_k, &rel_v});
+  if (!record && !opt.probs_out) {  // nothing keeps P: stream the query rows
+    forward_tiles(c, q_in.data(), k_in.data(), v_in.data(), bias.defined() ? bias.data() : nullptr,
+                  c.rel_keys ? rel_k.data() + shift : nullptr, c.rel_values ? rel_v.data() + shift_v : nullptr,
+                  out.mutable_data());
+    return out;
+  }
   auto P = std::make_shared<Array>(Shape{d.B, d.H, d.Tq, d.Tk});  // (B, H, Tq, Tk) probabilities
   // (B, H, Tq, Tk) stick-breaking's logits, kept for backward (its weights alone do not give them back)
   const bool keep_z = record && c.normalizer == Normalizer::stick_breaking;

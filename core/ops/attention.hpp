@@ -34,6 +34,9 @@ struct AttentionOptions {
   Normalizer normalizer = Normalizer::softmax;
   bool attend_current = false;    // stick_breaking: a query sees its own key too (the reference: no)
   std::size_t window = 0;         // > 0: a causal query sees only its `window` nearest keys (sliding window)
+  // Causal: query i sits at key row query_offset + i and sees keys j <= query_offset + i; < 0 means
+  // Tk - Tq (the queries are the last Tq rows). A tile of queries [i0, i1) against all T keys: i0.
+  std::ptrdiff_t query_offset = -1;
   Tensor bias;                    // optional additive logit bias (B or 1, H or 1, Tq, Tk); may require grad
   RelativeKV rel;                 // optional relative keys and/or values
   real scale = real(-1);          // logit scale; < 0 means default 1/sqrt(hv), v's head size
@@ -41,17 +44,23 @@ struct AttentionOptions {
   Array* probs_out = nullptr;     // optional: receives the attention probabilities (B, H, Tq, Tk) (for plots)
 };
 
+// Without a tape (and without probs_out) the forward streams query rows in tiles of this many rows with
+// a (tile, Tk) scratch per thread instead of keeping (B, H, Tq, Tk): evaluation memory grows with T, not
+// T^2. A constant, so results are reproducible (they agree with the taped forward to float rounding).
+constexpr std::size_t kAttentionQueryTile = 64;
+
 // q (B, H, Tq, hs), k (B, H, Tk, hs) and v (B, H, Tk, hv) -> (B, H, Tq, hv); hv = hs but where an
 // encoding widens q and k (PoPE's cosine and sine parts: hs = 2 hv).
-// logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq), and with
+// logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq) (or
+// i + query_offset), and with
 // a window only the last `window` of them (others get probability 0); the normalizer over the keys (softmax
 // or stick-breaking) gives P; out = P v + sum_j P_ij a^V[idx_ij]. Backward gives q, k, v,
 // bias (summed over the dims it is broadcast along: batch and/or heads) and a^K, a^V. The relative
 // terms never materialise (B, H, Tq, Tk, hs): per (batch, head) one GEMM q a^K^T (Tq, R) and a gather
 // into the logits, and a scatter of P into buckets (Tq, R) and one GEMM with a^V; the GEMMs span only
 // the buckets the visible pairs use. In the float build, probabilities below e^-86 times the row's
-// largest are exactly 0 (a vectorized exp; no denormals). Shape mismatches, causal with Tq > Tk
-// (which would leave rows empty) and a visible pair's bucket outside [0, R) throw Error naming
+// largest are exactly 0 (a vectorized exp; no denormals). Shape mismatches, causal with Tq > Tk or
+// query_offset + Tq > Tk (which would leave rows empty) and a visible pair's bucket outside [0, R) throw Error naming
 // "attention".
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt = {});
 

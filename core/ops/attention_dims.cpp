@@ -47,7 +47,7 @@ void check_relative(const RelativeKV& rel, bool causal, AttnDims& d, const std::
   require(R <= std::size_t(std::numeric_limits<std::int32_t>::max()), kOp, "too many relative buckets");
   const std::int32_t r = static_cast<std::int32_t>(R);
   std::int32_t lo = std::numeric_limits<std::int32_t>::max(), hi = -1;
-  const std::size_t off = d.Tk - d.Tq;
+  const std::size_t off = d.key_offset;
   for (std::size_t b = 0; b < d.rel_rows; ++b)
     for (std::size_t i = 0; i < d.Tq; ++i) {
       const std::int32_t* row = idx.data() + (b * d.Tq + i) * d.Tk;
@@ -76,6 +76,10 @@ void check_options(const AttentionOptions& opt, AttnDims& d, const std::string& 
   require(d.Tk > 0 && d.hs > 0, kOp, "need at least one key and a non-empty head size" + shapes);
   require(!opt.causal || d.Tq <= d.Tk, kOp,
           "causal attention needs Tq <= Tk (query i sees keys j <= i + Tk - Tq)" + shapes);
+  d.key_offset = opt.query_offset < 0 ? d.Tk - d.Tq : std::size_t(opt.query_offset);
+  require(!opt.causal || d.key_offset + d.Tq <= d.Tk, kOp,
+          "query_offset " + std::to_string(opt.query_offset) + " puts the last query past the " +
+              std::to_string(d.Tk) + " keys" + shapes);
   if (opt.bias.defined()) {
     const Shape& bs = opt.bias.shape();
     require(bs.size() == 4 && (bs[0] == d.B || bs[0] == 1) && (bs[1] == d.H || bs[1] == 1) && bs[2] == d.Tq &&

@@ -12,6 +12,7 @@ constexpr const char* kAttentionOp = "attention";
 struct AttnDims {
   std::size_t B = 0, H = 0, Tq = 0, Tk = 0, hs = 0;
   std::size_t hv = 0;  // v's (and the output's) head size: hs, unless q and k are wider (PoPE: 2 hs)
+  std::size_t key_offset = 0;  // causal: query i sees keys j <= i + key_offset (AttentionOptions::query_offset)
   std::size_t bias_batch = 0, bias_heads = 0;  // the bias's first two dims (1 = broadcast); 0: no bias
   std::size_t rel_rows = 0;                    // index table rows: 1 (shared by the batch) or B
   std::size_t rel_buckets = 0;                 // buckets [rel_lo, rel_lo + rel_buckets) hold every visible pair

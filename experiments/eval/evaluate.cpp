@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/tape.hpp"
+#include "experiments/run/resources.hpp"
 #include "training/signals.hpp"
 #include "training/metrics.hpp"
 #include "training/metrics_table.hpp"
@@ -102,15 +103,18 @@ class Progress {
 };
 
 // Rows per forward pass at T tokens: at most `rows` (what fits the memory limit), and at most what keeps
-// one layer's attention weights (rows, H, T, T) within kAttentionBudget. Beyond that, fresh pages cost
-// more than the forward: at T = 1500 with 4 heads, 64 rows (2.3 GB) spent 5.5 s of system time (the
-// kernel zeroing pages) beside 4.5 s of compute, 8 rows 0.2 s (scripts/bench_range_eval.sh, 2026-11-26).
-// Slicing a drawn batch keeps its examples, so the results are the same.
-constexpr std::size_t kAttentionBudget = std::size_t(16) << 20;
+// the bytes that grow with the rows of one pass (the memory model's estimate: activations, and any
+// per-row (T, T) table an encoding builds) within kPassBudget. Beyond that, fresh pages cost more than
+// the forward: when attention kept (rows, H, T, T), T = 1500 with 4 heads at 64 rows (2.3 GB) spent
+// 5.5 s of system time (the kernel zeroing pages) beside 4.5 s of compute, 8 rows 0.2 s
+// (scripts/bench_range_eval.sh, 2026-11-26). Slicing a drawn batch keeps its examples, so the results
+// are the same.
+constexpr std::size_t kPassBudget = std::size_t(256) << 20;
 
-std::size_t rows_within_budget(std::size_t rows, std::size_t heads, std::size_t T) {
-  const std::size_t per_row = std::max<std::size_t>(1, heads * T * T * sizeof(real));
-  return std::max<std::size_t>(1, std::min(rows, kAttentionBudget / per_row));
+std::size_t rows_within_budget(const ModelConfig& m, std::size_t rows, std::size_t T) {
+  const std::size_t one = forward_bytes(m, 1, T), two = forward_bytes(m, 2, T);
+  const std::size_t per_row = std::max<std::size_t>(1, two > one ? two - one : one);
+  return std::max<std::size_t>(1, std::min(rows, kPassBudget / per_row));
 }
 
 }  // namespace
@@ -134,8 +138,7 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   std::vector<std::size_t> pos_n;
   double total = 0;  // over the targets with mask > 0, which stats.counted counts too
   const std::size_t bs = std::max<std::size_t>(1, ecfg.batch_size);
-  const std::size_t rows = rows_within_budget(opt.batches ? opt.batches->batch_for(n, bs) : bs,
-                                              model.config().n_heads, T);
+  const std::size_t rows = rows_within_budget(model.config(), opt.batches ? opt.batches->batch_for(n, bs) : bs, T);
   Progress progress(opt.progress, n, T, ecfg.samples, bs, rows);
   std::size_t passes = 0;
   set_phase("evaluating length " + std::to_string(n));

@@ -277,6 +277,7 @@ constexpr double kHeatmapBytesPerPair = 8 + 2 * 2 * 26;
 void check_probe_memory(const EncodingProbeArgs& a, const Params& params, const ModelDims& dims) {
   ForwardShape s;
   s.tokens = a.len;
+  s.attention_maps = true;  // the probe asks for the whole bias
   const EncodingCost c = encoding_cost(a.name, params, dims, s);
   ForwardCost f = c.input;
   f.then(c.layers);

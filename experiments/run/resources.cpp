@@ -36,7 +36,8 @@ EncodingCost encoding_cost_of(const ModelConfig& m, const ForwardShape& s) {
 }
 
 // Activations (tracked and untracked) and data of one forward of shape s, into e.
-void add_forward(MemoryEstimate& e, const ModelConfig& m, const ForwardShape& s, bool attention_maps) {
+void add_forward(MemoryEstimate& e, const ModelConfig& m, ForwardShape s, bool attention_maps) {
+  s.attention_maps = attention_maps;
   const EncodingCost enc = encoding_cost_of(m, s);
   const ForwardCost f = Transformer::forward_cost(m, enc, s, attention_maps);
   const double N = double(s.batch) * double(s.tokens);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -23,14 +24,41 @@ namespace {
 
 const char* const kWhat = "task 'char_lm'";
 
+// A directory's text: its regular files (not links) in byte order of name, concatenated, skipping any file
+// with a NUL byte (binary: fortune's .dat indexes beside each text). For corpora a package ships as many
+// files: Debian's `fortunes` has 2.6 MB in /usr/share/games/fortunes, enough for 16384-character
+// held-out windows (docs/tasks.md). Empty when nothing qualifies.
+std::string read_directory(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && !e.is_symlink()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::string part((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw Error(std::string(kWhat) + ": error reading '" + f.string() + "' (task.char_lm.path)");
+    if (part.find('\0') == std::string::npos) text += part;
+  }
+  return text;
+}
+
 // Relative paths are tried as given (from the working directory), then from the source tree, so a
-// config can name a corpus shipped with the repository.
+// config can name a corpus shipped with the repository. A directory stands for its text files.
 std::string read_text(const std::string& path, std::string* found = nullptr) {
   if (path.empty()) throw Error(std::string(kWhat) + ": task.char_lm.path is empty; give a text file");
   std::vector<std::string> tries{path};
   if (path[0] != '/') tries.push_back(std::string(PELAB_SOURCE_DIR) + "/" + path);
   int first_errno = 0;
   for (const auto& p : tries) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::string text = read_directory(p);
+      if (text.empty())
+        throw Error(std::string(kWhat) + ": directory '" + p + "' (task.char_lm.path) has no text file");
+      if (found) *found = p;
+      return text;
+    }
     errno = 0;
     std::ifstream in(p, std::ios::binary);
     if (!in) {
@@ -201,7 +229,7 @@ PELAB_REGISTER_TASK(char_lm, TaskSpec{
     "of the file (which must be at least n+1 bytes long).\n"
     "example (L=8): tokens \"To be or\" -> targets \"o be or \"",
     {string_param("path", "/usr/share/games/fortunes/literature",
-        "text file (relative paths: working directory, then the source tree)"),
+        "text file, or a directory of them (relative paths: working directory, then the source tree)"),
      number_param("holdout", 0.1, "fraction of the file, at its end, held out for eval").in(0.01, 0.5)},
     [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
       return std::make_unique<CharLm>(c, p.get_string("path"), p.get_number("holdout"));

@@ -35,39 +35,47 @@ class Alibi : public PositionalEncoding {
     for (auto& m : slopes_) m *= slope_scale;
   }
 
-  // bias[b, h, i, j] = -m_h |p_i - p_j|: (1, H, T, T) when every row has the same ids, else (B, H, T, T).
-  // A constant built once per forward and shared by every layer (as T5, Kerple and FIRE: pairwise.hpp).
-  void begin_forward(const IndexArray& positions) override {
-    if (seen_.same(positions)) return;  // the same ids as last time: keep the bias
-    const Array d = pairwise_difference(positions, rows_share_positions(positions));  // (rows, T, T)
-    const std::size_t rows = d.shape()[0], T = d.shape()[1], H = slopes_.size();
-    Array bias(Shape{rows, H, T, T});
-    real* out = bias.data();
-    for (std::size_t b = 0; b < rows; ++b)
-      for (std::size_t h = 0; h < H; ++h) {
-        const real* dist = d.data() + b * T * T;
-        for (std::size_t k = 0; k < T * T; ++k) *out++ = static_cast<real>(-slopes_[h] * std::abs(double(dist[k])));
-      }
-    bias_ = Tensor(std::move(bias));  // nothing to learn
-    seen_.set(positions);
-  }
+  bool bias_by_query_rows() const override { return true; }
 
+  // bias[b, h, i, j] = -m_h |p_i - p_j|: (1, H, T, T) when every row has the same ids, else (B, H, T, T).
+  // A constant built once per forward (on the first layer's call) and shared by every layer (as T5,
+  // Kerple and FIRE: pairwise.hpp); a query tile's rows are built per call and not kept.
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
-    begin_forward(ctx.positions);  // a no-op when the model already called it with these ids
+    if (ctx.tile.active()) return Tensor(bias_of(pairwise_difference(ctx.positions, ctx.shared_positions, ctx.tile)));
+    if (!seen_.same(ctx.positions)) {  // new ids: a new bias
+      bias_ = Tensor(bias_of(pairwise_difference(ctx.positions, ctx.shared_positions)));  // nothing to learn
+      seen_.set(ctx.positions);
+    }
     return bias_;
   }
 
  private:
+  // d (rows, Tq, Tk) -> -m_h |d| (rows, H, Tq, Tk)
+  Array bias_of(const Array& d) const {
+    const std::size_t rows = d.shape()[0], n = d.shape()[1] * d.shape()[2], H = slopes_.size();
+    Array bias(Shape{rows, H, d.shape()[1], d.shape()[2]});
+    real* out = bias.data();
+    for (std::size_t b = 0; b < rows; ++b)
+      for (std::size_t h = 0; h < H; ++h) {
+        const real* dist = d.data() + b * n;
+        for (std::size_t k = 0; k < n; ++k) *out++ = static_cast<real>(-slopes_[h] * std::abs(double(dist[k])));
+      }
+    return bias;
+  }
+
   std::vector<double> slopes_;
   Tensor bias_;
   SeenPositions seen_;
 };
 
 // The bias (rows, H, T, T), kept while the ids repeat, built from the differences (rows, T, T); no gradient.
+// Without a tape past one tile: a tile's differences and bias per call, none kept.
 static EncodingCost alibi_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double pairs = double(s.pair_rows() * s.tokens * s.tokens);
+  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens);
   EncodingCost c;
-  c.input.hold(pairs * double(d.n_heads)).add_scratch(pairs);
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (s.bias_query_rows() < s.tokens) c.layers.add_scratch(pairs * double(d.n_heads)).add_scratch(pairs);
+  else c.input.hold(pairs * double(d.n_heads)).add_scratch(pairs);
   return c;
 }
 

@@ -64,7 +64,9 @@ class Dape : public PositionalEncoding {
 EncodingCost dape_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::string base = p.get_string("base");
   const std::size_t width = std::size_t(p.get_int("width"));
-  EncodingCost c = encoding_cost(base, resolve_encoding_params(base, {}, d), d, s);
+  ForwardShape whole = s;
+  whole.attention_maps = true;  // DAPE asks its base for the whole bias, never by tiles
+  EncodingCost c = encoding_cost(base, resolve_encoding_params(base, {}, d), d, whole);
   const double X = double(s.batch * d.n_heads * s.tokens * s.tokens), W = double(s.batch * s.tokens * s.tokens * width);
   const double L = double(d.n_layers);
   c.parameters += d.n_layers * ((2 * d.n_heads + 1) * width + (width + 1) * d.n_heads);

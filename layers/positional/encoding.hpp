@@ -19,7 +19,8 @@
 //                   that concatenates asks for narrower token embeddings with token_width().
 //   then in every attention layer, with an AttentionContext:
 //   encode_qk       on q and k (B, H, T, hs) per head after projection (rotations: RoPE, xPos).
-//   attention_bias  an additive logit bias, (B or 1, H or 1, Tq, Tk): ALiBi, T5, Kerple, FIRE. Use a
+//   attention_bias  an additive logit bias, (B or 1, H or 1, Tq, Tk): ALiBi, T5, Kerple, FIRE (which give
+//                   it by query tiles without a tape: bias_by_query_rows, ctx.tile). Use a
 //                   batch dim of 1 when ctx.shared_positions (every row has the same ids): one bias for
 //                   the batch, B times less work; a head dim of 1 shares the bias across heads. It gets
 //                   q and k (after encode_qk) for content-dependent encodings (CoPE); most ignore them.
@@ -82,6 +83,13 @@ struct ModelDims {
   bool tie_embeddings = false;    // the LM head reuses the token table: it must then be d_model wide
 };
 
+// Query rows [begin, end) against keys [0, keys) of one attention layer: the tile a tape-free forward asks
+// a bias for (PositionalEncoding::bias_by_query_rows). Inactive (end = 0): every query, every key.
+struct QueryTile {
+  std::size_t begin = 0, end = 0, keys = 0;
+  bool active() const { return end > 0; }
+};
+
 // What an encoding sees inside one attention layer.
 struct AttentionContext {
   const IndexArray& positions;  // (B, T) ids of this batch
@@ -89,6 +97,7 @@ struct AttentionContext {
   bool shared_positions;        // every row has the same ids: a bias may be (1, H or 1, Tq, Tk)
   const Tensor* input = nullptr;  // the attention's input x (B, T, C), for content-dependent encodings
   std::size_t window = 0;         // this layer's sliding window (0: none; the attention applies it)
+  QueryTile tile;                 // active: attention_bias gives rows [begin, end) x keys [0, keys) only
 };
 
 class PositionalEncoding : public Module {
@@ -104,6 +113,12 @@ class PositionalEncoding : public Module {
   virtual void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) {}
   // Additive attention-logit bias (B or 1, H or 1, Tq, Tk), or an undefined Tensor for none.
   virtual Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) { return Tensor(); }
+  // True when attention_bias honours ctx.tile: (B or 1, H or 1, end - begin, keys) for those rows, from
+  // the position ids alone (q and k are the tile's). A forward without a tape then asks for the bias
+  // tile by tile (layers/transformer.cpp), so neither the bias nor a (T, T) table of it ever exists and
+  // evaluation memory grows with T, not T^2. The full bias is then built lazily in attention_bias, not in
+  // begin_forward. tests/layers/test_streaming_forward.cpp checks every encoding either way.
+  virtual bool bias_by_query_rows() const { return false; }
   // Relative key/value embeddings inside the attention; none by default.
   virtual RelativeKV relative_kv(const AttentionContext& ctx) { return RelativeKV(); }
   // Sets o.normalizer (and its options) when the encoding replaces the softmax; softmax by default.
@@ -122,13 +137,23 @@ class PositionalEncoding : public Module {
 // True when every row of positions (B, T) holds the same ids (always for B = 1).
 bool rows_share_positions(const IndexArray& positions);
 
+// Query rows per bias tile of a tape-free forward (bias_by_query_rows): 128 keeps FIRE's (rows, T, hidden)
+// hidden layer at 256 MB at T = 16384 with hidden 32, and the copies of each tile's keys small.
+constexpr std::size_t kBiasQueryTile = 128;
+
 // One forward pass as a memory estimate sees it.
 struct ForwardShape {
   std::size_t batch = 1, tokens = 0;
   bool training = false;          // a tape is recorded: saved tensors are held until backward
   bool shared_positions = true;   // every row has the same ids: pair tables are built for one row
   std::size_t threads = 1;        // threads of the step (the attention backward's scratch is per thread)
+  bool attention_maps = false;    // the whole (T, T) maps are wanted (probes): no tiles
   std::size_t pair_rows() const { return shared_positions ? 1 : batch; }
+  // Query rows of one bias an encoding with bias_by_query_rows builds: a tile without a tape (when T
+  // exceeds one), else T.
+  std::size_t bias_query_rows() const {
+    return !training && !attention_maps && tokens > kBiasQueryTile ? kBiasQueryTile : tokens;
+  }
 };
 
 // What an encoding adds to the model, from the shapes alone (nothing is built): declared by each
@@ -140,6 +165,7 @@ struct EncodingCost {
   bool splits_heads = false;      // leaves_qk_alone() is false: the attention runs on split q, k, v
   std::size_t relative_buckets = 0;  // buckets a layer's relative_kv spans (Shaw); 0: none
   bool keeps_logits = false;      // its normalizer keeps the (B, H, T, T) logits for backward (stick-breaking)
+  bool bias_tiles = false;        // the forward asks for its bias by query tiles (bias_query_rows() < T)
   ForwardCost input;              // begin_forward and encode_input: tables, position vectors
   ForwardCost layers;             // encode_qk, attention_bias, relative_kv over every layer
 };

@@ -47,37 +47,37 @@ class Fire : public PositionalEncoding {
                                     std::make_unique<FireTable>(hidden, per_head ? dims.n_heads : 1, init_c)));
   }
 
-  // Constants of the ids: p_i - p_j (rows, T, T) and p_i (rows, T, 1).
-  void begin_forward(const IndexArray& positions) override {
-    biases_.clear();
-    if (seen_.same(positions)) return;
-    const bool shared = rows_share_positions(positions);
-    difference_ = Tensor(pairwise_difference(positions, shared));
-    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
-    Array query(Shape{rows, T, 1});
-    std::transform(positions.data(), positions.data() + rows * T, query.data(),
-                   [](std::int32_t p) { return static_cast<real>(p); });
-    query_ = Tensor(std::move(query));
-    seen_.set(positions);
-  }
+  void begin_forward(const IndexArray&) override { biases_.clear(); }
 
-  // (1 or B, H or 1, T, T)
+  bool bias_by_query_rows() const override { return true; }
+
+  // (1 or B, H or 1, T, T), or the rows of ctx.tile
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    const FireTable& table = *tables_.at(shared_layers_ ? 0 : ctx.layer);
+    if (ctx.tile.active())
+      return bias(table, Tensor(pairwise_difference(ctx.positions, ctx.shared_positions, ctx.tile)),
+                  Tensor(query_positions(ctx.positions, ctx.shared_positions, ctx.tile)));
+    if (!seen_.same(ctx.positions)) {  // constants of the ids: p_i - p_j (rows, T, T) and p_i (rows, T, 1)
+      difference_ = Tensor(pairwise_difference(ctx.positions, ctx.shared_positions));
+      query_ = Tensor(query_positions(ctx.positions, ctx.shared_positions, ctx.tile));
+      seen_.set(ctx.positions);
+      biases_.clear();
+    }
     const std::size_t t = shared_layers_ ? 0 : ctx.layer;
     if (biases_.size() <= t) biases_.resize(t + 1);
-    if (!biases_[t].defined()) biases_[t] = bias(*tables_.at(t));
+    if (!biases_[t].defined()) biases_[t] = bias(table, difference_, query_);
     return biases_[t];
   }
 
  private:
-  Tensor bias(const FireTable& f) const {
+  // difference (rows, Tq, Tk), query ids (rows, Tq, 1) -> (rows, H or 1, Tq, Tk)
+  Tensor bias(const FireTable& f, const Tensor& difference, const Tensor& query) const {
     // log1p, not log(1 + .): 1 + |c x| in float32 would drop the low digits of a small |c x| (c near
     // its allowed minimum 1e-6), and psi is then divided by another small psi.
     auto psi = [&](const Tensor& x) { return log1p(abs(mul(f.c, x))); };
     const Tensor threshold = abs(mul_scalar(f.L_multiplier, init_L_));             // (1)
-    const Tensor normalizer = add_scalar(psi(maximum(query_, threshold)), kEps);  // (rows, T, 1)
-    const Tensor x = div(psi(difference_), normalizer);                           // (rows, T, T)
+    const Tensor normalizer = add_scalar(psi(maximum(query, threshold)), kEps);  // (rows, Tq, 1)
+    const Tensor x = div(psi(difference), normalizer);                           // (rows, Tq, Tk)
     const Shape& s = x.shape();
     const Tensor h = relu(f.fc->forward(reshape(x, {s[0], s[1], s[2], 1})));     // (rows, T, T, hidden)
     return permute(f.out->forward(h), {0, 3, 1, 2});                              // (rows, H or 1, T, T)
@@ -101,9 +101,14 @@ class Fire : public PositionalEncoding {
 static EncodingCost fire_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
   const std::size_t hidden = std::size_t(p.get_int("hidden")), outputs = p.get_bool("per_head") ? d.n_heads : 1;
-  const double D = double(s.pair_rows() * s.tokens * s.tokens), X = D * double(outputs), hid = D * double(hidden);
+  const double D = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = D * double(outputs), hid = D * double(hidden);
   EncodingCost c;
   c.parameters = tables * (Linear::parameter_count(1, hidden) + Linear::parameter_count(hidden, outputs) + 2);
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (s.bias_query_rows() < s.tokens) {  // a tile's constants and bias per call, none kept
+    c.layers.add_scratch(D, 4).add_scratch(hid, 2).add_scratch(X, 2);
+    return c;
+  }
   c.input.hold(D).hold(double(s.pair_rows() * s.tokens));
   ForwardCost table;
   if (s.training) {

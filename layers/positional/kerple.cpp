@@ -54,31 +54,40 @@ class Kerple : public PositionalEncoding {
       project(t->r1, kEps, std::numeric_limits<real>::infinity());
       project(t->r2, kEps, power_ ? kMaxPower : std::numeric_limits<real>::infinity());
     }
-    if (seen_.same(positions)) return;
-    // d = |p_i - p_j|: (rows, 1, T, T), one head dim to broadcast the per-head parameters against
-    Array d = pairwise_difference(positions, rows_share_positions(positions));
-    for (auto& x : d) x = std::abs(x);
-    const std::size_t rows = d.shape()[0], T = d.shape()[1];
-    d.reshape({rows, std::size_t(1), T, T});
-    distance_ = Tensor(std::move(d));  // a constant
-    seen_.set(positions);
   }
 
-  // (1 or B, H, T, T)
+  bool bias_by_query_rows() const override { return true; }
+
+  // (1 or B, H, T, T), or the rows of ctx.tile
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    const KerpleTable& k = *tables_.at(shared_layers_ ? 0 : ctx.layer);
+    if (ctx.tile.active()) return bias(k, distance(ctx.positions, ctx.shared_positions, ctx.tile));
+    if (!seen_.same(ctx.positions)) {  // new ids: new distances (kept while the ids repeat)
+      begin_forward(ctx.positions);  // a caller outside the model (a probe) may not have
+      distance_ = distance(ctx.positions, ctx.shared_positions, ctx.tile);
+      seen_.set(ctx.positions);
+    }
     const std::size_t t = shared_layers_ ? 0 : ctx.layer;
     if (biases_.size() <= t) biases_.resize(t + 1);
-    if (!biases_[t].defined()) {
-      const KerpleTable& k = *tables_.at(t);
-      const Tensor neg_r1 = reshape(neg(k.r1), {1, H_, 1, 1}), r2 = reshape(k.r2, {1, H_, 1, 1});
-      biases_[t] = power_ ? mul(neg_r1, pow(distance_, r2))                       // -r1 d^r2
-                          : mul(neg_r1, log(add_scalar(mul(r2, distance_), 1)));  // -r1 log(1 + r2 d)
-    }
+    if (!biases_[t].defined()) biases_[t] = bias(k, distance_);
     return biases_[t];
   }
 
  private:
+  // d = |p_i - p_j|: (rows, 1, Tq, Tk), one head dim to broadcast the per-head parameters against; a constant
+  static Tensor distance(const IndexArray& positions, bool shared, const QueryTile& tile) {
+    Array d = pairwise_difference(positions, shared, tile);
+    for (auto& x : d) x = std::abs(x);
+    d.reshape({d.shape()[0], std::size_t(1), d.shape()[1], d.shape()[2]});
+    return Tensor(std::move(d));
+  }
+
+  Tensor bias(const KerpleTable& k, const Tensor& d) const {
+    const Tensor neg_r1 = reshape(neg(k.r1), {1, H_, 1, 1}), r2 = reshape(k.r2, {1, H_, 1, 1});
+    return power_ ? mul(neg_r1, pow(d, r2))                       // -r1 d^r2
+                  : mul(neg_r1, log(add_scalar(mul(r2, d), 1)));  // -r1 log(1 + r2 d)
+  }
+
   static void project(Tensor& p, real lo, real hi) {
     for (auto& x : p.mutable_value()) x = std::min(std::max(x, lo), hi);
   }
@@ -99,11 +108,16 @@ class Kerple : public PositionalEncoding {
 // and one more.
 static EncodingCost kerple_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
-  const double pairs = double(s.pair_rows() * s.tokens * s.tokens), X = pairs * double(d.n_heads);
+  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = pairs * double(d.n_heads);
   const bool power = p.get_string("variant") == "power";
   const double saved = s.training ? (power ? 1 : 2) : 0, temporaries = power ? 1 : 3;
   EncodingCost c;
   c.parameters = tables * 2 * d.n_heads;
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (s.bias_query_rows() < s.tokens) {  // a tile's distances and bias per call, none kept
+    c.layers.add_scratch(pairs).add_scratch(X, 1 + temporaries);
+    return c;
+  }
   c.input.hold(pairs);
   c.layers.hold(X, double(tables) * (1 + saved)).add_scratch(X, temporaries - saved);
   if (s.training) c.layers.add_backward(X, 2);

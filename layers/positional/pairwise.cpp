@@ -10,15 +10,30 @@ bool SeenPositions::same(const IndexArray& positions) const {
 }
 
 Array pairwise_difference(const IndexArray& positions, bool shared) {
+  return pairwise_difference(positions, shared, QueryTile{});
+}
+
+Array pairwise_difference(const IndexArray& positions, bool shared, const QueryTile& tile) {
   const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
-  Array out(Shape{rows, T, T});
+  const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
+  const std::size_t keys = tile.active() ? tile.keys : T;
+  Array out(Shape{rows, i1 - i0, keys});
   real* o = out.data();
   for (std::size_t b = 0; b < rows; ++b) {
     const std::int32_t* p = positions.data() + b * T;
-    for (std::size_t i = 0; i < T; ++i)
-      for (std::size_t j = 0; j < T; ++j)
-        *o++ = static_cast<real>(std::int64_t(p[i]) - std::int64_t(p[j]));
+    for (std::size_t i = i0; i < i1; ++i)
+      for (std::size_t j = 0; j < keys; ++j) *o++ = static_cast<real>(std::int64_t(p[i]) - std::int64_t(p[j]));
   }
+  return out;
+}
+
+Array query_positions(const IndexArray& positions, bool shared, const QueryTile& tile) {
+  const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+  const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
+  Array out(Shape{rows, i1 - i0, 1});
+  real* o = out.data();
+  for (std::size_t b = 0; b < rows; ++b)
+    for (std::size_t i = i0; i < i1; ++i) *o++ = static_cast<real>(positions(b, i));
   return out;
 }
 

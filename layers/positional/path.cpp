@@ -107,7 +107,7 @@ class Path : public PositionalEncoding {
 
 // Per layer, when training: the recurrence keeps per token its keys (B, H, T, hs) (saved by the products
 // that read them; measured about 1.2 per token), so O(T^2 hs) in all; without a tape a few at a time. The logits and
-// the plain product (B, H, T, T), w's projections (B, T, C) a few times.
+// the plain product (B, H, T, T) (four such at once without a tape, as measured), w's projections (B, T, C) a few times.
 EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
   const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
   const double Kt = B * H * T * hs, X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
@@ -118,7 +118,7 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
     c.layers.hold(Kt, 1.2 * T * L).hold(X, 3 * L).hold(N, 8 * L).hold(B * H * hs, 2 * T * L);
     c.layers.add_backward(Kt, 3).add_backward(X, 3).add_backward(N, 4);
   } else {
-    c.layers.hold(Kt, 3).hold(X, 3).hold(N, 6).add_scratch(B * H * hs, 4).add_scratch(B * H * T, 2);
+    c.layers.hold(Kt, 3).hold(X, 4).hold(N, 6).add_scratch(B * H * hs, 4).add_scratch(B * H * T, 2);
   }
   return c;
 }

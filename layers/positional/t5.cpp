@@ -57,37 +57,51 @@ class T5Bias : public PositionalEncoding {
     }
   }
 
-  // The bucket of every (query, key) pair: (1, T, T) for shared ids, else (B, T, T).
-  void begin_forward(const IndexArray& positions) override {
+  void begin_forward(const IndexArray&) override {
     biases_.clear();  // the tables change with every optimizer step: recompute the bias per forward
-    if (seen_.same(positions)) return;
-    const bool shared = rows_share_positions(positions);
-    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
-    buckets_ = IndexArray(Shape{rows, T, T});
-    std::int32_t* out = buckets_.data();
-    const auto last = static_cast<std::int64_t>(max_distance_);
-    for (std::size_t b = 0; b < rows; ++b) {
-      const std::int32_t* p = positions.data() + b * T;
-      for (std::size_t i = 0; i < T; ++i)
-        for (std::size_t j = 0; j < T; ++j) {
-          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
-          *out++ = rel >= 0 ? ahead_[std::size_t(std::min(rel, last))] : behind_[std::size_t(std::min(-rel, last))];
-        }
-    }
-    seen_.set(positions);
   }
 
-  // (1 or B, H, T, T): bias[b, h, i, j] = table[bucket(p_j - p_i), h].
+  bool bias_by_query_rows() const override { return true; }
+
+  // (1 or B, H, T, T): bias[b, h, i, j] = table[bucket(p_j - p_i), h]; or the rows of ctx.tile.
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    const Embedding& table = *tables_.at(shared_layers_ ? 0 : ctx.layer);
+    if (ctx.tile.active()) return bias(table, buckets(ctx.positions, ctx.shared_positions, ctx.tile));
+    if (!seen_.same(ctx.positions)) {  // new ids: new buckets (kept while the ids repeat)
+      buckets_ = buckets(ctx.positions, ctx.shared_positions, ctx.tile);
+      seen_.set(ctx.positions);
+      biases_.clear();
+    }
     const std::size_t t = shared_layers_ ? 0 : ctx.layer;
     if (biases_.size() <= t) biases_.resize(t + 1);
-    if (!biases_[t].defined())
-      biases_[t] = permute(tables_.at(t)->forward(buckets_), {0, 3, 1, 2});  // (rows, T, T, H) -> (rows, H, T, T)
+    if (!biases_[t].defined()) biases_[t] = bias(table, buckets_);
     return biases_[t];
   }
 
  private:
+  // The bucket of every (query, key) pair: (1, Tq, Tk) for shared ids, else (B, Tq, Tk).
+  IndexArray buckets(const IndexArray& positions, bool shared, const QueryTile& tile) const {
+    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+    const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
+    const std::size_t keys = tile.active() ? tile.keys : T;
+    IndexArray out(Shape{rows, i1 - i0, keys});
+    std::int32_t* o = out.data();
+    const auto last = static_cast<std::int64_t>(max_distance_);
+    for (std::size_t b = 0; b < rows; ++b) {
+      const std::int32_t* p = positions.data() + b * T;
+      for (std::size_t i = i0; i < i1; ++i)
+        for (std::size_t j = 0; j < keys; ++j) {
+          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
+          *o++ = rel >= 0 ? ahead_[std::size_t(std::min(rel, last))] : behind_[std::size_t(std::min(-rel, last))];
+        }
+    }
+    return out;
+  }
+
+  static Tensor bias(const Embedding& table, const IndexArray& buckets) {
+    return permute(table.forward(buckets), {0, 3, 1, 2});  // (rows, Tq, Tk, H) -> (rows, H, Tq, Tk)
+  }
+
   std::int32_t num_buckets_, max_distance_;
   bool bidirectional_, shared_layers_;
   std::vector<Embedding*> tables_;
@@ -115,9 +129,15 @@ void check(const Params& p, const ModelDims& dims) {
 // gradient (summed over the layers sharing it) and the gathered one's.
 static EncodingCost t5_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
-  const double pairs = double(s.pair_rows() * s.tokens * s.tokens), X = pairs * double(d.n_heads);
+  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = pairs * double(d.n_heads);
   EncodingCost c;
   c.parameters = tables * Embedding::parameter_count(std::size_t(p.get_int("num_buckets")), d.n_heads);
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (s.bias_query_rows() < s.tokens) {  // a tile's buckets and bias per call, none kept
+    c.layers.untracked = pairs * sizeof(std::int32_t);
+    c.layers.add_scratch(X, 2);
+    return c;
+  }
   c.input.untracked = pairs * sizeof(std::int32_t);
   c.layers.hold(X, double(tables)).add_scratch(X);
   if (s.training) c.layers.add_backward(X, 2);

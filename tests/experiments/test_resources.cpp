@@ -190,9 +190,25 @@ TEST_CASE("forward_bytes of a ModelConfig agrees with the run's evaluation and p
     // The maps: every layer's (16, H, T, T) kept instead of one at a time.
     const std::size_t map = 16 * spec.model.n_heads * T * T * sizeof(real);
     CHECK(forward_bytes(spec.model, 16, T, true) >= forward_bytes(spec.model, 16, T) + (spec.model.n_layers - 1) * map);
-    // Quadratic in the length: four times the tokens, more than ten times the bytes at long T.
-    CHECK(forward_bytes(spec.model, 1, 4096) > 10 * forward_bytes(spec.model, 1, 1024) / 2);
+    // Without maps, attention streams query tiles and these encodings give their bias by tiles: linear
+    // in the length (four times the tokens, at most four times the bytes). The maps stay quadratic.
+    CHECK(forward_bytes(spec.model, 1, 4096) <= 4 * forward_bytes(spec.model, 1, 1024));
+    CHECK(forward_bytes(spec.model, 1, 4096, true) > 10 * forward_bytes(spec.model, 1, 1024, true));
   }
+}
+
+TEST_CASE("past one bias tile, the evaluation estimate follows the tiled forward", "[resources]") {
+  // 300 tokens: three bias tiles (kBiasQueryTile = 128), five attention tiles; per-row ids too.
+  const std::size_t len = 300, batch = 8;
+  for (const char* enc : {"none", "alibi", "t5", "kerple", "fire", "rope"})
+    for (const char* mode : {"contiguous", "randomized"}) {
+      const RunSpec spec = spec_of(enc, len, batch, {std::string("train.positions=") + mode});
+      const MemoryEstimate ee = ResourceModel(spec).evaluation(len, spec.config.eval.batch_size);
+      const double est = double(ee.total() - ee.untracked), got = double(measured_evaluation(spec, len));
+      INFO(enc << " " << mode << ": evaluation " << format_bytes(est) << " vs " << format_bytes(got));
+      CHECK(est / got >= 0.9);
+      CHECK(est / got <= 1.4);
+    }
 }
 
 TEST_CASE("check_memory(what, bytes, setting) refuses above the limit naming the setting, estimate and limit",
