@@ -90,6 +90,7 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "path": ("path", {}),                                             # Householder-like transforms of the keys
     "pope": ("pope", {}),                                             # q, k twice as wide as v
     "pope_base": ("pope", {"base": 50.0}),                            # every frequency turns within 12 ids
+    "pope_phase_bias": ("pope", {"phase_bias": "uniform"}),           # learned delta, some clamped (fixture_init)
     "stick_breaking": ("stick_breaking", {}),                         # the first query sees nothing
     "stick_breaking_window": ("stick_breaking", {"attend_current": True}),  # + a window of 3 keys
     "none_ssmax": ("none", {}),                                       # [attention] scaling = ssmax

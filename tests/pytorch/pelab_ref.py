@@ -797,19 +797,39 @@ class Path(Encoding):
 
 @register
 class Pope(Encoding):
-    """PoPE (Gopalakrishnan et al. 2025): q, k -> [softplus(x) cos(p theta), softplus(x) sin(p theta)], theta_c =
-    base^(-c/hs) for every component c; the attention scale stays 1/sqrt(hs) (v's head size)."""
+    """PoPE (Gopalakrishnan et al. 2025): q -> [softplus(q) cos(p theta), softplus(q) sin(p theta)], theta_c =
+    base^(-c/hs) for every component c; k the same with the phase p theta_c + delta[layer, h, c] when
+    phase_bias is not "none" (delta clamped to [-2 pi, 0], as PoPE-pytorch); the attention scale stays
+    1/sqrt(hs) (v's head size)."""
     name = "pope"
-    params = {"base": 10000.0}
+    params = {"base": 10000.0, "phase_bias": "none"}
     relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        if params["phase_bias"] != "none":
+            shape = (dims["n_layers"], dims["n_heads"], dims["head_dim"])
+            init = torch.zeros(shape) if params["phase_bias"] == "zeros" else -2 * math.pi * torch.rand(shape)
+            self.phase_bias = nn.Parameter(init)
 
     def encode_qk(self, q, k, ctx):
         hs = q.shape[-1]
         theta = self.p["base"] ** (-torch.arange(hs, dtype=torch.float64) / hs)
         angle = ctx.positions.to(torch.float64)[:, None, :, None] * theta              # (B, 1, T, hs)
         cos, sin = angle.cos().to(q.dtype), angle.sin().to(q.dtype)
-        polar = lambda x: torch.cat([F.softplus(x) * cos, F.softplus(x) * sin], dim=-1)
-        return polar(q), polar(k)
+        polar = lambda x, c, s: torch.cat([F.softplus(x) * c, F.softplus(x) * s], dim=-1)
+        if self.p["phase_bias"] == "none":
+            return polar(q, cos, sin), polar(k, cos, sin)
+        delta = self.phase_bias[ctx.layer].clamp(-2 * math.pi, 0)[None, :, None, :]   # (1, H, 1, hs)
+        # the keys' phase p theta + delta: cos(a + d), sin(a + d) written out, as pelab (angle sums)
+        kc, ks = cos * delta.cos() - sin * delta.sin(), sin * delta.cos() + cos * delta.sin()
+        return polar(q, cos, sin), polar(k, kc, ks)
+
+    def fixture_init(self, name, p):
+        # some deltas outside [-2 pi, 0]: the clamp's gradient 0 is checked too
+        return -7.0 + 7.5 * torch.rand_like(p)
+
+
 # ---- end of the frontier
 
 

@@ -1,0 +1,90 @@
+// The RoPE-frequency encodings: HoPE's cut (which pairs turn), FoPE's clipped frequencies, Fourier series
+// and position-free pairs, PoPE's phase bias, each against values computed here in double from the
+// formulas in the files' headers. The PyTorch twins (tests/pytorch/pelab_ref.py) are matched in
+// test_parity.cpp; causality, relativity and per-row ids in the property tests.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "model_helpers.hpp"
+
+using namespace pelab;
+using pelab::test::small_config;
+
+namespace {
+
+const double kPi = std::acos(-1.0);
+
+struct Encoded {
+  Tensor q, k;
+};
+
+// q0 and k0 (1, H, T, hs) encoded by `name` with `params` at ids `pos` (1, T), in layer `layer` of a
+// model with H heads of hs dims and a training range of L ids.
+Encoded encode(const std::string& name, const std::map<std::string, Value>& params, std::size_t H, std::size_t hs,
+               std::size_t L, const IndexArray& pos, const Tensor& q0, const Tensor& k0,
+               std::unique_ptr<PositionalEncoding>* keep = nullptr, std::size_t layer = 0) {
+  ModelConfig c = small_config(name, params);
+  c.n_heads = H;
+  c.d_model = H * hs;
+  c.train_seq_len = L;
+  const Params p = resolve_encoding_params(name, c.encoding_params, c.dims());
+  std::unique_ptr<PositionalEncoding> owned;
+  std::unique_ptr<PositionalEncoding>& enc = keep ? *keep : owned;
+  if (!enc) {
+    enc = make_encoding(name, p, c.dims());
+    Rng rng(1);
+    init_parameters(*enc, rng);  // PoPE's phase bias by its own initializer
+  }
+  Encoded e{q0, k0};
+  enc->begin_forward(pos);
+  enc->encode_qk(e.q, e.k, AttentionContext{pos, layer, true});
+  return e;
+}
+
+IndexArray ids(std::vector<std::int32_t> v) {
+  IndexArray p(Shape{1, v.size()});
+  for (std::size_t i = 0; i < v.size(); ++i) p(0, i) = v[i];
+  return p;
+}
+
+Tensor random(const Shape& s, std::uint64_t seed) {
+  Rng rng(seed);
+  Array a(s);
+  for (auto& v : a) v = static_cast<real>(rng.normal());
+  return Tensor(std::move(a));
+}
+
+double at(const Tensor& x, std::size_t h, std::size_t t, std::size_t d) { return double(x.value()(0, h, t, d)); }
+
+}  // namespace
+
+TEST_CASE("pope's phase bias: logit = sum_c mu_q mu_k cos((p_i - p_j) theta_c - delta_c), delta clamped", "[pope]") {
+  // base 100, hs 4: theta_c = 100^(-c/4). Deltas inside [-2 pi, 0] and outside (clamped to the bounds).
+  const IndexArray pos = ids({0, 3, 8});
+  const Tensor q0 = random({1, 2, 3, 4}, 8), k0 = random({1, 2, 3, 4}, 9);
+  const std::map<std::string, Value> params = {{"base", Value(100.0)}, {"phase_bias", Value(std::string("zeros"))}};
+  std::unique_ptr<PositionalEncoding> enc;
+  const Encoded none = encode("pope", {{"base", Value(100.0)}}, 2, 4, 16, pos, q0, k0);
+  const Encoded zero = encode("pope", params, 2, 4, 16, pos, q0, k0, &enc, 1);
+  for (std::size_t i = 0; i < none.k.numel(); ++i) CHECK(zero.k.data()[i] == Approx(none.k.data()[i]).margin(1e-7));
+  const std::vector<double> delta = {-1.0, -7.5, 0.4, -3.0, -0.2, -6.0, 2.0, -4.5};  // layer 1, (H, hs)
+  Tensor d = enc->parameter("phase_bias");
+  REQUIRE(d.shape() == Shape{2, 2, 4});  // (n_layers, H, hs) of small_config's 2 layers
+  for (std::size_t i = 0; i < 8; ++i) d.mutable_data()[8 + i] = static_cast<real>(delta[i]);
+  const Encoded e = encode("pope", params, 2, 4, 16, pos, q0, k0, &enc, 1);
+  auto softplus = [](double x) { return std::log1p(std::exp(x)); };
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 3; ++j) {
+        double want = 0, got = 0;
+        for (std::size_t c = 0; c < 4; ++c) {
+          const double dc = std::min(0.0, std::max(-2 * kPi, delta[h * 4 + c]));
+          const double theta = std::pow(100.0, -double(c) / 4.0);
+          want += softplus(at(q0, h, i, c)) * softplus(at(k0, h, j, c)) *
+                  std::cos(double(pos(0, i) - pos(0, j)) * theta - dc);
+        }
+        for (std::size_t c = 0; c < 8; ++c) got += at(e.q, h, i, c) * at(e.k, h, j, c);
+        CHECK(got == Approx(want).margin(1e-5));
+      }
+}
