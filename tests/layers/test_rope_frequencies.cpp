@@ -59,6 +59,48 @@ double at(const Tensor& x, std::size_t h, std::size_t t, std::size_t d) { return
 
 }  // namespace
 
+TEST_CASE("hope rotates exactly the pairs with theta_i >= 2 pi / L, the highest first", "[hope]") {
+  // base 10, hs 8: theta = 1, 0.562, 0.316, 0.178. L = 20 (2 pi / L = 0.314) keeps three pairs, L = 19
+  // (0.331) two; interleaved pairs (0,1), (2,3), (4,5) turn, dims 6, 7 never change.
+  const IndexArray pos = ids({0, 3, 11});
+  const Tensor q0 = random({1, 1, 3, 8}, 1), k0 = random({1, 1, 3, 8}, 2);
+  for (int L : {20, 19}) {
+    INFO("length " << L);
+    const Encoded e = encode("hope", {{"base", Value(10.0)}, {"length", Value(std::int64_t(L))}}, 1, 8, 16, pos, q0, k0);
+    const std::size_t kept = L == 20 ? 3 : 2;
+    for (std::size_t t = 0; t < 3; ++t)
+      for (std::size_t i = 0; i < 4; ++i) {
+        const double a = double(pos(0, t)) * std::pow(10.0, -2.0 * double(i) / 8.0);
+        const double c = i < kept ? std::cos(a) : 1.0, s = i < kept ? std::sin(a) : 0.0;
+        const double x1 = at(q0, 0, t, 2 * i), x2 = at(q0, 0, t, 2 * i + 1);
+        CHECK(at(e.q, 0, t, 2 * i) == Approx(x1 * c - x2 * s).margin(1e-6));
+        CHECK(at(e.q, 0, t, 2 * i + 1) == Approx(x1 * s + x2 * c).margin(1e-6));
+      }
+  }
+}
+
+TEST_CASE("hope is p-RoPE: rope rotating the same 2m dims with base^(2m/hs) gives the same q and k", "[hope]") {
+  // hs 16, base 10000: theta = 1, 0.316, 0.1, 0.032, ...; the default cut at L = 16 (2 pi / 16 = 0.39) keeps
+  // m = 1 pair, L = 64 (0.098) keeps m = 3.
+  const IndexArray pos = ids({0, 5, 9, 40});
+  const Tensor q0 = random({1, 2, 4, 16}, 3), k0 = random({1, 2, 4, 16}, 4);
+  for (std::size_t L : {std::size_t(16), std::size_t(64)}) {
+    const std::size_t m = L == 16 ? 1 : 3;
+    INFO("L " << L << ", m " << m);
+    const Encoded h = encode("hope", {{"layout", Value(std::string("half"))}}, 2, 16, L, pos, q0, k0);
+    const Encoded r = encode("rope",
+                             {{"layout", Value(std::string("half"))},
+                              {"fraction", Value(double(2 * m) / 16.0)},
+                              {"base", Value(std::pow(10000.0, double(2 * m) / 16.0))}},
+                             2, 16, L, pos, q0, k0);
+    REQUIRE(h.q.shape() == r.q.shape());
+    for (std::size_t i = 0; i < h.q.numel(); ++i) {
+      CHECK(h.q.data()[i] == Approx(r.q.data()[i]).margin(1e-6));
+      CHECK(h.k.data()[i] == Approx(r.k.data()[i]).margin(1e-6));
+    }
+  }
+}
+
 TEST_CASE("pope's phase bias: logit = sum_c mu_q mu_k cos((p_i - p_j) theta_c - delta_c), delta clamped", "[pope]") {
   // base 100, hs 4: theta_c = 100^(-c/4). Deltas inside [-2 pi, 0] and outside (clamped to the bounds).
   const IndexArray pos = ids({0, 3, 8});

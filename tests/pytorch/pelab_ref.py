@@ -830,6 +830,30 @@ class Pope(Encoding):
         return -7.0 + 7.5 * torch.rand_like(p)
 
 
+def turning_freqs(base, hs, length):
+    """RoPE's base^(-2n/hs), n < hs/2, that turn at least once within `length` ids (>= 2 pi / length),
+    float64, highest first: HoPE's kept pairs and FoPE's unclipped frequencies."""
+    w = base ** (-2.0 * torch.arange(hs // 2, dtype=torch.float64) / hs)
+    return w[w >= 2 * math.pi / length]
+
+
+@register
+class Hope(Encoding):
+    """HoPE (Chen et al. 2025): RoPE on the m pairs with base^(-2i/hs) >= 2 pi / L (L = length, or the training
+    length), the first 2m dims rotated (layout over those dims), the rest of each head unchanged."""
+    name = "hope"
+    params = {"base": 10000.0, "layout": "interleaved", "length": 0}
+    relative = True
+
+    def encode_qk(self, q, k, ctx):
+        theta = turning_freqs(self.p["base"], q.shape[-1], self.p["length"] or self.dims["train_len"])
+        r = 2 * len(theta)
+        ang = ctx.positions.to(torch.float64)[:, None, :, None] * theta              # (B, 1, T, m)
+        cos, sin = ang.cos().to(q.dtype), ang.sin().to(q.dtype)
+        turn = lambda x: torch.cat([rotate(x[..., :r], cos, sin, self.p["layout"]), x[..., r:]], dim=-1)
+        return turn(q), turn(k)
+
+
 # ---- end of the frontier
 
 
