@@ -101,6 +101,48 @@ TEST_CASE("hope is p-RoPE: rope rotating the same 2m dims with base^(2m/hs) give
   }
 }
 
+TEST_CASE("fope with sigma 0 is RoPE on its D' unclipped pairs and (x1 - x2, x1 + x2) on the rest", "[fope]") {
+  // hs 16, base 10000, L 64: w_n = 10000^(-n/8) = 1, 0.316, 0.1, 0.032, ... >= 2 pi / 64 = 0.098 keeps
+  // D' = 3 <= hs/4 = 4, so with sigma 0 (coefficients = identity) pairs (m, m + 8), m < 3, turn by p w_m.
+  const IndexArray pos = ids({0, 2, 7, 30});
+  const Tensor q0 = random({1, 2, 4, 16}, 5), k0 = random({1, 2, 4, 16}, 6);
+  const Encoded e = encode("fope", {{"sigma", Value(0.0)}}, 2, 16, 64, pos, q0, k0);
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t t = 0; t < 4; ++t)
+      for (std::size_t m = 0; m < 8; ++m) {
+        const double a = double(pos(0, t)) * std::pow(10000.0, -double(m) / 8.0);
+        const double c = m < 3 ? std::cos(a) : 1.0, s = m < 3 ? std::sin(a) : 1.0;
+        const double x1 = at(k0, h, t, m), x2 = at(k0, h, t, m + 8);
+        CHECK(at(e.k, h, t, m) == Approx(x1 * c - x2 * s).margin(1e-6));
+        CHECK(at(e.k, h, t, m + 8) == Approx(x1 * s + x2 * c).margin(1e-6));
+      }
+}
+
+TEST_CASE("fope: the series differ by head and layer, repeat with the seed, and the padded pairs ignore ids", "[fope]") {
+  const IndexArray pos = ids({1, 4, 9});
+  Tensor q0 = random({1, 2, 3, 16}, 7);
+  // the same vector in both heads: the heads' coefficients differ
+  for (std::size_t t = 0; t < 3; ++t)
+    for (std::size_t d = 0; d < 16; ++d) q0.impl()->value(0, 1, t, d) = q0.value()(0, 0, t, d);
+  std::unique_ptr<PositionalEncoding> enc;
+  const Encoded l0 = encode("fope", {}, 2, 16, 64, pos, q0, q0, &enc, 0);
+  const Encoded l1 = encode("fope", {}, 2, 16, 64, pos, q0, q0, &enc, 1);
+  const Encoded again = encode("fope", {}, 2, 16, 64, pos, q0, q0, nullptr, 1);
+  const Encoded other = encode("fope", {{"seed", Value(std::int64_t(5))}}, 2, 16, 64, pos, q0, q0, nullptr, 1);
+  for (std::size_t t = 1; t < 3; ++t) {
+    CHECK(at(l0.q, 0, t, 0) != Approx(at(l0.q, 1, t, 0)).margin(1e-4));  // head 0 vs head 1
+    CHECK(at(l0.q, 0, t, 0) != Approx(at(l1.q, 0, t, 0)).margin(1e-4));  // layer 0 vs layer 1
+    CHECK(at(l1.q, 0, t, 0) == at(again.q, 0, t, 0));                    // a fresh encoding, the same draw
+    CHECK(at(l1.q, 0, t, 0) != Approx(at(other.q, 0, t, 0)).margin(1e-4));  // another seed
+  }
+  // pairs m >= D' = 3: (x1 - x2, x1 + x2) at every position
+  for (std::size_t t = 0; t < 3; ++t)
+    for (std::size_t m = 3; m < 8; ++m) {
+      CHECK(at(l1.q, 1, t, m) == Approx(at(q0, 1, t, m) - at(q0, 1, t, m + 8)).margin(1e-6));
+      CHECK(at(l1.q, 1, t, m + 8) == Approx(at(q0, 1, t, m) + at(q0, 1, t, m + 8)).margin(1e-6));
+    }
+}
+
 TEST_CASE("pope's phase bias: logit = sum_c mu_q mu_k cos((p_i - p_j) theta_c - delta_c), delta clamped", "[pope]") {
   // base 100, hs 4: theta_c = 100^(-c/4). Deltas inside [-2 pi, 0] and outside (clamped to the bounds).
   const IndexArray pos = ids({0, 3, 8});
