@@ -77,6 +77,14 @@ Tensor tanh(const Tensor& x) {
                              [](real y) { return real(1) - y * y; });
 }
 
+Tensor sin(const Tensor& x) {
+  return unary<From::input>("sin", x, [](real v) { return std::sin(v); }, [](real v) { return std::cos(v); });
+}
+
+Tensor cos(const Tensor& x) {
+  return unary<From::input>("cos", x, [](real v) { return std::cos(v); }, [](real v) { return -std::sin(v); });
+}
+
 Tensor sigmoid(const Tensor& x) {
   // exp of a non-positive argument only: no overflow, and no 1 - tiny cancellation for x << 0.
   return unary<From::output>(

@@ -15,6 +15,9 @@ Tensor log(const Tensor& x);   // natural log
 Tensor log1p(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
+// sin and cos in radians (std::sin, std::cos); gradients cos(x) and -sin(x), from the saved input.
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
 Tensor sigmoid(const Tensor& x);  // 1 / (1 + e^-x), evaluated without overflow for large |x|
 Tensor relu(const Tensor& x);     // max(x, 0); gradient 0 at x = 0 (PyTorch's choice)
 // Exact GELU (PyTorch's default): 0.5 x (1 + erf(x / sqrt 2)).

@@ -1,13 +1,17 @@
 // PoPE, polar coordinate position embeddings (Gopalakrishnan, Csordás, Schmidhuber and Mozer 2025,
-// "Decoupling the What and Where With Polar Coordinate Positional Embeddings"): each of the hs
-// components of q and k is a magnitude, softplus(q_c), and its phase comes from the position alone,
+// "Decoupling the What and Where With Polar Coordinate Positional Embeddings", arXiv 2509.10534): each of
+// the hs components of q and k is a magnitude, softplus(q_c), and its phase comes from the position alone,
 // p theta_c with theta_c = base^(-c / hs), one frequency per component (not per pair as RoPE), so
-//   logit_ij = sum_c softplus(q_ic) softplus(k_jc) cos((p_i - p_j) theta_c) / sqrt(hs):
-// what (the magnitudes) and where (the phases) never mix. q and k become [mu cos(p theta), mu sin(p theta)],
+//   logit_ij = sum_c softplus(q_ic) softplus(k_jc) cos((p_i - p_j) theta_c - delta_hc) / sqrt(hs):
+// what (the magnitudes) and where (the phases) never mix. q and k become [mu cos(phase), mu sin(phase)],
 // twice as wide as v (the attention takes that; its scale stays 1/sqrt(hs), as x-transformers'
 // PolarEmbedding). No official code was found: this follows x-transformers (apply_polar_pos_emb) and
-// lucidrains' PoPE-pytorch. Their optional learned phase bias delta per head and frequency (zero at
-// initialization) is not included. A function of id differences only: relative.
+// lucidrains' PoPE-pytorch (PoPE_pytorch/pope.py, apply_pope_to_qk). delta is their optional learned
+// phase bias on the keys' phases, one per head and frequency, clamped to [-2 pi, 0] in every forward;
+// phase_bias = "none" (the default) leaves it out (delta = 0), "zeros" starts it at 0 (their default),
+// "uniform" draws it from U(-2 pi, 0) (their bias_uniform_init). Here each layer has its own delta
+// (pos.phase_bias, (n_layers, H, hs)); PoPE-pytorch leaves the sharing to the caller. A function of id
+// differences only: relative.
 #include <cmath>
 
 #include "core/ops/elementwise.hpp"
@@ -21,7 +25,14 @@ namespace {
 
 class Pope : public PositionalEncoding {
  public:
-  Pope(double base, std::size_t hs) : base_(base), hs_(hs) {}
+  Pope(double base, const ModelDims& d, const std::string& phase_bias) : base_(base), hs_(d.head_dim) {
+    if (phase_bias == "none") return;
+    const bool uniform = phase_bias == "uniform";
+    delta_ = add_parameter("phase_bias", {d.n_layers, d.n_heads, d.head_dim}, ParamKind::bias,
+                           [uniform](Array& v, Rng& rng) {
+                             for (auto& x : v) x = uniform ? real(-2 * M_PI * rng.uniform()) : real(0);
+                           });
+  }
 
   // cos and sin of p theta_c: (rows, 1, T, hs), rows = 1 when every row has the same ids
   void begin_forward(const IndexArray& positions) override {
@@ -44,12 +55,20 @@ class Pope : public PositionalEncoding {
   // q, k (B, H, T, hs) -> (B, H, T, 2 hs)
   void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
     if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
-    auto polar = [&](const Tensor& x) {
+    auto polar = [&](const Tensor& x, const Tensor& c, const Tensor& s) {
       const Tensor mu = softplus(x);
-      return concat({mul(mu, cos_), mul(mu, sin_)}, 3);
+      return concat({mul(mu, c), mul(mu, s)}, 3);
     };
-    q = polar(q);
-    k = polar(k);
+    q = polar(q, cos_, sin_);
+    if (!delta_.defined()) {
+      k = polar(k, cos_, sin_);
+      return;
+    }
+    // The keys' phase p theta_c + delta_hc: cos and sin by the angle-sum identities, (rows, H, T, hs).
+    const std::size_t H = delta_.size(1);
+    const Tensor d = clamp(reshape(slice(delta_, 0, ctx.layer, ctx.layer + 1), {1, H, 1, hs_}), real(-2 * M_PI), 0);
+    const Tensor cd = cos(d), sd = sin(d);  // (1, H, 1, hs)
+    k = polar(k, sub(mul(cos_, cd), mul(sin_, sd)), add(mul(sin_, cd), mul(cos_, sd)));
   }
 
  private:
@@ -57,11 +76,13 @@ class Pope : public PositionalEncoding {
   std::size_t hs_;
   SeenPositions seen_;
   Tensor cos_, sin_;
+  Tensor delta_;  // (n_layers, H, hs) or undefined (phase_bias = "none")
 };
 
 // The tables (rows, 1, T, hs) twice; per layer softplus, the two products and the concatenation for q
-// and for k (kept for backward when training), and the wider q, k in the attention.
-EncodingCost pope_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+// and for k (kept for backward when training), and the wider q, k in the attention. With a phase bias the
+// keys get their own cos and sin (rows, H, T, hs), each from two products and a sum or difference.
+EncodingCost pope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const double Q = double(s.batch * s.tokens * d.d_model), table = double(s.pair_rows() * s.tokens * d.head_dim);
   const double L = s.training ? double(d.n_layers) : 1.0;
   EncodingCost c;
@@ -69,6 +90,12 @@ EncodingCost pope_cost(const Params&, const ModelDims& d, const ForwardShape& s)
   c.input.hold(table, 2);
   c.layers.hold(Q, 2 * 3 * L).hold(2 * Q, 2 * L);
   if (s.training) c.layers.add_backward(2 * Q, 2).add_backward(Q, 4);
+  if (p.get_string("phase_bias") != "none") {
+    const double P = table * double(d.n_heads), small = double(d.n_heads * d.head_dim);
+    c.parameters = d.n_layers * d.n_heads * d.head_dim;
+    c.layers.hold(P, 2 * L).add_scratch(P, 4).add_scratch(small, 5);
+    if (s.training) c.layers.add_backward(P, 6);
+  }
   return c;
 }
 
@@ -76,9 +103,16 @@ PELAB_REGISTER_ENCODING(pope, EncodingSpec{
     "pope",
     "polar positions: softplus magnitudes of q, k with phases from the position alone, one frequency per component (Gopalakrishnan et al. 2025)",
     true,  // relative
-    {number_param("base", 10000.0, "theta_c = base^(-c/hs), c = 0..hs-1").in(2.0, 1e9)},
+    {
+        number_param("base", 10000.0, "theta_c = base^(-c/hs), c = 0..hs-1").in(2.0, 1e9),
+        choice_param("phase_bias", "none", {"none", "zeros", "uniform"},
+                     "a learned phase delta per layer, head and frequency added to the keys' phases, clamped to "
+                     "[-2 pi, 0]: none = no delta; zeros = starting at 0; uniform = starting from U(-2 pi, 0)"),
+    },
     nullptr,
-    [](const Params& p, const ModelDims& dims) { return std::make_unique<Pope>(p.get_number("base"), dims.head_dim); },
+    [](const Params& p, const ModelDims& dims) {
+      return std::make_unique<Pope>(p.get_number("base"), dims, p.get_string("phase_bias"));
+    },
     pope_cost,
 });
 

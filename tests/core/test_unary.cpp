@@ -26,6 +26,8 @@ const std::vector<UnOp> kOps = {
     {"log1p", pelab::log1p, [](double v) { return std::log1p(v); }},
     {"sqrt", pelab::sqrt, [](double v) { return std::sqrt(v); }},
     {"tanh", pelab::tanh, [](double v) { return std::tanh(v); }},
+    {"sin", pelab::sin, [](double v) { return std::sin(v); }},
+    {"cos", pelab::cos, [](double v) { return std::cos(v); }},
     {"sigmoid", sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }},
     {"relu", relu, [](double v) { return v > 0 ? v : 0.0; }},
     {"gelu", gelu, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
@@ -200,8 +202,9 @@ TEST_CASE("unary ops save only what backward reads", "[unary][grad]") {
     y2.mutable_data()[0] = 7;
     CHECK_THROWS_WITH(y2.backward(xt::ones<real>({2})), Catch::Contains("modified in place"));
   }
-  // log/log1p/gelu/gelu_tanh/square differentiate from their input.
-  for (UnFn fn : {UnFn(pelab::log), UnFn(pelab::log1p), UnFn(gelu), UnFn(gelu_tanh), UnFn(square)}) {
+  // log/log1p/sin/cos/gelu/gelu_tanh/square differentiate from their input.
+  for (UnFn fn : {UnFn(pelab::log), UnFn(pelab::log1p), UnFn(pelab::sin), UnFn(pelab::cos), UnFn(gelu),
+                  UnFn(gelu_tanh), UnFn(square)}) {
     Tensor x = Tensor::from({2}, {0.5, 1.5}, true);
     Tensor y = fn(x);
     y.mutable_data()[0] = 7;

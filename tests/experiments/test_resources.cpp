@@ -91,16 +91,33 @@ std::size_t measured_probe(const RunSpec& spec, std::size_t n, std::size_t batch
   return memory::stats().system_bytes - before;
 }
 
+// Every registered encoding with its defaults, and options that change what an encoding allocates.
+struct Case {
+  std::string encoding;
+  std::vector<std::string> sets;
+};
+std::vector<Case> encoding_cases() {
+  std::vector<Case> v;
+  for (const auto& name : EncodingRegistry::instance().names()) v.push_back({name, {}});
+  v.push_back({"pope", {"encoding.pope.phase_bias=\"zeros\""}});
+  return v;
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("every encoding declares its parameters, token width and head split as built", "[resources]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    const RunSpec spec = spec_of(name, 8, 4, {"model.d_ff=48"});
+  for (const auto& [name, sets] : encoding_cases()) {
+    const RunSpec spec = spec_of(name, 8, 4, with({"model.d_ff=48"}, sets));
     const ModelDims d = spec.model.dims();
     const Params p = resolve_encoding_params(name, spec.model.encoding_params, d);
     const auto enc = make_encoding(name, p, d);
     const EncodingCost c = encoding_cost(name, p, d, ForwardShape{4, 20, true, true, 1});
-    INFO(name);
+    INFO(name << " " << (sets.empty() ? "" : sets[0]));
     CHECK(c.parameters == enc->num_parameters());
     CHECK((c.token_width ? c.token_width : d.d_model) == enc->token_width(d.d_model));
     CHECK(c.splits_heads == !enc->leaves_qk_alone());
@@ -140,9 +157,9 @@ TEST_CASE("the memory estimate is within 0.9-1.4x of the allocator's peak for ev
   // dominate; contiguous ids (pair tables built once) and randomized ones (per row). Integer tables
   // bypass the allocator: the estimate's untracked bytes are left out of the comparison.
   const std::size_t len = 64, batch = 8;
-  for (const auto& enc : EncodingRegistry::instance().names())
+  for (const auto& [enc, sets] : encoding_cases())
     for (const char* mode : {"contiguous", "randomized"}) {
-      const RunSpec spec = spec_of(enc, len, batch, {std::string("train.positions=") + mode});
+      const RunSpec spec = spec_of(enc, len, batch, with({std::string("train.positions=") + mode}, sets));
       const ResourceModel rm(spec);
       const MemoryEstimate et = rm.training(), ee = rm.evaluation(len, 16), ep = rm.probe(len, 4);
       const double est_t = double(et.total() - et.untracked), got_t = double(measured_training(spec));

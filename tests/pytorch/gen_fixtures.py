@@ -90,6 +90,11 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "path": ("path", {}),                                             # Householder-like transforms of the keys
     "pope": ("pope", {}),                                             # q, k twice as wide as v
     "pope_base": ("pope", {"base": 50.0}),                            # every frequency turns within 12 ids
+    "pope_phase_bias": ("pope", {"phase_bias": "uniform"}),           # learned delta, some clamped (fixture_init)
+    "hope": ("hope", {}),                                             # L = 12 keeps pair 0 of 4 (theta 1)
+    "hope_half": ("hope", {"base": 10.0, "length": 20, "layout": "half"}),  # 3 of 4 pairs: dims (i, i+3) of 6
+    "fope": ("fope", {}),                                             # L = 12: D' = 1, one series, 3 pairs of 1s
+    "fope_mixed": ("fope", {"base": 10.0, "length": 20, "sigma": 1.0, "seed": 3}),  # D' = 3, d_out = 2: step 2
     "stick_breaking": ("stick_breaking", {}),                         # the first query sees nothing
     "stick_breaking_window": ("stick_breaking", {"attend_current": True}),  # + a window of 3 keys
     "none_ssmax": ("none", {}),                                       # [attention] scaling = ssmax

@@ -797,19 +797,151 @@ class Path(Encoding):
 
 @register
 class Pope(Encoding):
-    """PoPE (Gopalakrishnan et al. 2025): q, k -> [softplus(x) cos(p theta), softplus(x) sin(p theta)], theta_c =
-    base^(-c/hs) for every component c; the attention scale stays 1/sqrt(hs) (v's head size)."""
+    """PoPE (Gopalakrishnan et al. 2025): q -> [softplus(q) cos(p theta), softplus(q) sin(p theta)], theta_c =
+    base^(-c/hs) for every component c; k the same with the phase p theta_c + delta[layer, h, c] when
+    phase_bias is not "none" (delta clamped to [-2 pi, 0], as PoPE-pytorch); the attention scale stays
+    1/sqrt(hs) (v's head size)."""
     name = "pope"
-    params = {"base": 10000.0}
+    params = {"base": 10000.0, "phase_bias": "none"}
     relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        if params["phase_bias"] != "none":
+            shape = (dims["n_layers"], dims["n_heads"], dims["head_dim"])
+            init = torch.zeros(shape) if params["phase_bias"] == "zeros" else -2 * math.pi * torch.rand(shape)
+            self.phase_bias = nn.Parameter(init)
 
     def encode_qk(self, q, k, ctx):
         hs = q.shape[-1]
         theta = self.p["base"] ** (-torch.arange(hs, dtype=torch.float64) / hs)
         angle = ctx.positions.to(torch.float64)[:, None, :, None] * theta              # (B, 1, T, hs)
         cos, sin = angle.cos().to(q.dtype), angle.sin().to(q.dtype)
-        polar = lambda x: torch.cat([F.softplus(x) * cos, F.softplus(x) * sin], dim=-1)
-        return polar(q), polar(k)
+        polar = lambda x, c, s: torch.cat([F.softplus(x) * c, F.softplus(x) * s], dim=-1)
+        if self.p["phase_bias"] == "none":
+            return polar(q, cos, sin), polar(k, cos, sin)
+        delta = self.phase_bias[ctx.layer].clamp(-2 * math.pi, 0)[None, :, None, :]   # (1, H, 1, hs)
+        # the keys' phase p theta + delta: cos(a + d), sin(a + d) written out, as pelab (angle sums)
+        kc, ks = cos * delta.cos() - sin * delta.sin(), sin * delta.cos() + cos * delta.sin()
+        return polar(q, cos, sin), polar(k, kc, ks)
+
+    def fixture_init(self, name, p):
+        # some deltas outside [-2 pi, 0]: the clamp's gradient 0 is checked too
+        return -7.0 + 7.5 * torch.rand_like(p)
+
+
+def turning_freqs(base, hs, length):
+    """RoPE's base^(-2n/hs), n < hs/2, that turn at least once within `length` ids (>= 2 pi / length),
+    float64, highest first: HoPE's kept pairs and FoPE's unclipped frequencies."""
+    w = base ** (-2.0 * torch.arange(hs // 2, dtype=torch.float64) / hs)
+    return w[w >= 2 * math.pi / length]
+
+
+@register
+class Hope(Encoding):
+    """HoPE (Chen et al. 2025): RoPE on the m pairs with base^(-2i/hs) >= 2 pi / L (L = length, or the training
+    length), the first 2m dims rotated (layout over those dims), the rest of each head unchanged."""
+    name = "hope"
+    params = {"base": 10000.0, "layout": "interleaved", "length": 0}
+    relative = True
+
+    def encode_qk(self, q, k, ctx):
+        theta = turning_freqs(self.p["base"], q.shape[-1], self.p["length"] or self.dims["train_len"])
+        r = 2 * len(theta)
+        ang = ctx.positions.to(torch.float64)[:, None, :, None] * theta              # (B, 1, T, m)
+        cos, sin = ang.cos().to(q.dtype), ang.sin().to(q.dtype)
+        turn = lambda x: torch.cat([rotate(x[..., :r], cos, sin, self.p["layout"]), x[..., r:]], dim=-1)
+        return turn(q), turn(k)
+
+
+class PelabRng:
+    """pelab's Rng (core/rng.cpp): xoshiro256** seeded through splitmix64, Box-Muller normals; the same
+    stream bit for bit, for FoPE's fixed coefficients (drawn, not stored)."""
+    M = (1 << 64) - 1
+
+    def __init__(self, seed, stream):
+        x, z = self._splitmix(seed)
+        x = z ^ ((stream * 0xD6E8FEB86659FD93 + 0x632BE59BD9B4E019) & self.M)
+        self.s = []
+        for _ in range(4):
+            x, w = self._splitmix(x)
+            self.s.append(w)
+
+    def _splitmix(self, x):
+        x = (x + 0x9E3779B97F4A7C15) & self.M
+        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & self.M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.M
+        return x, z ^ (z >> 31)
+
+    def next_u64(self):
+        rotl = lambda v, k: ((v << k) | (v >> (64 - k))) & self.M
+        s = self.s
+        result = (rotl((s[1] * 5) & self.M, 7) * 9) & self.M
+        t = (s[1] << 17) & self.M
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    def uniform(self):
+        return (self.next_u64() >> 11) * 2.0 ** -53
+
+    def normal(self):
+        u1 = self.uniform()
+        while u1 <= 0.0:
+            u1 = self.uniform()
+        u2 = self.uniform()
+        return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@register
+class Fope(Encoding):
+    """FoPE as its authors' code (TsinghuaC3I/Fourier-Position-Embedding, olmo/model.py FourierEmbedding): the
+    D' frequencies w_n >= 2 pi / L kept, per layer and head fixed coefficients sin_coef, cos_coef (H, D', d_out),
+    d_out = min(D', hs/4), eye_xavier_norm with gain sigma; q -> q [c, c] + rotate_half(q) [s, s] with
+    c = cos(p w) @ cos_coef, s = sin(p w) @ sin_coef padded with 1 to hs/2. The coefficients are buffers
+    drawn from pelab's Rng(seed, layer): normals times the xavier std in float32, then the step identity."""
+    name = "fope"
+    params = {"base": 10000.0, "length": 0, "sigma": 0.3, "seed": 0}
+    relative = False
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        H, hs = dims["n_heads"], dims["head_dim"]
+        self.freq = turning_freqs(params["base"], hs, params["length"] or dims["train_len"])
+        D = len(self.freq)
+        self.d_out = min(D, hs // 4)
+        std = params["sigma"] * math.sqrt(2.0 / (self.d_out * (D + H)))    # torch's xavier_normal_ on (H, D', d_out)
+        step = -(-D // self.d_out)
+        for layer in range(dims["n_layers"]):
+            rng = PelabRng(params["seed"], layer)
+            for which in ("sin", "cos"):                                  # reset_parameters: sin_coef first
+                c = torch.tensor([rng.normal() * std for _ in range(H * D * self.d_out)],
+                                 dtype=torch.float32).reshape(H, D, self.d_out)
+                for m in range(self.d_out):
+                    if m * step < D:
+                        c[:, m * step, m] += 1.0
+                self.register_buffer(f"{which}_coef_{layer}", c)
+
+    def encode_qk(self, q, k, ctx):
+        hs = q.shape[-1]
+        ang = ctx.positions.to(torch.float64)[:, :, None] * self.freq                  # (B, T, D')
+        cc, sc = getattr(self, f"cos_coef_{ctx.layer}"), getattr(self, f"sin_coef_{ctx.layer}")
+        c = torch.einsum("btD,hDd->bhtd", ang.cos(), cc.to(torch.float64))              # (B, H, T, d_out)
+        s = torch.einsum("btD,hDd->bhtd", ang.sin(), sc.to(torch.float64))
+        c = F.pad(c, (0, hs // 2 - self.d_out), value=1.0).to(q.dtype)
+        s = F.pad(s, (0, hs // 2 - self.d_out), value=1.0).to(q.dtype)
+        c, s = torch.cat([c, c], dim=-1), torch.cat([s, s], dim=-1)
+
+        def rotate_half(x):
+            x1, x2 = x[..., :hs // 2], x[..., hs // 2:]
+            return torch.cat([-x2, x1], dim=-1)
+        return q * c + rotate_half(q) * s, k * c + rotate_half(k) * s
+
+
 # ---- end of the frontier
 
 

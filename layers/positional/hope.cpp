@@ -1,0 +1,99 @@
+// HoPE, high-frequency rotary position encoding (Chen, Lv, Luan, Wang and Liu, ACL 2025, "HoPE: A Novel
+// Positional Encoding Without Long-Term Decay for Enhanced Context Awareness and Extrapolation",
+// arXiv 2410.21216): RoPE whose low-frequency components are replaced by position-independent ones, so
+// that only high-frequency signals carry position. The abstract says that much; the cut-off could not be
+// read from the paper's method section or from authors' code (none was found, see docs/encodings.md).
+// The rule here: pair i keeps RoPE's theta_i = base^(-2i/hs) when it turns at least one full period within
+// the training length L (theta_i >= 2 pi / L) and is left unrotated otherwise (theta_i = 0: q . k on those
+// dims), the same floor as FoPE's clipping (fope.cpp). `length` sets L (0: the training position range).
+// The kept pairs are the first ones, the highest frequencies: the first 2m dims are rotated (layout as
+// in rope.cpp, over those 2m dims), the rest pass through. A function of id differences only: relative.
+#include <cmath>
+
+#include "core/ops/rotary.hpp"
+#include "layers/positional/encoding.hpp"
+#include "layers/positional/pairwise.hpp"
+
+namespace pelab {
+namespace {
+
+std::size_t length_of(const Params& p, const ModelDims& dims) {
+  const auto L = p.get_int("length");
+  return L > 0 ? static_cast<std::size_t>(L) : dims.max_position;
+}
+
+// The kept frequencies, highest first: base^(-2i/hs) >= 2 pi / L.
+std::vector<double> kept_inv_freq(const Params& p, const ModelDims& dims) {
+  const double floor = 2 * M_PI / double(length_of(p, dims));
+  std::vector<double> theta;
+  for (double t : rotary_inv_freq(dims.head_dim, p.get_number("base")))
+    if (t >= floor) theta.push_back(t);
+  return theta;
+}
+
+void check_hope(const Params& p, const ModelDims& dims) {
+  if (dims.head_dim % 2 != 0)
+    throw Error("encoding 'hope': head_dim " + std::to_string(dims.head_dim) + " must be even (dims rotate in pairs)");
+  if (length_of(p, dims) == 0)
+    throw Error("encoding 'hope': length 0 means the training position range, and the model has none; set length");
+  if (kept_inv_freq(p, dims).empty())
+    throw Error("encoding 'hope': length " + std::to_string(length_of(p, dims)) +
+                " keeps no frequency (pair 0 turns once in 2 pi = 6.28 ids); expected length >= 7");
+}
+
+class Hope : public PositionalEncoding {
+ public:
+  Hope(std::vector<double> inv_freq, RotaryLayout layout) : inv_freq_(std::move(inv_freq)), layout_(layout) {}
+
+  // cos and sin (B, T, m) of the kept pairs, shared by the layers, rebuilt when other ids come in.
+  void begin_forward(const IndexArray& positions) override {
+    if (seen_.same(positions)) return;
+    tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, inv_freq_));
+    seen_.set(positions);
+  }
+  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    q = rotary(q, tables_, layout_);
+    k = rotary(k, tables_, layout_);
+  }
+
+ private:
+  std::vector<double> inv_freq_;
+  RotaryLayout layout_;
+  SeenPositions seen_;
+  std::shared_ptr<const RotaryTables> tables_;
+};
+
+// As rope.cpp: the tables (B, T, m), kept while the ids repeat; every layer rotates copies of q and k.
+EncodingCost hope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+  const double N = double(s.batch * s.tokens);
+  EncodingCost c;
+  c.splits_heads = true;
+  c.input.hold(N * double(kept_inv_freq(p, d).size()), 2);
+  c.layers.add_scratch(N * double(d.d_model), 2);
+  return c;
+}
+
+PELAB_REGISTER_ENCODING(hope, EncodingSpec{
+    "hope",
+    "RoPE keeping only the pairs that turn a full period within the training length, the rest unrotated "
+    "(Chen et al. 2025)",
+    true,  // relative
+    {
+        number_param("base", 10000.0, "theta_i = base^(-2i/hs), before the cut").in(2.0, 1e9),
+        choice_param("layout", "interleaved", {"interleaved", "half"},
+                     "pairs (2i, 2i+1), or (i, i+m) over the 2m rotated dims"),
+        integer_param("length", 0,
+                      "L of the cut: pairs with theta_i < 2 pi / L are not rotated; 0 = the training position "
+                      "range").in(0.0, 1e9),
+    },
+    check_hope,
+    [](const Params& p, const ModelDims& dims) {
+      return std::make_unique<Hope>(kept_inv_freq(p, dims),
+                                    p.get_string("layout") == "half" ? RotaryLayout::half : RotaryLayout::interleaved);
+    },
+    hope_cost,
+});
+
+}  // namespace
+}  // namespace pelab
