@@ -58,8 +58,8 @@ struct EvalConfig {
   std::size_t samples = 256;         // held-out examples per length
   // Every held-out evaluation during training ([train] eval_every) also evaluates the eval lengths above
   // train_len (beyond_lengths in experiments/run/run.hpp) on this many examples each, into metrics.jsonl's
-  // "beyond"; 0 = off. At most `samples` (the default resolves to min(64, samples)): a cheap look at
-  // extrapolation over training.
+  // "beyond"; 0 = off. Validation resolves it to min(beyond_samples, samples): a cheap look at
+  // extrapolation over training, never more than the final evaluation.
   std::size_t beyond_samples = 64;
   std::size_t batch_size = 64;
   std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed

@@ -167,16 +167,10 @@ void record_auto_sizes(ExperimentConfig& cfg, ModelConfig& m) {
   cfg.encoding_params[cfg.encoding] = std::move(resolved);
 }
 
-// [eval] beyond_samples: at most samples when given; the default resolves to min(64, samples), the value
-// config.toml records (so that it reads back as given).
-void check_beyond_samples(ExperimentConfig& cfg) {
-  EvalConfig& e = cfg.eval;
-  if (e.beyond_samples <= e.samples) return;
-  if (given(cfg, "eval.beyond_samples"))
-    fail(location(cfg, "eval.beyond_samples"),
-         "[eval] beyond_samples " + num(e.beyond_samples) + " is more than samples " + num(e.samples) +
-             " (the final evaluation's); expected 0 (off) to " + num(e.samples));
-  e.beyond_samples = e.samples;
+// [eval] beyond_samples resolves to at most samples, the value config.toml records. Not an error: a
+// run's recorded value must still load under `pelab eval RUN --samples 16`.
+void resolve_beyond_samples(ExperimentConfig& cfg) {
+  cfg.eval.beyond_samples = std::min(cfg.eval.beyond_samples, cfg.eval.samples);
 }
 
 }  // namespace
@@ -198,7 +192,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   for (std::size_t n : cfg.eval.lengths)
     if (n == 0) fail(location(cfg, "eval.lengths"), "[eval] key 'lengths' contains 0; expected positive integers");
   check_length_forms(cfg);
-  check_beyond_samples(cfg);
+  resolve_beyond_samples(cfg);
   for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
   check_cell(cfg);
 
