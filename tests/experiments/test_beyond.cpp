@@ -122,7 +122,7 @@ TEST_CASE("beyond_lengths: the eval lengths above train_len, at most 8 spread ov
   CHECK(beyond_lengths(c) == std::vector<std::size_t>{2, 3, 4, 5, 7, 8, 9, 10});
 }
 
-TEST_CASE("held-out records carry the lengths beyond training; training lines and the final ones do not",
+TEST_CASE("held-out records carry the lengths beyond training, training lines and the final ones do not",
           "[e2e][beyond]") {
   const std::string dir = temp_dir("records");
   REQUIRE(run_quietly(tiny_spec(), dir) == 0);
