@@ -69,6 +69,19 @@ std::string to_json_line(const MetricRecord& r) {
   j["grad_norm"] = opt(r.grad_norm);
   j["tokens_per_s"] = opt(r.tokens_per_s);
   j["time"] = r.time;
+  if (r.beyond.empty()) return j.dump();
+  nlohmann::ordered_json beyond = nlohmann::ordered_json::array();
+  for (const LengthMetrics& l : r.beyond) {
+    nlohmann::ordered_json b;
+    b["length"] = l.length;
+    b["samples"] = l.samples;
+    for (const auto& m : metric_table()) {
+      auto it = l.metrics.find(m.name);
+      b[m.name] = opt(it == l.metrics.end() ? std::nullopt : std::optional<double>(it->second));
+    }
+    beyond.push_back(b);
+  }
+  j["beyond"] = beyond;
   return j.dump();
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/tensor.hpp"
 #include "training/batch.hpp"
@@ -27,8 +28,18 @@ struct TokenStats {
 // token, and conversely. So one forward pass gives it.
 TokenStats token_stats(const Array& logits, const Batch& batch);
 
+// One length of a held-out evaluation's "beyond" list: a small fixed sample at an eval length above
+// the training length, measured during training.
+struct LengthMetrics {
+  std::size_t length = 0;
+  std::size_t samples = 0;                // 0: not evaluated (the encoding cannot represent the length)
+  std::map<std::string, double> metrics;  // by metric name; empty when samples is 0
+};
+
 // One metrics.jsonl line. Keys are fixed (every registered metric, training/metrics_table.hpp, in list order):
-// absent values are written as null.
+// absent values are written as null. A held-out evaluation during training may add "beyond" (after
+// "time"): [{"length", "samples", then every metric in list order}, ...]; it is left out when empty, so
+// lines without it read exactly as before.
 struct MetricRecord {
   std::size_t step = 0;
   std::string split = "train";  // "train" | "eval"
@@ -36,6 +47,7 @@ struct MetricRecord {
   std::map<std::string, double> metrics;  // by metric name (MetricValues)
   std::optional<double> lr, grad_norm, tokens_per_s;
   double time = 0;  // seconds since the run started (accumulated across resumes)
+  std::vector<LengthMetrics> beyond;  // ascending length ([eval] beyond_samples)
 };
 std::string to_json_line(const MetricRecord& r);
 

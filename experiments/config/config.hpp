@@ -56,6 +56,11 @@ struct EvalConfig {
   // (Delétang et al. 2023 evaluate 1..500). Empty = not given; validation expands it into `lengths`.
   std::vector<std::size_t> length_range;
   std::size_t samples = 256;         // held-out examples per length
+  // Every held-out evaluation during training ([train] eval_every) also evaluates the eval lengths above
+  // train_len (beyond_lengths in experiments/run/run.hpp) on this many examples each, into metrics.jsonl's
+  // "beyond"; 0 = off. Validation resolves it to min(beyond_samples, samples): a cheap look at
+  // extrapolation over training, never more than the final evaluation.
+  std::size_t beyond_samples = 64;
   std::size_t batch_size = 64;
   std::uint64_t seed = 12345;        // held-out sets are fixed by this seed, not the training seed
   // Position ids at evaluation: "train" (the training mode) or a mode of training/positions.hpp; offset

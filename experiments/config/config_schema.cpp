@@ -216,6 +216,10 @@ std::vector<Section> build_schema() {
                {"[train.<optimizer>] subtables"}});
   s.push_back({"eval",
                {PELAB_FIELD("samples", eval.samples, 1.0, 1e9, "held-out examples per length"),
+                PELAB_FIELD("beyond_samples", eval.beyond_samples, 0.0, 1e9,
+                            "held-out examples per eval length above train_len at every evaluation during "
+                            "training ([train] eval_every), into metrics.jsonl's \"beyond\"; 0 = off; more than "
+                            "samples counts as samples"),
                 PELAB_FIELD("batch_size", eval.batch_size, 1.0, 1e6, "evaluation batch size"),
                 PELAB_FIELD("seed", eval.seed, 0.0, none, "seed of the held-out sets"),
                 choices(PELAB_FIELD("positions", eval.positions, none, none,

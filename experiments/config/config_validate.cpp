@@ -167,6 +167,12 @@ void record_auto_sizes(ExperimentConfig& cfg, ModelConfig& m) {
   cfg.encoding_params[cfg.encoding] = std::move(resolved);
 }
 
+// [eval] beyond_samples resolves to at most samples, the value config.toml records. Not an error: a
+// run's recorded value must still load under `pelab eval RUN --samples 16`.
+void resolve_beyond_samples(ExperimentConfig& cfg) {
+  cfg.eval.beyond_samples = std::min(cfg.eval.beyond_samples, cfg.eval.samples);
+}
+
 }  // namespace
 
 RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
@@ -186,6 +192,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   for (std::size_t n : cfg.eval.lengths)
     if (n == 0) fail(location(cfg, "eval.lengths"), "[eval] key 'lengths' contains 0; expected positive integers");
   check_length_forms(cfg);
+  resolve_beyond_samples(cfg);
   for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
   check_cell(cfg);
 

@@ -112,6 +112,7 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   if (opt.plots) {
     scripts.push_back(length_plot(s, metric));
     if (auto t = held_out_plot(s, metric)) scripts.push_back(*t);
+    for (Script& sc : beyond_plots(s, metric, &html.beyond_undrawn)) scripts.push_back(std::move(sc));
     if (auto t = training_plot(s)) scripts.push_back(*t);
     else out.warnings.push_back("no training loss in any metrics.jsonl: training_curves.png not drawn");
     if (auto t = lm_position_plot(s)) scripts.push_back(*t);

@@ -7,7 +7,8 @@
 //   report_markdown.cpp tables as markdown
 //   report_html.cpp     report.html
 //   report_gnuplot.cpp  running gnuplot; report_plot.cpp: length and training plots;
-//   report_plot_curves.cpp: held-out curves and LM loss per position
+//   report_plot_curves.cpp: held-out curves and LM loss per position; report_plot_beyond.cpp: the lengths
+//   beyond training against the step, per group
 //
 // Definitions the tables and plots use (also in docs/reports.md):
 // - Held-out evaluations of a run: its metrics.jsonl records with split "eval" at length == train_len
@@ -18,6 +19,8 @@
 // - Held-out curve of a group: at every step some run evaluated, the mean (band: ± sample std) over all
 //   its runs, a run that has stopped counting at its last held-out value (carried forward); each run's
 //   last evaluation is marked.
+// - Curves beyond the training length of a group: per eval length above train_len, as the held-out curve,
+//   from the held-out evaluations' "beyond" records (HeldOut::beyond); drawn when some length has two steps.
 // - Rank (sweeps over several tasks): per task, groups ordered by their score, the mean over the task's
 //   out-of-distribution eval lengths of the group's mean metric; a group n/a at any of those lengths has
 //   no score and ranks after every scored one; equal scores share the average of their ranks. A row's
@@ -25,7 +28,9 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +56,11 @@ struct RunSettings {
 struct HeldOut {
   long step = 0;
   MetricValues metrics;
+  // The eval lengths above train_len measured at this step: the record's "beyond" (a small sample,
+  // [eval] beyond_samples), or at a step without one (the final evaluation after the last periodic one)
+  // the final evaluation's records at the lengths the run tracked. Lengths not evaluated are absent.
+  std::map<std::size_t, MetricValues> beyond;
+  bool beyond_recorded = false;  // the record had "beyond"
 };
 
 struct ProbeFile {
@@ -65,6 +75,7 @@ struct Run : EvalResult {
   std::string rel_dir;                              // relative to the sweep directory ("" for a lone run)
   std::vector<std::pair<long, double>> train_loss;  // (step, loss) from metrics.jsonl, split "train"
   std::vector<HeldOut> held_out;                    // ascending step, see above
+  std::size_t beyond_samples = 0;                   // examples per length of its "beyond" records (0: none)
   std::string config_toml;                          // the run's config.toml, verbatim ("" when absent)
   RunSettings settings;
   std::vector<ProbeFile> probes;                    // natural order of NAME
@@ -195,6 +206,7 @@ struct HtmlInput {
   std::optional<Table> steps;
   std::vector<Table> ranks;
   std::vector<Figure> figures;       // in order
+  std::vector<std::string> beyond_undrawn;  // groups without a beyond_* plot (beyond_plots)
 };
 std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::string>& warnings);
 
@@ -228,6 +240,23 @@ Script length_plot(const Sweep& s, const std::string& metric);
 std::optional<Script> training_plot(const Sweep& s);
 std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric);
 std::optional<Script> lm_position_plot(const Sweep& s);
+// What curves span, for the y scale and the caption.
+struct CurveRange {
+  double lo_all = 0, hi_all = 0;  // of the means
+  bool any = false, any_carried = false;
+};
+// Over runs' series (step -> value), one line "step mean std n n_carried band_lo band_hi" per step of
+// `steps`: a run that has stopped counts at its last value (carried forward). Widens `range`.
+std::string curve_block(const std::vector<std::map<long, double>>& series, const std::set<long>& steps,
+                        bool percent, CurveRange& range);
+
+// report_plot_beyond.cpp: per group, the metric at each eval length above train_len against the step
+// (HeldOut::beyond), mean ± std over seeds; none for a group where no length has two such steps (its
+// label goes to `undrawn`).
+std::vector<Script> beyond_plots(const Sweep& s, const std::string& metric, std::vector<std::string>* undrawn = nullptr);
+// The training budget of runs as a phrase: "first fit (a run stops at its first held-out evaluation
+// with token_acc ≥ 99%; at most 4000 steps)", "fixed budget (2000 steps)", mixed or unknown.
+std::string budget_policy_text(const std::vector<const Run*>& runs);
 
 }  // namespace report_detail
 }  // namespace pelab

@@ -275,6 +275,33 @@ const Figure* find_figure(const HtmlInput& in, const std::string& name) {
   return nullptr;
 }
 
+// The plots of the lengths beyond training over steps (beyond_plots), two per row, or why there are none.
+std::string beyond_html(const HtmlInput& in, std::vector<std::string>& warnings) {
+  std::ostringstream os;
+  os << "<h3 id=\"beyond\">Beyond the training length, during training</h3>\n";
+  std::vector<const Figure*> figs;
+  for (const Figure& f : in.figures)
+    if (f.name.compare(0, 7, "beyond_") == 0) figs.push_back(&f);
+  const std::string why = "no length beyond training has values at two or more held-out evaluations "
+                          "(metrics.jsonl <code>\"beyond\"</code>, written when <code>[eval] beyond_samples</code> and "
+                          "<code>[train] eval_every</code> are above 0; runs from before it have none, and a length "
+                          "the encoding cannot represent has no values)";
+  if (figs.empty()) {
+    os << "<p class=\"note\">No plot: " << why << ".</p>\n";
+    return os.str();
+  }
+  if (!in.beyond_undrawn.empty()) {
+    std::string groups;
+    for (const std::string& g : in.beyond_undrawn) groups += (groups.empty() ? "" : ", ") + html_escape(g);
+    os << "<p class=\"note\">Not drawn for " << groups << ": " << why << ".</p>\n";
+  }
+  os << "<div class=\"probe-grid\" style=\"grid-template-columns: repeat(" << std::min<std::size_t>(2, figs.size())
+     << ", minmax(0, 1fr))\">\n";
+  for (const Figure* f : figs) os << figure_html(*f, warnings);
+  os << "</div>\n";
+  return os.str();
+}
+
 }  // namespace
 
 std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::string>& warnings) {
@@ -317,6 +344,7 @@ std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::st
     }
   if (!any_training_plot && !in.figures.empty())
     os << "<p class=\"note\">No training or held-out curve: the runs' metrics.jsonl have no records to draw.</p>\n";
+  if (!in.figures.empty()) os << beyond_html(in, warnings);
 
   if (!in.ranks.empty()) {
     os << "<h2 id=\"ranks\">Ranks across tasks</h2>\n";

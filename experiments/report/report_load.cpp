@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -88,6 +90,46 @@ ojson parse_json(const std::string& text, const std::string& file, const std::st
   }
 }
 
+MetricValues metric_values(const ojson& obj, const std::string& file, const std::string& where) {
+  MetricValues out;
+  for (const auto& m : metric_table())
+    if (auto v = opt_number(obj, m.name.c_str(), file, where); v && std::isfinite(*v)) out[m.name] = *v;
+  return out;
+}
+
+// A held-out record's "beyond" list (absent in runs from before it): per length above train_len, the
+// metrics of its small sample; lengths not evaluated (samples 0) are left out.
+void load_beyond(const ojson& j, HeldOut& h, Run& r, const std::string& file, const std::string& where) {
+  auto it = j.find("beyond");
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_array()) bad(file, where + ".beyond", "expected an array, got " + it->dump());
+  h.beyond_recorded = true;
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const ojson& b = (*it)[i];
+    const std::string at = where + ".beyond[" + std::to_string(i) + "]";
+    if (!b.is_object()) bad(file, at, "expected an object, got " + b.dump());
+    const auto length = static_cast<std::size_t>(need_int(b, "length", file, at, 1));
+    const auto samples = static_cast<std::size_t>(need_int(b, "samples", file, at, 0));
+    if (samples == 0) continue;
+    h.beyond[length] = metric_values(b, file, at);
+    r.beyond_samples = std::max(r.beyond_samples, samples);
+  }
+}
+
+// Steps whose held-out record has no "beyond" (the final evaluation, when no periodic one ran at its
+// step) take the lengths the run tracked from the final evaluation's records at that step.
+void fill_beyond_from_final(Run& r, const std::map<long, std::map<std::size_t, MetricValues>>& final_records) {
+  std::set<std::size_t> tracked;
+  for (const HeldOut& h : r.held_out)
+    for (const auto& [len, m] : h.beyond) tracked.insert(len);
+  for (HeldOut& h : r.held_out) {
+    const auto at = final_records.find(h.step);
+    if (h.beyond_recorded || at == final_records.end()) continue;
+    for (const auto& [len, m] : at->second)
+      if (tracked.count(len)) h.beyond[len] = m;
+  }
+}
+
 // Training loss points and held-out evaluations (at train_len) of a finished run. A missing file is
 // tolerated (no curves); a malformed line is not.
 void load_metrics(const fs::path& run_dir, Run& r) {
@@ -96,6 +138,7 @@ void load_metrics(const fs::path& run_dir, Run& r) {
   const std::string file = path.string();
   std::istringstream in(read_file(file));
   std::string line;
+  std::map<long, std::map<std::size_t, MetricValues>> other_lengths;  // eval records off train_len, by step
   for (long no = 1; std::getline(in, line); ++no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = "line " + std::to_string(no);
@@ -113,17 +156,22 @@ void load_metrics(const fs::path& run_dir, Run& r) {
     if (len == j.end() || len->is_null()) continue;
     if (!len->is_number_integer() || len->get<long long>() < 1)
       bad(file, where + ".length", "expected an integer >= 1 or null, got " + len->dump());
-    if (static_cast<std::size_t>(len->get<long long>()) != r.train_len) continue;
+    const auto length = static_cast<std::size_t>(len->get<long long>());
+    if (length != r.train_len) {
+      if (length > r.train_len) other_lengths[step].emplace(length, metric_values(j, file, where));
+      continue;
+    }
     // The final evaluation repeats the last periodic one at the same step: keep the first.
     if (std::any_of(r.held_out.begin(), r.held_out.end(), [&](const HeldOut& h) { return h.step == step; })) continue;
     HeldOut h;
     h.step = step;
-    for (const auto& m : metric_table())
-      if (auto v = opt_number(j, m.name.c_str(), file, where); v && std::isfinite(*v)) h.metrics[m.name] = *v;
+    h.metrics = metric_values(j, file, where);
+    load_beyond(j, h, r, file, where);
     r.held_out.push_back(h);
   }
   std::stable_sort(r.held_out.begin(), r.held_out.end(),
                    [](const HeldOut& a, const HeldOut& b) { return a.step < b.step; });
+  fill_beyond_from_final(r, other_lengths);
 }
 
 // The [train] keys the report reads; a config.toml that is not TOML is an error naming it.

@@ -13,12 +13,6 @@ namespace report_detail {
 
 namespace {
 
-// What the held-out curves of all groups span, for the y scale and the caption.
-struct CurveRange {
-  double lo_all = 0, hi_all = 0;  // of the means
-  bool any = false, any_carried = false;
-};
-
 // Per run of the group with held-out values of `metric`: step -> value (times k); also collects the
 // runs' eval_every into `every`.
 std::vector<std::map<long, double>> held_out_series(const Group& g, const std::string& metric, double k,
@@ -34,8 +28,8 @@ std::vector<std::map<long, double>> held_out_series(const Group& g, const std::s
   return series;
 }
 
-// One line "step mean std n n_carried band_lo band_hi" per step: a run that has stopped counts at its
-// last value (carried forward).
+}  // namespace
+
 std::string curve_block(const std::vector<std::map<long, double>>& series, const std::set<long>& steps,
                         bool percent, CurveRange& range) {
   std::ostringstream curve;
@@ -73,6 +67,8 @@ std::string curve_block(const std::vector<std::map<long, double>>& series, const
   }
   return curve.str();
 }
+
+namespace {
 
 // Reference lines shared by every run: the early-stop target (when it is this metric) and chance.
 struct ReferenceLines {

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -72,6 +73,20 @@ std::vector<std::string> changed_settings(const std::string& dir, const std::str
     return {"its " + path + " cannot be read by this version of pelab: " + e.what()};
   }
   return setting_differences(recorded, wanted_toml);
+}
+
+std::vector<std::size_t> beyond_lengths(const ExperimentConfig& cfg) {
+  std::vector<std::size_t> above;
+  if (cfg.eval.beyond_samples == 0) return above;
+  for (std::size_t n : cfg.eval.lengths)
+    if (n > cfg.train_len) above.push_back(n);
+  std::sort(above.begin(), above.end());
+  above.erase(std::unique(above.begin(), above.end()), above.end());
+  if (above.size() <= kMaxBeyondLengths) return above;
+  std::vector<std::size_t> picked;
+  const std::size_t last = above.size() - 1, k = kMaxBeyondLengths - 1;
+  for (std::size_t i = 0; i <= k; ++i) picked.push_back(above[(i * last + k / 2) / k]);  // rounded i * last / k
+  return picked;
 }
 
 std::string config_table(const RunSpec& spec, std::size_t n_params) {
@@ -189,17 +204,62 @@ TrainerOptions trainer_options(const RunOptions& opt, DataParallel* dp) {
   return to;
 }
 
-// Periodic evaluation: in-distribution (at train_len) only, for the log and early stopping. `periodic`
-// must outlive the trainer's run.
+// The beyond_lengths, each on beyond_samples held-out examples drawn as the final evaluation draws its
+// own (from eval.seed, the length and the batch index): the same examples at every evaluation. It draws
+// from no training stream, so training is the same with it off.
+std::vector<LengthMetrics> evaluate_beyond(Transformer& model, const Task& t, const ExperimentConfig& cfg,
+                                           const EvalOptions& periodic) {
+  std::vector<LengthMetrics> out;
+  const std::vector<std::size_t> lengths = beyond_lengths(cfg);
+  if (lengths.empty()) return out;
+  memory::release_cache();  // as before the final evaluation: training's cached blocks do not stack on these
+  EvalConfig small = cfg.eval;
+  small.samples = std::min(cfg.eval.beyond_samples, cfg.eval.samples);  // as validation resolves it
+  for (std::size_t n : lengths) {
+    const LengthResult r = evaluate_length(model, t, small, eval_positions(cfg), n, cfg.min_len, cfg.train_len, periodic);
+    LengthMetrics l;
+    l.length = n;
+    if (r.ok) l.samples = r.samples, l.metrics = r.metrics;
+    out.push_back(l);
+  }
+  return out;
+}
+
+// "    beyond (64 examples each, 0.21 s), token_acc: 24 41.2%  32 20.3%  48 n/a": the headline metric
+// at each length beyond training, for the log.
+std::string beyond_line(const std::vector<LengthMetrics>& beyond, std::size_t samples, double seconds,
+                        const MetricSpec& m) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "    beyond (%zu examples each, %.2f s), ", samples, seconds);
+  std::string line = buf + m.name + ":";
+  for (const LengthMetrics& l : beyond) {
+    const auto it = l.metrics.find(m.name);
+    if (it == l.metrics.end()) std::snprintf(buf, sizeof buf, "%zu n/a", l.length);
+    else if (m.percent) std::snprintf(buf, sizeof buf, "%zu %.1f%%", l.length, 100 * it->second);
+    else std::snprintf(buf, sizeof buf, "%zu %.4f", l.length, it->second);
+    line += (&l == &beyond.front() ? " " : "  ") + std::string(buf);
+  }
+  return line;
+}
+
+// Periodic evaluation: in-distribution (at train_len) for the log and early stopping, and the lengths
+// beyond training on a small sample ([eval] beyond_samples). `periodic` must outlive the trainer's run.
 void set_periodic_evaluator(Trainer& trainer, Transformer& model, const Task& t, const ExperimentConfig& cfg,
                             const EvalOptions& periodic) {
   trainer.evaluator = [&trainer, &model, &t, &cfg, &periodic](std::size_t step, MetricsWriter& mw,
                                                              double time) -> std::optional<double> {
     const LengthResult r = evaluate_length(model, t, cfg.eval, eval_positions(cfg), cfg.train_len, cfg.min_len,
                                            cfg.train_len, periodic);
+    MetricRecord rec = eval_record(step, r, time);
+    const auto t0 = std::chrono::steady_clock::now();
+    rec.beyond = evaluate_beyond(model, t, cfg, periodic);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     set_phase("training");
-    mw.write(eval_record(step, r, time));
+    mw.write(rec);
     trainer.log("  eval @ " + std::to_string(step) + " (length " + std::to_string(r.length) + "): " + metrics_line(r));
+    if (!rec.beyond.empty())
+      trainer.log(beyond_line(rec.beyond, std::min(cfg.eval.beyond_samples, cfg.eval.samples), seconds,
+                              headline_metric(t.is_language_model(), !t.is_language_model())));
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;
     return r.metric(cfg.train.early_stop_metric);
   };

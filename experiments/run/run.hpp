@@ -54,6 +54,13 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt);
 // `pelab sweep` refuse a directory whose results come from other settings.
 std::vector<std::string> changed_settings(const std::string& dir, const std::string& wanted_toml);
 
+// The eval lengths above train_len that every held-out evaluation during training also measures
+// ([eval] beyond_samples): all of them up to kMaxBeyondLengths, else that many spread evenly by index
+// over them, the first and the last included (a range of hundreds of lengths would cost more than
+// training: 1..500 takes 11.6 CPU minutes at 64 examples per length). Empty when beyond_samples is 0.
+constexpr std::size_t kMaxBeyondLengths = 8;
+std::vector<std::size_t> beyond_lengths(const ExperimentConfig& cfg);
+
 // The run's settings as a two-column table, for the top of its console output.
 std::string config_table(const RunSpec& spec, std::size_t n_params);
 

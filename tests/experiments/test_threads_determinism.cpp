@@ -1,6 +1,8 @@
 // End to end, the claim of core/parallel.hpp: `pelab train` at 1 and at 2 threads ends with the same
-// weights, optimizer state and losses, bit for bit, for every encoding. The model is large enough that
-// the plan cuts its GEMMs into pieces (rows 32 x 33, d_model 64: 2 pieces) and its elementwise loops.
+// weights, optimizer state and losses, bit for bit, for every encoding, and writes the same metrics.jsonl
+// but for wall time (held-out evaluations with the lengths beyond training included). The model is large
+// enough that the plan cuts its GEMMs into pieces (rows 32 x 33, d_model 64: 2 pieces) and its
+// elementwise loops.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -24,6 +26,19 @@ std::string slurp_bytes(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// metrics.jsonl without the keys that measure wall time (time, tokens_per_s).
+std::string timeless_metrics(const fs::path& run) {
+  std::string out;
+  std::ifstream in(run / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j.erase("time");
+    j.erase("tokens_per_s");
+    out += j.dump() + "\n";
+  }
+  return out;
+}
+
 // The final checkpoint of a run directory.
 fs::path last_checkpoint(const fs::path& run) {
   fs::path last;
@@ -36,7 +51,7 @@ std::string config_for(const std::string& encoding) {
   return "[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\n"
          "[encoding]\nname = \"" + encoding + "\"\n"
          "[task]\nname = \"copy\"\ntrain_len = 16\n"
-         "[train]\nsteps = 30\nbatch_size = 32\nlog_every = 10\n"
+         "[train]\nsteps = 30\nbatch_size = 32\nlog_every = 10\neval_every = 10\n"
          "[eval]\nlengths = [16, 24]\nsamples = 16\n";
 }
 
@@ -53,7 +68,7 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every enco
     const std::string cfg = dir + "/" + name + ".toml";
     std::ofstream(cfg) << config_for(name);
     nlohmann::json eval[2];
-    std::string weights[2], optimizer[2];
+    std::string weights[2], optimizer[2], metrics[2];
     for (int t = 1; t <= 2; ++t) {
       const std::string out = dir + "/" + name + "_t" + std::to_string(t);
       const std::string log = out + ".log";
@@ -62,12 +77,15 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every enco
       weights[t - 1] = slurp_bytes(ck / "weights.safetensors");
       optimizer[t - 1] = slurp_bytes(ck / "optimizer.safetensors");
       eval[t - 1] = nlohmann::json::parse(slurp_bytes(fs::path(out) / "eval.json"));
+      metrics[t - 1] = timeless_metrics(out);
     }
     REQUIRE(!weights[0].empty());
     CHECK(weights[0] == weights[1]);
     CHECK(optimizer[0] == optimizer[1]);
     CHECK(eval[0]["final_train_loss"] == eval[1]["final_train_loss"]);
     CHECK(eval[0]["results"].dump() == eval[1]["results"].dump());
+    CHECK(metrics[0].find("\"beyond\":[{") != std::string::npos);  // held-out records at 10 and 20, length 24
+    CHECK(metrics[0] == metrics[1]);
   }
   fs::remove_all(dir);
 }

@@ -1,0 +1,201 @@
+// Extrapolation over training: per group, the held-out metric at the training length and at each eval
+// length above it against the step (metrics.jsonl "beyond"), so the effect of stopping early is visible.
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "experiments/report/report_detail.hpp"
+#include "training/metrics_table.hpp"
+
+namespace pelab {
+namespace report_detail {
+
+namespace {
+
+using Series = std::vector<std::map<long, double>>;  // per run with values: step -> value
+
+// One curve of a group's plot: the training length's held-out values, or one length beyond it.
+struct Curve {
+  std::size_t length = 0;
+  bool train = false;
+  Series series;
+};
+
+// The group's curves: its training length first, then every length above it some run tracked.
+std::vector<Curve> group_curves(const Group& g, const std::string& metric, double k) {
+  std::map<std::size_t, Series> beyond;  // length -> per run of the group, in its order (empty: none)
+  Curve train;
+  train.train = true;
+  for (std::size_t i = 0; i < g.runs.size(); ++i) {
+    const Run* r = g.runs[i];
+    train.length = r->train_len;
+    std::map<long, double> at_train;
+    for (const HeldOut& h : r->held_out) {
+      if (auto it = h.metrics.find(metric); it != h.metrics.end()) at_train[h.step] = k * it->second;
+      for (const auto& [len, mv] : h.beyond) {
+        Series& per_run = beyond[len];
+        per_run.resize(g.runs.size());
+        if (auto it = mv.find(metric); it != mv.end()) per_run[i][h.step] = k * it->second;
+      }
+    }
+    if (!at_train.empty()) train.series.push_back(at_train);
+  }
+  std::vector<Curve> out;
+  if (!train.series.empty()) out.push_back(train);
+  for (auto& [len, per_run] : beyond) {
+    Curve c;
+    c.length = len;
+    for (auto& x : per_run)
+      if (!x.empty()) c.series.push_back(x);
+    if (!c.series.empty()) out.push_back(c);
+  }
+  return out;
+}
+
+std::set<long> steps_of(const Series& series) {
+  std::set<long> steps;
+  for (const auto& x : series)
+    for (const auto& [st, v] : x) steps.insert(st);
+  return steps;
+}
+
+// "1_rope" from group 0 labelled "rope": a file name that stays unique and readable.
+std::string plot_name(std::size_t gi, const std::string& label) {
+  std::string slug;
+  for (char c : label) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+    if (keep) slug += c;
+    else if (!slug.empty() && slug.back() != '_') slug += '_';
+    if (slug.size() >= 40) break;
+  }
+  while (!slug.empty() && slug.back() == '_') slug.pop_back();
+  return "beyond_" + std::to_string(gi + 1) + (slug.empty() ? "" : "_" + slug);
+}
+
+// The curve's colour: by the length's place among the sweep's eval lengths, the same in every group's
+// plot; the training length black.
+std::string curve_color(const Sweep& s, const Curve& c) {
+  if (c.train) return "#000000";
+  return plot_color(static_cast<std::size_t>(std::lower_bound(s.lengths.begin(), s.lengths.end(), c.length) -
+                                             s.lengths.begin()));
+}
+
+// gnuplot's two-line title: each line escaped, joined by gnuplot's own "\n".
+std::string gp_two_lines(const std::string& a, const std::string& b) {
+  const std::string qa = gp_string(a), qb = gp_string(b);
+  return qa.substr(0, qa.size() - 1) + "\\n" + qb.substr(1);
+}
+
+std::string group_script_gp(const Sweep& s, const Group& g, const std::vector<Curve>& curves, const MetricSpec& m,
+                            const std::string& name, const CurveRange& range) {
+  std::ostringstream gp;
+  const std::string title = task_text(s) + ": " + g.label + ": held-out " + m.title +
+                            " during training, per eval length (mean ± std over " + std::to_string(g.runs.size()) +
+                            " run(s))";
+  const std::string sub = "budget: " + budget_policy_text(g.runs);
+  gp << "# Held-out " << m.name << " at the training length and beyond it vs step, mean over seeds.\n"
+     << "# Re-render: cd to this directory and run `gnuplot " << name << ".gp`.\n"
+     << plot_preamble(name + ".png", title);
+  gp << "set title " << gp_two_lines(title, sub) << "\n"
+     << "set xlabel \"step\"\n"
+     << "set ylabel " << gp_string("held-out " + m.title) << "\n"
+     << "set autoscale xfix\n"
+     << "set offsets 0, graph 0.03, 0, 0\n";
+  if (m.percent) gp << "set yrange [-2:102]\n";
+  else if (range.any && range.lo_all > 0 && range.hi_all / range.lo_all > 20) gp << "set logscale y\n";
+  std::set<long> stops;  // each run's last held-out evaluation
+  for (const Run* r : g.runs)
+    if (!r->held_out.empty()) stops.insert(r->held_out.back().step);
+  for (long st : stops)
+    gp << "set arrow from " << st << ", graph 0 to " << st << ", graph 1 nohead dt 3 lw 1 lc rgb \"#888888\"\n";
+  gp << "set style fill transparent solid 0.12 noborder\nplot \\\n";
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    const std::string c = curve_color(s, curves[i]), idx = std::to_string(i);
+    const std::string label = "length " + std::to_string(curves[i].length) + (curves[i].train ? " (training)" : "");
+    parts.push_back("\"\" index " + idx + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle");
+    parts.push_back("\"\" index " + idx + " using 1:2 with linespoints lw " + (curves[i].train ? "2.5" : "2") +
+                    " pt 7 ps 0.6 lc rgb \"" + c + "\" title " + gp_string(label));
+  }
+  parts.push_back("NaN with lines dt 3 lw 1 lc rgb \"#888888\" title \"a run stopped\"");
+  parts.front().replace(0, 2, gp_string(name + ".dat"));
+  for (std::size_t i = 0; i < parts.size(); ++i) gp << "  " << parts[i] << (i + 1 < parts.size() ? ", \\\n" : "\n");
+  return gp.str();
+}
+
+std::string beyond_caption(const Group& g, const MetricSpec& m, const CurveRange& range) {
+  std::set<std::size_t> samples;
+  for (const Run* r : g.runs)
+    if (r->beyond_samples) samples.insert(r->beyond_samples);
+  std::string n;
+  for (std::size_t x : samples) n += (n.empty() ? "" : " / ") + std::to_string(x);
+  return g.label + ": held-out " + m.title + " during training at the training length (black) and at each eval "
+         "length above it (" + n + " held-out examples per length, [eval] beyond_samples), mean over seeds, band ± "
+         "one sample std. Dotted vertical lines: where a run stopped" +
+         (range.any_carried ? "; after it the run counts at its last value (carried forward)" : "") +
+         ". A run's last point, when it ran to its step limit, is its final evaluation (all of [eval] samples). "
+         "Budget: " + budget_policy_text(g.runs) + ".";
+}
+
+}  // namespace
+
+std::string budget_policy_text(const std::vector<const Run*>& runs) {
+  std::set<std::string> fits, fixed;
+  std::size_t unknown = 0;
+  for (const Run* r : runs) {
+    const RunSettings& st = r->settings;
+    if (!st.known) ++unknown;
+    else if (!st.early_stop_metric.empty() && st.eval_every > 0)
+      fits.insert(target_text(st.early_stop_metric, st.early_stop_target) + "; at most " + std::to_string(st.steps) +
+                  " steps");
+    else fixed.insert(std::to_string(st.steps) + " steps");
+  }
+  auto join_set = [](const std::set<std::string>& xs) {
+    std::string out;
+    for (const std::string& x : xs) out += (out.empty() ? "" : " / ") + x;
+    return out;
+  };
+  const std::string fit = "first fit (a run stops at its first held-out evaluation with " + join_set(fits) + ")";
+  const std::string fix = "fixed budget (" + join_set(fixed) + ")";
+  if (unknown == runs.size()) return "unknown (no config.toml)";
+  std::string out = fits.empty() ? fix : fixed.empty() ? fit : "mixed: " + fit + ", " + fix;
+  if (unknown) out += "; " + std::to_string(unknown) + " run(s) without config.toml";
+  return out;
+}
+
+// Definition in report_detail.hpp; curves as held_out_plot draws them (a stopped run carried forward).
+std::vector<Script> beyond_plots(const Sweep& s, const std::string& metric, std::vector<std::string>* undrawn) {
+  const MetricSpec& m = find_metric(metric);
+  const double k = m.percent ? 100.0 : 1.0;
+  std::vector<Script> out;
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const Group& g = s.groups[gi];
+    const std::vector<Curve> curves = group_curves(g, metric, k);
+    const bool drawn = std::any_of(curves.begin(), curves.end(),
+                                   [](const Curve& c) { return !c.train && steps_of(c.series).size() >= 2; });
+    if (!drawn) {
+      if (undrawn) undrawn->push_back(g.label);
+      continue;
+    }
+    const std::string name = plot_name(gi, g.label);
+    std::ostringstream dat;
+    dat << "# " << g.label << ": held-out " << m.name << " vs step at the training length (block 0) and each eval\n"
+        << "# length above it (metrics.jsonl \"beyond\"), over the group's runs; a run that has stopped counts at\n"
+        << "# its last value. One block per length: step mean std n n_carried band_lo band_hi\n";
+    CurveRange range;
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+      if (i) dat << "\n\n";
+      dat << "# length " << curves[i].length << (curves[i].train ? " (training)" : "") << "\n"
+          << curve_block(curves[i].series, steps_of(curves[i].series), m.percent, range);
+    }
+    Script sc{name, dat.str(), group_script_gp(s, g, curves, m, name, range), ""};
+    sc.caption = beyond_caption(g, m, range);
+    out.push_back(sc);
+  }
+  return out;
+}
+
+}  // namespace report_detail
+}  // namespace pelab
