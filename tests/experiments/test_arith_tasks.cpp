@@ -159,7 +159,7 @@ TEST_CASE("addition: option pairings that make no sense are errors naming both k
   CHECK_NOTHROW(few->eval_batch(1, 1, 4));
 }
 
-TEST_CASE("positions task and task_offset keep the task's ids; task_offset shifts a row's nonzero ids by one draw",
+TEST_CASE("positions task and task_offset keep the task's ids, task_offset shifting a row's nonzero ids by one draw",
           "[tasks][arith][positions]") {
   auto task = addition({{"coupled_positions", Value(true)}, {"reverse_output", Value(true)}});
   Rng data(2);

@@ -1145,7 +1145,9 @@ class Abacus(Encoding):
         return abacus_digit_index(tokens)
 
     def encode_input(self, x, positions):
-        ids = abacus_digit_index(self.tokens)
+        # without the tokens (a forward that does not set them: bench/torch_fast.py) every token reads row 0,
+        # as pelab without a task's digit indices
+        ids = abacus_digit_index(self.tokens) if self.tokens is not None else torch.zeros_like(positions)
         if self.training and self.offset_rng is not None:
             k = self.offset_rng.randint(0, self.p["max_k"])
             ids = torch.where(ids > 0, ids + k, ids)
