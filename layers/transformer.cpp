@@ -414,7 +414,8 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
   if (opt.attention_maps) opt.attention_maps->assign(cfg_.n_layers, Array());
   pos_->begin_forward(positions);
   for (PositionalEncoding* e : extra_pos_) e->begin_forward(positions);
-  Tensor x = pos_->encode_input(tok_emb_->forward(tokens), positions);  // (B, T, C)
+  const InputContext input{positions, opt.digit_index, training() ? opt.dropout_rng : nullptr};
+  Tensor x = pos_->encode_input_context(tok_emb_->forward(tokens), input);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
   const bool shared = rows_share_positions(positions);
   for (std::size_t i = 0; i < blocks_.size(); ++i) {

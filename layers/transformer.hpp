@@ -63,7 +63,8 @@ struct ModelConfig : ModelSettings {
 
 // Optional per-forward extras.
 struct ForwardOptions {
-  Rng* dropout_rng = nullptr;                 // required when training with dropout > 0
+  Rng* dropout_rng = nullptr;                 // required when training with dropout > 0 (and abacus's offset)
+  const IndexArray* digit_index = nullptr;    // (B, T) Batch::digit_index, for an encoding that reads it (abacus)
   std::vector<Array>* attention_maps = nullptr;  // receives each layer's probabilities (B, H, T, T)
   // Called after each block; may throw to abandon the forward (evaluation stops there on a signal).
   std::function<void()> between_layers;

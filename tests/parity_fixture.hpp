@@ -57,6 +57,14 @@ inline std::map<std::string, Value> fixture_encoding_params(const SafeTensors& s
   return out;
 }
 
+// The forward options of a fixture's batch: its digit indices (input.digit_index, written for encodings
+// that read them: abacus) when it has them.
+inline ForwardOptions fixture_forward_options(const SafeTensors& st) {
+  ForwardOptions fo;
+  if (st.ints.count("input.digit_index")) fo.digit_index = &st.ints.at("input.digit_index");
+  return fo;
+}
+
 // The model the fixture's metadata describes (dropout 0, as in the reference).
 inline ModelConfig fixture_model_config(const SafeTensors& st) {
   const nlohmann::json cfg = nlohmann::json::parse(st.metadata.at("config"));

@@ -13,8 +13,13 @@ namespace pelab {
 struct Batch {
   IndexArray tokens;   // (B, T) input ids
   IndexArray targets;  // (B, T) next-token ids (anything, e.g. -1, where mask is 0)
-  IndexArray positions;  // (B, T) position ids: tasks fill 0..T-1; training and evaluation reassign
-                         // them per [train] / [eval] positions (training/positions.hpp)
+  IndexArray positions;  // (B, T) position ids: tasks fill 0..T-1, or their own ids (Task::supplies_positions:
+                         // position coupling); training and evaluation reassign or keep them per
+                         // [train] / [eval] positions (training/positions.hpp)
+  // (B, T) each digit's 1-based index within its number, 0 on every other token (Abacus, McLeish et al.
+  // 2024), or empty when the task supplies none (Task::supplies_digit_index). Read by encodings that
+  // declare EncodingSpec::reads_digit_index; its random training offset is the encoding's (abacus.cpp).
+  IndexArray digit_index;
   Array mask;          // (B, T) 1 where the target counts (y and EOS; every char for LM), else 0
   // Sequence tasks: per row, the first and one-past-last t whose target belongs to y/EOS
   // (exact match = every counted target predicted). Empty for LM tasks.
@@ -36,6 +41,7 @@ inline Batch rows_of(const Batch& b, std::size_t from, std::size_t to) {
   slice(b.targets, s.targets);
   slice(b.positions, s.positions);
   slice(b.mask, s.mask);
+  if (b.digit_index.size()) slice(b.digit_index, s.digit_index);
   if (!b.answer_begin.empty()) {
     s.answer_begin.assign(b.answer_begin.begin() + from, b.answer_begin.begin() + to);
     s.answer_end.assign(b.answer_end.begin() + from, b.answer_end.begin() + to);

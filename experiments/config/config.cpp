@@ -184,8 +184,8 @@ class Reader {
         read_lengths(*e.node, w);
         continue;
       }
-      if (sec == "eval" && e.key == "length_range") {
-        read_length_range(*e.node, w);
+      if (sec == "eval" && (e.key == "length_range" || e.key == "operand_grid")) {
+        (e.key == "length_range" ? cfg_.eval.length_range : cfg_.eval.operand_grid) = read_range(e.key, *e.node, w);
         continue;
       }
       const Field* f = find_field(sec, e.key);
@@ -247,8 +247,8 @@ class Reader {
   }
 
   // [from, to] or [from, to, step], each a positive integer, from <= to; [] = not given.
-  void read_length_range(const toml::node& n, const std::string& w) {
-    const std::string head = "[eval] key 'length_range' has value " + node_text(n) + "; ";
+  std::vector<std::size_t> read_range(const std::string& key, const toml::node& n, const std::string& w) {
+    const std::string head = "[eval] key '" + key + "' has value " + node_text(n) + "; ";
     auto bad = [&] {
       fail(w, head + "expected [from, to] or [from, to, step] of positive integers, e.g. [1, 500] ([] = not given)");
     };
@@ -267,7 +267,7 @@ class Reader {
     if (!out.empty() && (out[1] - out[0]) / out[2] >= kMaxRangeLengths)
       fail(w, head + "that is " + std::to_string((out[1] - out[0]) / out[2] + 1) + " lengths; expected at most " +
                   std::to_string(kMaxRangeLengths) + " (a larger step)");
-    cfg_.eval.length_range = out;
+    return out;
   }
 
   void read_sweep(const toml::table& t) {

@@ -55,6 +55,10 @@ struct EvalConfig {
   // [eval] length_range = [from, to] or [from, to, step]: every length from, from + step, ... up to to
   // (Delétang et al. 2023 evaluate 1..500). Empty = not given; validation expands it into `lengths`.
   std::vector<std::size_t> length_range;
+  // [eval] operand_grid = [from, to] or [from, to, step]: two-operand tasks (addition) are also evaluated at
+  // every (len a, len b) of range x range (McLeish et al. 2024's and Cho et al. 2024's heatmaps), into
+  // eval.json's "operand_grid". Empty = none.
+  std::vector<std::size_t> operand_grid;
   std::size_t samples = 256;         // held-out examples per length
   // Every held-out evaluation during training ([train] eval_every) also evaluates the eval lengths above
   // train_len (beyond_lengths in experiments/run/run.hpp) on this many examples each, into metrics.jsonl's

@@ -200,7 +200,9 @@ std::vector<Section> build_schema() {
                 choices(PELAB_FIELD("positions", train.positions, none, none,
                                     "position ids of training batches: contiguous = 0..T-1; offset = a random "
                                     "start per row, s..s+T-1 with s in [0, max_position - T]; randomized = T "
-                                    "distinct ids per row drawn from [0, max_position), sorted (Ruoss et al. 2023)"),
+                                    "distinct ids per row drawn from [0, max_position), sorted (Ruoss et al. 2023); "
+                                    "task = the task's own ids (addition's coupled_positions); task_offset = those "
+                                    "shifted per row by s in [0, max_position - 1 - the largest], 0 kept (Cho et al. 2024)"),
                         position_mode_names()),
                 PELAB_FIELD("max_position", train.max_position, 0.0, 2147483647.0,
                             "offset/randomized ids are < max_position; 0 = auto: the longest sequence the run "
@@ -226,9 +228,11 @@ std::vector<Section> build_schema() {
                                     "position ids at evaluation: train = as in training (randomized: fresh "
                                     "random ids, as Ruoss et al. evaluate), or contiguous / offset / randomized; "
                                     "offset and randomized draw from [0, train.max_position) with their own "
-                                    "stream seeded by eval.seed (the same ids at every evaluation)"),
-                        {"train", "contiguous", "offset", "randomized"})},
-               {"lengths", "length_range"}});
+                                    "stream seeded by eval.seed (the same ids at every evaluation); task = the "
+                                    "task's own ids (train after task_offset training: task, as Cho et al. evaluate), "
+                                    "task_offset = shifted as in training"),
+                        {"train", "contiguous", "offset", "randomized", "task", "task_offset"})},
+               {"lengths", "length_range", "operand_grid"}});
   s.push_back({"probe",
                {PELAB_FIELD("run", probe.run, none, none,
                             "pelab sweep runs `pelab probe run` on every finished cell (like --probe)"),

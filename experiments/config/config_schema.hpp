@@ -92,6 +92,13 @@ bool given(const ExperimentConfig& cfg, const std::string& path);
 std::string toml_key(const std::string& k);  // bare when possible, else quoted
 std::string activation_name(Activation a);
 
+// The task's own ids against [train] / [eval] positions and the encodings (config_streams.cpp): Error at
+// the line of a key involved when the pairing makes no sense.
+void check_task_streams(const ExperimentConfig& cfg, const Task& task, const ModelConfig& m);
+// [eval] operand_grid: a two-operand task, at most 10000 cells, each one the task can generate.
+void check_operand_grid(const ExperimentConfig& cfg, const Task& task);
+std::vector<std::size_t> operand_grid_lengths(const ExperimentConfig& cfg);  // the range's lengths
+
 // Cross-key checks of one runnable config; resolves every plugin subtable (defaults filled in) and the
 // default eval lengths, builds the task (through `cache`) and the model configuration.
 struct TaskInfo {

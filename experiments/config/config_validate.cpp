@@ -134,6 +134,8 @@ void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) 
   std::size_t eval_T = 0, eval_n = 0;
   for (std::size_t n : cfg.eval.lengths)
     if (task.sequence_length(n) > eval_T) eval_T = task.sequence_length(n), eval_n = n;
+  if (const auto g = operand_grid_lengths(cfg); !g.empty() && task.operand_sequence_length(g.back(), g.back()) > eval_T)
+    eval_T = task.operand_sequence_length(g.back(), g.back()), eval_n = g.back();  // the grid's longest
   TrainConfig& t = cfg.train;
   if (t.max_position == 0) t.max_position = std::max(train_T, eval_T);
   if (t.max_position < train_T)
@@ -142,14 +144,15 @@ void resolve_positions(ExperimentConfig& cfg, const Task& task, ModelConfig& m) 
              num(train_T) + " tokens (task.train_len " + num(cfg.train_len) + "); expected max_position >= " +
              num(train_T) + ", or 0 (auto)");
   const PositionConfig ep = eval_positions(cfg);
-  if (ep.mode != PositionMode::contiguous && t.max_position < eval_T)
+  // A task's own ids (task) stay below its sequence length, as contiguous ids do.
+  if (ep.mode != PositionMode::contiguous && ep.mode != PositionMode::task && t.max_position < eval_T)
     fail(location_any(cfg, {"train.max_position", "eval.positions",
                             cfg.eval.length_range.empty() ? "eval.lengths" : "eval.length_range", "train.positions"}),
          "[train] max_position " + num(t.max_position) + " is smaller than the longest eval sequence, " +
              num(eval_T) + " tokens (eval length " + num(eval_n) + "), and evaluation draws " +
              position_mode_name(ep.mode) + " ids from [0, max_position) ([eval] positions = \"" +
              cfg.eval.positions + "\"); expected max_position >= " + num(eval_T) + ", or 0 (auto)");
-  m.max_position = t.positions == PositionMode::contiguous ? 0 : t.max_position;
+  m.max_position = t.positions == PositionMode::contiguous || t.positions == PositionMode::task ? 0 : t.max_position;
 }
 
 // Encoding sizes given as 0 ("the ids training uses": binary's bits, a learned table's rows) written as
@@ -246,6 +249,8 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
 
   cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
   check_eval_lengths(cfg, info);
+  check_task_streams(cfg, *spec.task, m);
+  check_operand_grid(cfg, *spec.task);
   resolve_positions(cfg, *spec.task, m);
   record_auto_sizes(cfg, m);
   spec.config = std::move(cfg);

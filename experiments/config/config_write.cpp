@@ -45,6 +45,8 @@ std::string to_toml(const ExperimentConfig& cfg) {
       for (std::size_t i = 0; i < ls.size(); ++i) os << (i ? ", " : "") << ls[i];
       os << "]\n";
       if (!r.empty()) os << "length_range = [" << r[0] << ", " << r[1] << ", " << r[2] << "]\n";
+      if (const auto& g = cfg.eval.operand_grid; !g.empty())
+        os << "operand_grid = [" << g[0] << ", " << g[1] << ", " << g[2] << "]\n";
     }
     for (const auto& f : s.fields) os << toml_key(f.spec.key) << " = " << format_value(f.get(cfg)) << "\n";
     if (const PluginGroup* g = find_group(s.name))

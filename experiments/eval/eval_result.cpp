@@ -74,6 +74,8 @@ struct Reader {
     if (!e.is_object()) bad(file, where, "expected an object");
     LengthResult r;
     r.length = count(e, "length", where, 1);
+    if (e.contains("len_a") || e.contains("len_b"))  // operand-grid cells
+      r.len_a = count(e, "len_a", where, 1), r.len_b = count(e, "len_b", where, 1);
     r.in_distribution = boolean(e, "in_distribution", where);
     if (auto it = e.find("chance"); it != e.end() && !it->is_null()) {  // absent in older files
       if (!it->is_object()) bad(file, where + ".chance", "expected an object of metric -> value, got " + it->dump());
@@ -118,6 +120,7 @@ struct Reader {
 ojson to_json(const LengthResult& r) {
   ojson j;
   j["length"] = r.length;
+  if (r.len_a && r.len_b) j["len_a"] = *r.len_a, j["len_b"] = *r.len_b;
   j["in_distribution"] = r.in_distribution;
   j["status"] = r.ok ? "ok" : "n/a";
   if (!r.chance.empty()) {
@@ -187,6 +190,11 @@ ojson to_json(const EvalResult& r) {
   ojson rs = ojson::array();
   for (const auto& x : r.results) rs.push_back(to_json(x));
   j["results"] = rs;
+  if (!r.operand_grid.empty()) {
+    ojson g = ojson::array();
+    for (const auto& x : r.operand_grid) g.push_back(to_json(x));
+    j["operand_grid"] = g;
+  }
   if (!r.eval_name.empty()) {
     j["eval_name"] = r.eval_name;
     j["eval_settings"] = r.eval_settings;
@@ -232,7 +240,16 @@ EvalResult eval_result_from_json(const ojson& j, const std::string& file) {
     if (!seen.insert(lr.length).second) bad(file, where, "length " + std::to_string(lr.length) + " appears twice");
     r.results.push_back(std::move(lr));
   }
-  if (j.contains("eval_name")) {  // named re-evaluations only
+  if (auto g = j.find("operand_grid"); g != j.end()) {  // [eval] operand_grid only
+    if (!g->is_array()) bad(file, "operand_grid", "expected an array");
+    for (std::size_t i = 0; i < g->size(); ++i) {
+      const std::string where = "operand_grid[" + std::to_string(i) + "]";
+      LengthResult lr = rd.length_result((*g)[i], where);
+      if (!lr.len_a) bad(file, where, "expected len_a and len_b");
+      r.operand_grid.push_back(std::move(lr));
+    }
+  }
+    if (j.contains("eval_name")) {  // named re-evaluations only
     r.eval_name = rd.string(j, "eval_name", top);
     const ojson& st = rd.need(j, "eval_settings", top);
     if (!st.is_array()) bad(file, "eval_settings", "expected an array of strings");

@@ -32,6 +32,8 @@ struct LengthResult {
   MetricValues chance;
   std::vector<Bucket> buckets;   // LM only: loss per position bucket
   std::size_t samples = 0;
+  // [eval] operand_grid cells: the operand lengths (length = the longer); absent for per-length results.
+  std::optional<std::size_t> len_a, len_b;
   std::optional<double> metric(const std::string& name) const;  // nullopt when n/a or not reported
 };
 
@@ -60,6 +62,8 @@ struct EvalResult {
   double final_train_loss = 0, train_seconds = 0, eval_seconds = 0;
   std::size_t parameters = 0;
   std::vector<LengthResult> results;
+  // [eval] operand_grid: one result per (len_a, len_b) cell, eval.json's "operand_grid" (absent when none).
+  std::vector<LengthResult> operand_grid;
   // A named re-evaluation (`pelab eval RUN --name NAME --set ...`, file RUN/eval-NAME.json): its name and
   // settings; both empty in the training's eval.json.
   std::string eval_name;

@@ -40,6 +40,9 @@ PositionConfig eval_positions(const ExperimentConfig& cfg) {
   // from [0, noise_max_length) on every forward pass, evaluation included (models/positional_encodings.py,
   // noisy_fixed_positional_encodings; experiments/range_evaluation.py passes a fresh rng per batch).
   if (cfg.eval.positions != "train") p.mode = parse_position_mode(cfg.eval.positions);
+  // Position coupling trains on the task's ids with a random offset and evaluates them as the task
+  // writes them (Cho et al.'s configs: randomize = True for train, False for val).
+  else if (p.mode == PositionMode::task_offset) p.mode = PositionMode::task;
   return p;
 }
 
@@ -119,6 +122,18 @@ std::size_t rows_within_budget(const ModelConfig& m, std::size_t rows, std::size
 
 }  // namespace
 
+std::optional<std::string> ids_unsupported(const Transformer& model, const Batch& b, const PositionConfig& positions) {
+  if (is_task_mode(positions.mode) && b.positions.size())
+    if (auto why = model.encoding().unsupported(*std::max_element(b.positions.begin(), b.positions.end())))
+      return why;
+  if (!b.digit_index.size()) return std::nullopt;
+  return model.encoding().unsupported_digits(*std::max_element(b.digit_index.begin(), b.digit_index.end()));
+}
+
+namespace {
+
+}  // namespace
+
 LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
                              const PositionConfig& positions, std::size_t n, std::size_t min_len,
                              std::size_t train_len, const EvalOptions& opt) {
@@ -127,7 +142,8 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   r.in_distribution = n <= train_len && n >= min_len;
   if (auto c = task.chance(n)) r.chance = {{"token_acc", c->token_acc}, {"exact_match", c->exact_match}};
   const std::size_t T = task.sequence_length(n);
-  if (auto why = model.encoding().unsupported(max_position_id(positions, T))) {
+  // A task's own ids are checked batch by batch (ids_unsupported): its largest is task-specific.
+  if (auto why = is_task_mode(positions.mode) ? std::nullopt : model.encoding().unsupported(max_position_id(positions, T))) {
     r.ok = false;
     r.reason = *why;
     return r;
@@ -149,12 +165,18 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
     Batch batch = task.eval_batch(seed, b, n);
     Rng position_rng(seed, 4);  // like the data: fixed by the eval seed, the length and the batch index
     assign_positions(batch, positions, position_rng);
+    if (auto why = ids_unsupported(model, batch, positions)) {
+      r.ok = false;
+      r.reason = *why;
+      return r;
+    }
     for (std::size_t from = 0; from < b; from += rows) {
       if (opt.stoppable && stop_requested())
         throw Interrupted("interrupted during evaluation at length " + std::to_string(n) + " (" +
                           std::to_string(r.samples) + " of " + std::to_string(ecfg.samples) + " examples done)");
       const Batch part = rows_of(batch, from, std::min(b, from + rows));
       ForwardOptions fo;
+      if (part.digit_index.size()) fo.digit_index = &part.digit_index;
       if (opt.stoppable)  // between layers too: one forward at a long length may take a minute
         fo.between_layers = [&] {
           if (stop_requested())

@@ -40,6 +40,10 @@ struct EvalOptions {
   bool stoppable = false;  // between forward passes, a requested stop throws Interrupted
 };
 
+// Why the model cannot read a batch's ids: a task's own position ids (positions task, task_offset) or
+// digit indices (abacus) beyond what its encoding represents; nullopt when it can.
+std::optional<std::string> ids_unsupported(const Transformer& model, const Batch& b, const PositionConfig& positions);
+
 // Evaluates one length (NoGrad; the model is put in eval mode by the caller).
 LengthResult evaluate_length(Transformer& model, const Task& task, const EvalConfig& ecfg,
                              const PositionConfig& positions, std::size_t n, std::size_t min_len,

@@ -20,13 +20,19 @@ namespace pelab {
 namespace {
 
 // Logits of the last position for tokens/positions (1, P).
+// `digits`: the digit indices of the ids (Batch::digit_index), or null when the task supplies none.
 std::vector<real> last_logits(Transformer& model, const std::vector<std::int32_t>& ids,
-                              const std::vector<std::int32_t>& pos) {
+                              const std::vector<std::int32_t>& pos, const std::int32_t* digits = nullptr) {
   const std::size_t P = ids.size();
-  IndexArray t(Shape{1, P}), p(Shape{1, P});
+  IndexArray t(Shape{1, P}), p(Shape{1, P}), d;
   std::copy(ids.begin(), ids.end(), t.data());
   std::copy(pos.begin(), pos.end(), p.data());
   ForwardOptions fo;
+  if (digits) {
+    d = IndexArray(Shape{1, P});
+    std::copy(digits, digits + P, d.data());
+    fo.digit_index = &d;
+  }
   fo.between_layers = [] { throw_if_stopped("predicting"); };
   const Tensor logits = model.forward(t, p, fo);  // (1, P, V)
   const std::size_t V = logits.value().shape()[2];
@@ -217,13 +223,15 @@ Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) 
   Prediction p;
   const std::int32_t* tok = batch.tokens.data() + b * T;
   const std::int32_t* pos = batch.positions.data() + b * T;
+  // The answer's digit indices follow from its place, as its position ids do: read from the batch.
+  const std::int32_t* digits = batch.digit_index.size() ? batch.digit_index.data() + b * T : nullptr;
   p.input.assign(tok, tok + a + 1);  // target a is the first counted one: read through token a
   p.target.assign(batch.targets.data() + b * T + a, batch.targets.data() + b * T + e);
   std::vector<std::int32_t> seq = p.input;
   NoGrad ng;
   for (std::size_t j = 0; j < p.target.size(); ++j) {
     const std::vector<std::int32_t> ps(pos, pos + seq.size());
-    const std::int32_t next = argmax(last_logits(model, seq, ps));
+    const std::int32_t next = argmax(last_logits(model, seq, ps, digits));
     p.output.push_back(next);
     p.correct.push_back(next == p.target[j]);
     if (a + 1 + j < T) seq.push_back(next);  // the last answer token is never read

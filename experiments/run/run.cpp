@@ -22,6 +22,7 @@
 #include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/eval_result.hpp"
 #include "experiments/eval/evaluate.hpp"
+#include "experiments/eval/evaluate_grid.hpp"
 #include "experiments/run/provenance.hpp"
 #include "experiments/run/trained_run.hpp"
 #include "training/checkpoint.hpp"
@@ -278,6 +279,7 @@ std::optional<EvalResult> final_evaluation(Transformer& model, const RunSpec& sp
   final_eval.stoppable = true;
   try {
     er.results = evaluate_lengths(model, spec, final_eval);
+    er.operand_grid = evaluate_grid(model, spec, final_eval);  // [eval] operand_grid (empty when none)
   } catch (const Interrupted& e) {
     const auto ck = latest_checkpoint(opt.run_dir);
     std::fprintf(stderr, "%s; the checkpoint %s (step %zu) is kept, no eval.json was written; finish with: %s\n",

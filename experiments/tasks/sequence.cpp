@@ -15,6 +15,36 @@ std::size_t fed_length(std::size_t x_len, std::size_t y_len, const SequenceForma
   return len ? len - 1 : 0;
 }
 
+namespace {
+
+// Whether the examples carry a stream (`has` of each): all of them or none, and with one entry per token.
+bool all_have(const std::vector<Example>& examples, const char* what,
+              bool (*has)(const Example&), bool (*sized)(const Example&)) {
+  std::size_t n = 0;
+  for (const auto& e : examples) {
+    if (!has(e)) continue;
+    ++n;
+    if (!sized(e)) throw Error(std::string("seq::assemble: an example's ") + what + " does not match its tokens");
+  }
+  if (n != 0 && n != examples.size())
+    throw Error(std::string("seq::assemble: some examples have ") + what + " and some do not");
+  return n != 0;
+}
+
+// The stream of one row beside its sequence [BOS] [P] x [SEP] y [EOS]: `xs` and `ys` for x and y, `sep` at <SEP>, 0 elsewhere.
+void stream_row(std::vector<std::int32_t>& out, const SequenceFormat& f, const std::vector<std::int32_t>& xs,
+                std::int32_t sep, const std::vector<std::int32_t>& ys) {
+  out.clear();
+  if (f.bos) out.push_back(0);
+  if (f.prompt) out.push_back(0);
+  out.insert(out.end(), xs.begin(), xs.end());
+  if (f.sep) out.push_back(sep);
+  out.insert(out.end(), ys.begin(), ys.end());
+  if (f.eos != EosMode::absent) out.push_back(0);
+}
+
+}  // namespace
+
 Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, std::int32_t prompt) {
   if (f.prompt && prompt < kFirstSymbol) throw Error("seq::assemble: the format has a prompt but no prompt token id");
   const std::size_t B = examples.size();
@@ -28,6 +58,15 @@ Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, st
   std::fill(out.tokens.begin(), out.tokens.end(), kPad);
   std::fill(out.targets.begin(), out.targets.end(), -1);
   std::fill(out.mask.begin(), out.mask.end(), real(0));
+  const bool pos = all_have(
+      examples, "position ids", [](const Example& e) { return !e.x_pos.empty() || !e.y_pos.empty(); },
+      [](const Example& e) { return e.x_pos.size() == e.x.size() && e.y_pos.size() == e.y.size(); });
+  const bool digits = all_have(
+      examples, "digit indices", [](const Example& e) { return !e.x_digit.empty() || !e.y_digit.empty(); },
+      [](const Example& e) { return e.x_digit.size() == e.x.size() && e.y_digit.size() == e.y.size(); });
+  if (pos) std::fill(out.positions.begin(), out.positions.end(), 0);
+  if (digits) out.digit_index = IndexArray(Shape{B, T}, 0);
+  std::vector<std::int32_t> stream;
   out.answer_begin.resize(B);
   out.answer_end.resize(B);
   std::vector<std::int32_t> s;
@@ -50,6 +89,8 @@ Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, st
     real* m = out.mask.data() + b * T;
     const std::size_t L = s.size() - 1;
     for (std::size_t t = 0; t < L; ++t) tok[t] = s[t], tgt[t] = s[t + 1];
+    if (pos) stream_row(stream, f, e.x_pos, e.sep_pos, e.y_pos), std::copy_n(stream.begin(), L, out.positions.data() + b * T);
+    if (digits) stream_row(stream, f, e.x_digit, 0, e.y_digit), std::copy_n(stream.begin(), L, out.digit_index.data() + b * T);
     // Target t is sequence[t + 1], so y's first target is t = y0 - 1; a scored EOS is the one after y.
     out.answer_begin[b] = y0 - 1;
     out.answer_end[b] = y0 - 1 + counted;
@@ -184,7 +225,7 @@ Batch SequenceTask::parse_input(const std::string& text) const {
   }
   if (x.empty()) throw Error(what + ": empty; type x, e.g. the part before <SEP> of `pelab show-task " + name_ + "`");
   try {
-    return seq::assemble({seq::Example{x, solve(x)}}, format_, prompt_id());
+    return seq::assemble({complete(x)}, format_, prompt_id());
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }

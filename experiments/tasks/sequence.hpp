@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/tasks/task.hpp"
@@ -18,13 +19,22 @@ namespace seq {
 constexpr std::int32_t kPad = 0, kBos = 1, kSep = 2, kEos = 3, kFirstSymbol = 4;
 
 struct Example {
+  Example() = default;
+  Example(std::vector<std::int32_t> x_, std::vector<std::int32_t> y_) : x(std::move(x_)), y(std::move(y_)) {}
   std::vector<std::int32_t> x, y;
+  // Streams a task may supply, one entry per token of x and y, or empty (every example of a batch alike).
+  // x_pos, y_pos: position ids (position coupling); <SEP> gets sep_pos, <BOS>, the prompt and <EOS> 0.
+  std::vector<std::int32_t> x_pos, y_pos;
+  std::int32_t sep_pos = 0;
+  // x_digit, y_digit: each digit's 1-based index within its number, 0 elsewhere (Abacus); the specials 0.
+  std::vector<std::int32_t> x_digit, y_digit;
 };
 
 // Rows [BOS] [P] x [SEP] y [EOS] as format `f` says (`prompt` is P's id, needed when f.prompt):
 // tokens = sequence[:-1] (PAD-padded), targets = sequence[1:] (-1-padded), mask = 1 on the targets of y
 // and, when f.eos is scored, of EOS; answer_begin/answer_end their t range (so with eos = "unscored" or
-// "absent" the span ends at y's last target).
+// "absent" the span ends at y's last target). positions = 0..T-1, or the examples' x_pos/y_pos (padding
+// 0); digit_index from x_digit/y_digit (padding 0) when the examples have them, else empty.
 Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f = {}, std::int32_t prompt = -1);
 
 // Recovers x and y of row b from a batch built by assemble with format `f` (Error if the row is malformed).
@@ -58,7 +68,7 @@ class SequenceTask : public Task {
   std::int32_t prompt_id() const { return std::int32_t(base_vocab_size()); }
   const std::string& prompt_word() const { return prompt_word_; }
   std::string token_text(std::int32_t id) const override { return display(id); }
-  // x in the task's notation -> the one-row batch [BOS] [P] x [SEP] y [EOS], y from solve().
+  // x in the task's notation -> the one-row batch [BOS] [P] x [SEP] y [EOS], the example from complete().
   Batch parse_input(const std::string& text) const override;
 
  protected:
@@ -73,6 +83,14 @@ class SequenceTask : public Task {
   virtual std::string token_name(std::int32_t id) const = 0;
   // y for a typed x (parse_input); throws Error when x is not a valid input, saying what is expected.
   virtual std::vector<std::int32_t> solve(const std::vector<std::int32_t>& x) const = 0;
+  // The whole example for a typed x: {x, solve(x)}, unless the task rewrites x (index hints) or adds
+  // streams (positions, digit indices) to it.
+  virtual seq::Example complete(const std::vector<std::int32_t>& x) const {
+    seq::Example e;
+    e.x = x;
+    e.y = solve(x);
+    return e;
+  }
   // Rejects problem sizes the task cannot generate (called with max_len before sampling).
   virtual void check_size(std::size_t n) const {}
   const std::string& name() const { return name_; }

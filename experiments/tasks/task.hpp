@@ -81,6 +81,20 @@ class Task {
   }
   // The data file the task was built from, when it reads one (see DataRecord).
   virtual std::optional<DataRecord> data_record() const { return std::nullopt; }
+  // Its batches carry position ids of its own (Batch::positions, e.g. position coupling), to be kept by
+  // [train] / [eval] positions = "task" or "task_offset"; other tasks fill 0..T-1.
+  virtual bool supplies_positions() const { return false; }
+  // Its batches carry Batch::digit_index (each digit's index within its number), for Abacus.
+  virtual bool supplies_digit_index() const { return false; }
+  // Two-operand tasks (addition, multiplication): held-out data with operand lengths (len_a, len_b),
+  // for [eval] operand_grid; true when the task has them.
+  virtual bool has_operands() const { return false; }
+  // Deterministic in `seed` like eval_batch; Error naming what is allowed for lengths it cannot make.
+  virtual Batch eval_batch_operands(std::uint64_t seed, std::size_t batch, std::size_t len_a, std::size_t len_b) const {
+    throw Error("this task has no operands: [eval] operand_grid needs a two-operand task (addition)");
+  }
+  // Sequence length (tokens) of an example with those operand lengths.
+  virtual std::size_t operand_sequence_length(std::size_t len_a, std::size_t len_b) const { return 0; }
 };
 
 struct TaskSpec {

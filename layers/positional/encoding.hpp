@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "core/ops/attention.hpp"  // RelativeKV
+#include "core/rng.hpp"
 #include "layers/memory_cost.hpp"
 #include "layers/module.hpp"
 #include "core/params/param_spec.hpp"
@@ -100,12 +101,23 @@ struct AttentionContext {
   QueryTile tile;                 // active: attention_bias gives rows [begin, end) x keys [0, keys) only
 };
 
+// What an encoding's input hook sees: the position ids and the streams a task may supply beside them.
+struct InputContext {
+  const IndexArray& positions;              // (B, T) ids of this batch
+  const IndexArray* digit_index = nullptr;  // (B, T) each digit's index in its number, 0 elsewhere
+                                            // (Batch::digit_index); null when the task supplies none
+  Rng* rng = nullptr;  // the forward's training randomness (ForwardOptions::dropout_rng): a random
+                       // training offset (abacus) draws from it, checkpointed with the trainer; null at evaluation
+};
+
 class PositionalEncoding : public Module {
  public:
   // Once per forward pass before the first layer.
   virtual void begin_forward(const IndexArray& positions) {}
   // x (B, T, C') token embeddings -> (B, T, C), C' = token_width(C).
   virtual Tensor encode_input(const Tensor& x, const IndexArray& positions) { return x; }
+  // The model calls this one: encode_input with the ids, unless the encoding reads the other streams (abacus).
+  virtual Tensor encode_input_context(const Tensor& x, const InputContext& ctx) { return encode_input(x, ctx.positions); }
   // The token embedding width this encoding wants for a model of width d_model: d_model, unless it
   // makes up the rest itself (concat: d_model - d_pos, the position vector filling the other d_pos).
   virtual std::size_t token_width(std::size_t d_model) const { return d_model; }
@@ -132,6 +144,9 @@ class PositionalEncoding : public Module {
   // Why this encoding cannot represent position ids up to max_position, or nullopt if it can.
   // Evaluation reports such lengths as "n/a" with this reason instead of failing.
   virtual std::optional<std::string> unsupported(std::int64_t max_position) const { return std::nullopt; }
+  // Why it cannot read digit indices up to max_index (InputContext::digit_index), or nullopt: evaluation
+  // reports such lengths as "n/a" too (abacus past its table).
+  virtual std::optional<std::string> unsupported_digits(std::int64_t max_index) const { return std::nullopt; }
 };
 
 // True when every row of positions (B, T) holds the same ids (always for B = 1).
@@ -184,6 +199,9 @@ struct EncodingSpec {
   // It acts on the token embeddings only (begin_forward, encode_input, token_width): model-wide, never
   // a layer of an [encoding] layers pattern.
   bool input_level = false;
+  // It reads InputContext::digit_index: configs pair it with a task that supplies the stream
+  // (Task::supplies_digit_index), and it reads no position ids.
+  bool reads_digit_index = false;
 };
 
 class EncodingRegistry : public NamedRegistry<EncodingSpec> {

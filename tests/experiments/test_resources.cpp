@@ -26,6 +26,7 @@ RunSpec spec_of(const std::string& encoding, std::size_t train_len, std::size_t 
                 const std::vector<std::string>& extra = {}) {
   std::vector<std::string> sets = {"encoding.name=" + encoding, "task.train_len=" + std::to_string(train_len),
                                    "train.batch_size=" + std::to_string(batch)};
+  if (EncodingRegistry::instance().get(encoding).reads_digit_index) sets.push_back("task.name=addition");  // abacus
   sets.insert(sets.end(), extra.begin(), extra.end());
   return parse_config("[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\n[task]\nname = \"copy\"\n"
                       "[eval]\nsamples = 16\nbatch_size = 16\n",

@@ -50,7 +50,8 @@ fs::path last_checkpoint(const fs::path& run) {
 std::string config_for(const std::string& encoding) {
   return "[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\n"
          "[encoding]\nname = \"" + encoding + "\"\n"
-         "[task]\nname = \"copy\"\ntrain_len = 16\n"
+         "[task]\nname = \"" + std::string(EncodingRegistry::instance().get(encoding).reads_digit_index ? "addition" : "copy") +
+         "\"\ntrain_len = 16\n"
          "[train]\nsteps = 30\nbatch_size = 32\nlog_every = 10\neval_every = 10\n"
          "[eval]\nlengths = [16, 24]\nsamples = 16\n";
 }

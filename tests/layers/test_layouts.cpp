@@ -22,7 +22,7 @@ Array logits_of(Transformer& m, const IndexArray& tokens) {
 
 TEST_CASE("input-level encodings are refused in a layout, attention-level ones accepted", "[layout]") {
   // The ones that act on the embeddings alone (their attention hooks do nothing).
-  const std::vector<std::string> input = {"binary", "concat", "integer", "learned", "multiplicative",
+  const std::vector<std::string> input = {"abacus", "binary", "concat", "integer", "learned", "multiplicative",
                                           "normalized", "recurrent", "sinusoidal"};
   for (const std::string& name : EncodingRegistry::instance().names()) {
     INFO(name);

@@ -34,7 +34,8 @@ Tensor run(Loaded& l) {
   Tape::current().clear();
   l.model->zero_grad();
   const Array& mask = l.st.get_float("input.mask");
-  Tensor logits = l.model->forward(l.st.get_int("input.tokens"), l.st.get_int("input.positions"));
+  Tensor logits = l.model->forward(l.st.get_int("input.tokens"), l.st.get_int("input.positions"),
+                                    fixture_forward_options(l.st));
   Tensor loss = cross_entropy(logits, l.st.get_int("input.targets"), &mask);
   loss.backward();
   return loss;
@@ -65,7 +66,8 @@ TEST_CASE("PyTorch parity: logits, loss and every gradient for each fixture", "[
     const std::string fx = fixture_name(path);
     INFO("fixture " << fx);
     Loaded l = load_fixture(path);
-    Tensor logits = l.model->forward(l.st.get_int("input.tokens"), l.st.get_int("input.positions"));
+    Tensor logits = l.model->forward(l.st.get_int("input.tokens"), l.st.get_int("input.positions"),
+                                    fixture_forward_options(l.st));
     Compare cl;
     // atol 3e-6: float32 logits near 0 of a 2-layer model carry a few ulps of its O(1) intermediates;
     // gcc's build uses up to 0.84 of 1e-6, clang's sanitized -O1 build (other contraction and

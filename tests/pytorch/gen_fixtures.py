@@ -104,6 +104,7 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "rope_two_heads": ("rope", {}),                                   # [encoding] heads = 2 of 4
     "alibi_three_heads": ("alibi", {}),                               # heads = 3: the head dim of its bias
     "fox_one_head": ("fox", {}),                                      # heads = 1
+    "abacus": ("abacus", {}),                                         # input.digit_index from the tokens
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -185,6 +186,8 @@ def build_fixture(fixture):
         "input.positions": positions.to(torch.int32).numpy(),
         "input.targets": targets.to(torch.int32).numpy(),
         "input.mask": mask.numpy(),
+        **({"input.digit_index": model.pos.digit_index_of(tokens).to(torch.int32).numpy()}
+           if hasattr(model.pos, "digit_index_of") else {}),
         "out.logits": logits.detach().numpy(),
         "out.loss": np.array(loss.item(), dtype=np.float64),
         "train.losses": np.array(losses, dtype=np.float32),

@@ -1125,6 +1125,7 @@ class Model(nn.Module):
         causal = self.causal[T] if self.is_causal else None
         for pe in dict.fromkeys([self.pos] + self.layer_pos):
             pe.begin_forward(positions)
+        self.pos.tokens = tokens  # what an input encoding derives its own ids from (Abacus's digit indices)
         x = self.pos.encode_input(self.tok_emb(tokens), positions)         # (B, T, d)
         shared = shared_rows(positions)
         for i, blk in enumerate(self.blocks):
@@ -1238,3 +1239,48 @@ def train_step(model, opt, tokens, positions, targets, mask, lr, clip_norm):
         g["lr"] = lr
     opt.step()
     return loss.item(), norm
+
+
+# ---------------------------------------------------------------- Abacus (McLeish et al. 2024)
+def abacus_digit_index(tokens, lo=4, hi=13):
+    """(B, T) int -> (B, T) int64: each digit token's 1-based index within its run of consecutive digit
+    tokens (ids lo..hi: pelab's addition digits, and McLeish et al.'s tokenizer's), 0 on every other token:
+    the helper of github.com/mcleish7/arithmetic abacus.py, as a loop. pelab gets these ids from the task
+    (Batch::digit_index) rather than from the tokens; the fixture stores them as input.digit_index."""
+    digit = (tokens >= lo) & (tokens <= hi)
+    out = torch.zeros(tokens.shape, dtype=torch.int64)
+    for b in range(tokens.shape[0]):
+        run = 0
+        for t in range(tokens.shape[1]):
+            run = run + 1 if digit[b, t] else 0
+            out[b, t] = run
+    return out
+
+
+@register
+class Abacus(Encoding):
+    """A trainable (size, d) table indexed by the digit index, added to the embeddings (pos.weight; row 0:
+    non-digits). In training every nonzero index is shifted by one k uniform in [0, max_k] per forward, drawn
+    from offset_rng (pelab: the forward's dropout stream); without one, k = 0, as in pelab's parity tests."""
+    name = "abacus"
+    params = {"max_k": 100, "size": 0}
+    relative = True  # it reads no position ids
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.size = params["size"] or dims["train_len"] + params["max_k"] + 1
+        self.weight = nn.Parameter(torch.empty(self.size, dims["d_model"]))
+        nn.init.normal_(self.weight)
+        self.tokens, self.offset_rng = None, None
+
+    def digit_index_of(self, tokens):
+        return abacus_digit_index(tokens)
+
+    def encode_input(self, x, positions):
+        # without the tokens (a forward that does not set them: bench/torch_fast.py) every token reads row 0,
+        # as pelab without a task's digit indices
+        ids = abacus_digit_index(self.tokens) if self.tokens is not None else torch.zeros_like(positions)
+        if self.training and self.offset_rng is not None:
+            k = self.offset_rng.randint(0, self.p["max_k"])
+            ids = torch.where(ids > 0, ids + k, ids)
+        return x + F.embedding(ids, self.weight)

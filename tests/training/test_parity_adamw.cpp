@@ -57,6 +57,7 @@ TEST_CASE("AdamW training matches PyTorch on every fixture") {
 
     const IndexArray& tokens = st.get_int("input.tokens");
     const IndexArray& positions = st.get_int("input.positions");
+    const ForwardOptions fo = fixture_forward_options(st);  // abacus's digit indices
     const IndexArray& targets = st.get_int("input.targets");
     const Array& mask = st.get_float("input.mask");
     const Array& want_losses = st.get_float("train.losses");
@@ -71,7 +72,7 @@ TEST_CASE("AdamW training matches PyTorch on every fixture") {
     for (std::size_t s = 0; s < sc.total; ++s) {
       INFO("step " << s);
       opt.zero_grad();
-      Tensor loss = cross_entropy(model.forward(tokens, positions), targets, &mask);
+      Tensor loss = cross_entropy(model.forward(tokens, positions, fo), targets, &mask);
       const double l = loss.item();
       worst_loss = std::max(worst_loss, rel_err(l, want_losses(s)));
       CHECK(l == Approx(want_losses(s)).epsilon(1e-4));
@@ -85,7 +86,7 @@ TEST_CASE("AdamW training matches PyTorch on every fixture") {
     }
     {
       NoGrad no_grad;
-      const double l = cross_entropy(model.forward(tokens, positions), targets, &mask).item();
+      const double l = cross_entropy(model.forward(tokens, positions, fo), targets, &mask).item();
       worst_loss = std::max(worst_loss, rel_err(l, want_losses(sc.total)));
       CHECK(l == Approx(want_losses(sc.total)).epsilon(1e-4));
     }
