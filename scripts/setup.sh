@@ -14,7 +14,7 @@ packages=(g++ cmake make pkg-config
           libxsimd-dev  # bench/bench_libraries.cpp only: xsimd's exp/erf against ours (docs/performance.md)
           libxtensor-blas-dev  # xt::linalg (SVD, eigenvalues) for `pelab probe spectrum`
           catch2 libspdlog-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
-          gnuplot-nox fortunes-min  # fortunes-min: the default char_lm corpus
+          gnuplot-nox fortunes-min fortunes  # char_lm corpora: fortunes-min (default), fortunes (2.6 MB, long contexts)
           openmpi-bin libopenmpi-dev  # MPI: sweeps across ranks, data-parallel training (docs/cluster.md)
           pybind11-dev python3-dev python3-numpy python3-pandas python3-matplotlib)  # the Python module (docs/python.md)
 if [ "$build_dir" = "--fuzz" ]; then

@@ -138,9 +138,8 @@ Section encoding_section() {
           {"[encoding.<name>] subtables"}};
 }
 
-std::vector<Section> build_schema() {
-  std::vector<Section> s;
-  s.push_back({"model",
+Section model_section() {
+  return {"model",
                {PELAB_FIELD("d_model", model.d_model, 1.0, 65536.0, "residual stream width"),
                 PELAB_FIELD("n_layers", model.n_layers, 1.0, 1024.0, "transformer blocks"),
                 PELAB_FIELD("n_heads", model.n_heads, 1.0, 4096.0, "attention heads (must divide d_model)"),
@@ -160,7 +159,12 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("emb_init_std", model.emb_init_std, 0.0, 10.0,
                             "std of the normal init of token embeddings and learned position tables (gpt2, "
                             "scaled; unused by pytorch)")},
-               {}});
+               {}};
+}
+
+std::vector<Section> build_schema() {
+  std::vector<Section> s;
+  s.push_back(model_section());
   s.push_back(encoding_section());
   s.push_back(attention_section());
   s.push_back({"task",

@@ -83,7 +83,7 @@ std::string escape(unsigned char c) {
     case '\r': return "\\r";
     case '\\': return "\\\\";
   }
-  if (c < 0x20 || c == 0x7f) {
+  if (c < 0x20 || c >= 0x7f) {  // control bytes, and bytes past ASCII (alone they are not UTF-8: corpus.json)
     const char* hex = "0123456789abcdef";
     return std::string("\\x") + hex[c >> 4] + hex[c & 15];
   }

@@ -435,6 +435,28 @@ TEST_CASE("char_lm rejects missing empty and too short files", "[tasks][char_lm]
   CHECK_THROWS_WITH(task("char_lm", {{"holdout", Value(0.9)}}), Catch::Contains("holdout"));
 }
 
+TEST_CASE("char_lm reads a directory as one text: its text files in name order, binary files skipped",
+          "[tasks][char_lm]") {
+  const fs::path dir = fs::temp_directory_path() / ("pelab_corpus_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string a(200, 'a'), b = "b\xc3\xa9" + std::string(197, 'b');  // b holds UTF-8 "é"
+  std::ofstream(dir / "2_b") << b;
+  std::ofstream(dir / "1_a") << a;
+  std::ofstream(dir / "1_a.dat", std::ios::binary) << std::string("\0\x01\x02", 3);  // an index: skipped
+  auto t = task("char_lm", {{"path", Value(dir.string())}}, 4, 16);
+  const auto rec = t->data_record();
+  REQUIRE(rec);
+  CHECK(rec->path == dir.string());
+  CHECK(rec->bytes == a.size() + b.size());
+  CHECK(rec->vocabulary == "ab\\xa9\\xc3");  // bytes past ASCII escaped: corpus.json stays valid UTF-8
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "x.dat", std::ios::binary) << std::string("\0", 1);
+  CHECK_THROWS_WITH(task("char_lm", {{"path", Value(dir.string())}}), Catch::Contains("has no text file"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("char_lm default corpus supports eval at 4x the training context", "[tasks][char_lm]") {
   const std::string path = "/usr/share/games/fortunes/literature";
   if (!fs::exists(path)) {
