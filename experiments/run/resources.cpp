@@ -219,7 +219,7 @@ EvalBatches check_memory(const RunSpec& spec, const MemoryLimit& limit, bool tra
       const MemoryEstimate e = rm.evaluation(n, 1);
       throw Error(location_any(cfg, {cfg.eval.length_range.empty() ? "eval.lengths" : "eval.length_range", "task.train_len", "eval"}) + ": evaluating length " + num(n) +
                   " (" + num(spec.task->sequence_length(n)) + " tokens) needs about " + e.breakdown() +
-                  " even one example at a time (attention holds (heads, tokens, tokens) per example)" + tail +
+                  " even one example at a time" + tail +
                   "; choose shorter [eval] lengths (or a shorter length_range)");
     }
     if (b < cfg.eval.batch_size) out.reduced.emplace_back(n, b);
