@@ -111,6 +111,7 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   std::vector<Script> scripts;
   if (opt.plots) {
     scripts.push_back(length_plot(s, metric));
+    for (Script& sc : operand_grid_plots(s)) scripts.push_back(std::move(sc));
     if (auto t = held_out_plot(s, metric)) scripts.push_back(*t);
     for (Script& sc : beyond_plots(s, metric, &html.beyond_undrawn)) scripts.push_back(std::move(sc));
     if (auto t = training_plot(s)) scripts.push_back(*t);

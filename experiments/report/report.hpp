@@ -47,13 +47,15 @@ struct ReportResult {
 // config.toml is malformed (the message names the file).
 ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt = {});
 
-// One row of results.csv: one metric of one run (or named re-evaluation) at one eval length.
+// One row of results.csv: one metric of one run (or named re-evaluation) at one eval length, or at one
+// [eval] operand_grid cell (len_a, len_b set; eval_len the longer).
 struct ResultRow {
   std::string run;                         // the run's directory, relative to the sweep directory
   std::vector<std::optional<Value>> keys;  // per ResultsTable::keys, the run's value (nullopt: not set)
   std::uint64_t seed = 0;
   std::string task;
   std::size_t train_len = 0, eval_len = 0;
+  std::optional<std::size_t> len_a, len_b;  // operand_grid rows only
   bool in_distribution = false;
   std::string metric;
   std::optional<double> value;   // nullopt: n/a at this length
@@ -63,8 +65,9 @@ struct ResultRow {
 
 // The long table of results.csv, which pandas reads as it is (pelab.results() in Python gives the same
 // rows): columns run, every swept key but the seed (the report's grouping keys, "eval" for named
-// re-evaluations), seed, task, train_len, eval_len, in_distribution, metric, value, chance, na_reason.
-// Rows follow the runs in grid order, then their eval lengths, then the metrics as summary.csv lists them.
+// re-evaluations), seed, task, train_len, eval_len, len_a, len_b, in_distribution, metric, value, chance,
+// na_reason. Rows follow the runs in grid order, then their eval lengths, then their operand_grid cells
+// (len_a, len_b filled in; empty in the other rows), then the metrics as summary.csv lists them.
 struct ResultsTable {
   std::vector<std::string> keys;
   std::vector<ResultRow> rows;

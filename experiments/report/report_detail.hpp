@@ -8,7 +8,7 @@
 //   report_html.cpp     report.html
 //   report_gnuplot.cpp  running gnuplot; report_plot.cpp: length and training plots;
 //   report_plot_curves.cpp: held-out curves and LM loss per position; report_plot_beyond.cpp: the lengths
-//   beyond training against the step, per group
+//   beyond training against the step, per group; report_plot_grid.cpp: operand-length heatmaps, per group
 //
 // Definitions the tables and plots use (also in docs/reports.md):
 // - Held-out evaluations of a run: its metrics.jsonl records with split "eval" at length == train_len
@@ -254,6 +254,11 @@ std::string curve_block(const std::vector<std::map<long, double>>& series, const
 // (HeldOut::beyond), mean ± std over seeds; none for a group where no length has two such steps (its
 // label goes to `undrawn`).
 std::vector<Script> beyond_plots(const Sweep& s, const std::string& metric, std::vector<std::string>* undrawn = nullptr);
+// A group's plot file name: ("beyond_", 0, "rope") -> "beyond_1_rope", unique and readable.
+std::string group_plot_name(const std::string& prefix, std::size_t gi, const std::string& label);
+// report_plot_grid.cpp: per group with [eval] operand_grid results, a heatmap of exact match (mean over the
+// group's runs with a grid) over (len_a, len_b), the training range outlined; none for a group without.
+std::vector<Script> operand_grid_plots(const Sweep& s);
 // The training budget of runs as a phrase: "first fit (a run stops at its first held-out evaluation
 // with token_acc ≥ 99%; at most 4000 steps)", "fixed budget (2000 steps)", mixed or unknown.
 std::string budget_policy_text(const std::vector<const Run*>& runs);

@@ -302,6 +302,21 @@ std::string beyond_html(const HtmlInput& in, std::vector<std::string>& warnings)
   return os.str();
 }
 
+// The operand-length heatmaps (operand_grid_plots), two per row; nothing for runs without [eval] operand_grid.
+std::string operand_grid_html(const HtmlInput& in, std::vector<std::string>& warnings) {
+  std::vector<const Figure*> figs;
+  for (const Figure& f : in.figures)
+    if (f.name.compare(0, 13, "operand_grid_") == 0) figs.push_back(&f);
+  if (figs.empty()) return "";
+  std::ostringstream os;
+  os << "<h3 id=\"operand-grid\">Operand lengths (len_a × len_b)</h3>\n"
+     << "<div class=\"probe-grid\" style=\"grid-template-columns: repeat(" << std::min<std::size_t>(2, figs.size())
+     << ", minmax(0, 1fr))\">\n";
+  for (const Figure* f : figs) os << figure_html(*f, warnings);
+  os << "</div>\n";
+  return os.str();
+}
+
 }  // namespace
 
 std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::string>& warnings) {
@@ -331,6 +346,7 @@ std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::st
   os << "</div>\n";
   for (std::size_t i = 2; i < in.metric_tables.size(); ++i) os << table_html(in.metric_tables[i]);
   if (const Figure* f = find_figure(in, "length_generalization")) os << figure_html(*f, warnings);
+  os << operand_grid_html(in, warnings);
 
   os << "<h2 id=\"training\">Training</h2>\n";
   if (in.steps) os << table_html(*in.steps);

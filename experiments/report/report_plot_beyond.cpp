@@ -61,19 +61,6 @@ std::set<long> steps_of(const Series& series) {
   return steps;
 }
 
-// "1_rope" from group 0 labelled "rope": a file name that stays unique and readable.
-std::string plot_name(std::size_t gi, const std::string& label) {
-  std::string slug;
-  for (char c : label) {
-    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
-    if (keep) slug += c;
-    else if (!slug.empty() && slug.back() != '_') slug += '_';
-    if (slug.size() >= 40) break;
-  }
-  while (!slug.empty() && slug.back() == '_') slug.pop_back();
-  return "beyond_" + std::to_string(gi + 1) + (slug.empty() ? "" : "_" + slug);
-}
-
 // The curve's colour: by the length's place among the sweep's eval lengths, the same in every group's
 // plot; the training length black.
 std::string curve_color(const Sweep& s, const Curve& c) {
@@ -141,6 +128,18 @@ std::string beyond_caption(const Group& g, const MetricSpec& m, const CurveRange
 
 }  // namespace
 
+std::string group_plot_name(const std::string& prefix, std::size_t gi, const std::string& label) {
+  std::string slug;
+  for (char c : label) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+    if (keep) slug += c;
+    else if (!slug.empty() && slug.back() != '_') slug += '_';
+    if (slug.size() >= 40) break;
+  }
+  while (!slug.empty() && slug.back() == '_') slug.pop_back();
+  return prefix + std::to_string(gi + 1) + (slug.empty() ? "" : "_" + slug);
+}
+
 std::string budget_policy_text(const std::vector<const Run*>& runs) {
   std::set<std::string> fits, fixed;
   std::size_t unknown = 0;
@@ -179,7 +178,7 @@ std::vector<Script> beyond_plots(const Sweep& s, const std::string& metric, std:
       if (undrawn) undrawn->push_back(g.label);
       continue;
     }
-    const std::string name = plot_name(gi, g.label);
+    const std::string name = group_plot_name("beyond_", gi, g.label);
     std::ostringstream dat;
     dat << "# " << g.label << ": held-out " << m.name << " vs step at the training length (block 0) and each eval\n"
         << "# length above it (metrics.jsonl \"beyond\"), over the group's runs; a run that has stopped counts at\n"

@@ -37,8 +37,13 @@ ResultsTable results_table(const Sweep& s, const std::vector<std::string>& metri
     base.seed = r.seed;
     base.task = r.task;
     base.train_len = r.train_len;
-    for (const LengthResult& lr : r.results) {
+    std::vector<const LengthResult*> results;  // per length, then per operand_grid cell
+    for (const LengthResult& lr : r.results) results.push_back(&lr);
+    for (const LengthResult& lr : r.operand_grid) results.push_back(&lr);
+    for (const LengthResult* p : results) {
+      const LengthResult& lr = *p;
       base.eval_len = lr.length;
+      base.len_a = lr.len_a, base.len_b = lr.len_b;
       base.in_distribution = lr.in_distribution;
       for (const std::string& m : metrics) {
         if (!applies(m, r)) continue;
@@ -63,14 +68,15 @@ std::string results_csv(const ResultsTable& t) {
   std::ostringstream os;
   os << "run,";
   for (const std::string& k : t.keys) os << csv_field(k) << ",";
-  os << "seed,task,train_len,eval_len,in_distribution,metric,value,chance,na_reason\n";
+  os << "seed,task,train_len,eval_len,len_a,len_b,in_distribution,metric,value,chance,na_reason\n";
+  const auto size_field = [](const std::optional<std::size_t>& x) { return x ? std::to_string(*x) : std::string(); };
   for (const ResultRow& r : t.rows) {
     os << csv_field(r.run) << ",";
     for (const auto& v : r.keys) {
       os << (v ? csv_field(label_text(*v)) : "") << ",";  // doubles: the shortest text that reads back
     }
-    os << r.seed << "," << csv_field(r.task) << "," << r.train_len << "," << r.eval_len << ","
-       << (r.in_distribution ? "true" : "false") << "," << csv_field(r.metric) << ","
+    os << r.seed << "," << csv_field(r.task) << "," << r.train_len << "," << r.eval_len << "," << size_field(r.len_a) << ","
+       << size_field(r.len_b) << "," << (r.in_distribution ? "true" : "false") << "," << csv_field(r.metric) << ","
        << (r.value ? full_precision(*r.value) : "") << "," << (r.chance ? full_precision(*r.chance) : "") << ","
        << csv_field(r.na_reason) << "\n";
   }
