@@ -36,7 +36,8 @@ py::dict results_columns(const std::string& sweep_dir) {
   if (!fs::is_directory(sweep_dir)) not_found("sweep_dir", "no such directory: " + sweep_dir);
   const ResultsTable t = results_table(sweep_dir);
   const auto optional = [](const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::none(); };
-  py::list run, seed, task, train_len, eval_len, in_dist, metric, value, chance, reason;
+  py::list run, seed, task, train_len, eval_len, len_a, len_b, in_dist, metric, value, chance, reason;
+  const auto operand = [](const std::optional<std::size_t>& v) { return v ? py::object(py::int_(*v)) : py::none(); };
   std::vector<py::list> keys(t.keys.size());
   for (const ResultRow& r : t.rows) {
     run.append(r.run);
@@ -45,6 +46,8 @@ py::dict results_columns(const std::string& sweep_dir) {
     task.append(r.task);
     train_len.append(r.train_len);
     eval_len.append(r.eval_len);
+    len_a.append(operand(r.len_a));  // operand_grid rows only
+    len_b.append(operand(r.len_b));
     in_dist.append(r.in_distribution);
     metric.append(r.metric);
     value.append(optional(r.value));
@@ -55,6 +58,7 @@ py::dict results_columns(const std::string& sweep_dir) {
   d["run"] = run;
   for (std::size_t k = 0; k < keys.size(); ++k) d[py::str(t.keys[k])] = keys[k];
   d["seed"] = seed, d["task"] = task, d["train_len"] = train_len, d["eval_len"] = eval_len;
+  d["len_a"] = len_a, d["len_b"] = len_b;
   d["in_distribution"] = in_dist, d["metric"] = metric, d["value"] = value, d["chance"] = chance;
   d["na_reason"] = reason;
   return d;

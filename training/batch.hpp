@@ -20,6 +20,8 @@ struct Batch {
   // 2024), or empty when the task supplies none (Task::supplies_digit_index). Read by encodings that
   // declare EncodingSpec::reads_digit_index; its random training offset is the encoding's (abacus.cpp).
   IndexArray digit_index;
+  // A default IndexArray is a 0-d scalar of size 1, not empty: ask the rank.
+  bool has_digit_index() const { return digit_index.dimension() == 2; }
   Array mask;          // (B, T) 1 where the target counts (y and EOS; every char for LM), else 0
   // Sequence tasks: per row, the first and one-past-last t whose target belongs to y/EOS
   // (exact match = every counted target predicted). Empty for LM tasks.
@@ -41,7 +43,7 @@ inline Batch rows_of(const Batch& b, std::size_t from, std::size_t to) {
   slice(b.targets, s.targets);
   slice(b.positions, s.positions);
   slice(b.mask, s.mask);
-  if (b.digit_index.size()) slice(b.digit_index, s.digit_index);
+  if (b.has_digit_index()) slice(b.digit_index, s.digit_index);
   if (!b.answer_begin.empty()) {
     s.answer_begin.assign(b.answer_begin.begin() + from, b.answer_begin.begin() + to);
     s.answer_end.assign(b.answer_end.begin() + from, b.answer_end.begin() + to);

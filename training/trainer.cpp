@@ -226,7 +226,7 @@ bool Trainer::Impl::train_step(TrainResult& res) {
   if (dp) batch = dp->shard(batch);  // this rank's rows of the global batch
   ForwardOptions fo;
   fo.dropout_rng = &dropout;
-  if (batch.digit_index.size()) fo.digit_index = &batch.digit_index;  // Abacus's stream (Batch::digit_index)
+  if (batch.has_digit_index()) fo.digit_index = &batch.digit_index;  // Abacus's stream (Batch::digit_index)
   Tensor logits = model.forward(batch.tokens, batch.positions, fo);
   Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
   double loss_v = loss.item();

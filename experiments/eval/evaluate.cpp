@@ -126,7 +126,7 @@ std::optional<std::string> ids_unsupported(const Transformer& model, const Batch
   if (is_task_mode(positions.mode) && b.positions.size())
     if (auto why = model.encoding().unsupported(*std::max_element(b.positions.begin(), b.positions.end())))
       return why;
-  if (!b.digit_index.size()) return std::nullopt;
+  if (!b.has_digit_index()) return std::nullopt;
   return model.encoding().unsupported_digits(*std::max_element(b.digit_index.begin(), b.digit_index.end()));
 }
 
@@ -176,7 +176,7 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
                           std::to_string(r.samples) + " of " + std::to_string(ecfg.samples) + " examples done)");
       const Batch part = rows_of(batch, from, std::min(b, from + rows));
       ForwardOptions fo;
-      if (part.digit_index.size()) fo.digit_index = &part.digit_index;
+      if (part.has_digit_index()) fo.digit_index = &part.digit_index;
       if (opt.stoppable)  // between layers too: one forward at a long length may take a minute
         fo.between_layers = [&] {
           if (stop_requested())

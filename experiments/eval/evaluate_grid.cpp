@@ -58,7 +58,7 @@ LengthResult evaluate_operands(Transformer& model, const Task& task, const EvalC
     }
     throw_if_stopped("evaluating operand lengths (" + std::to_string(len_a) + ", " + std::to_string(len_b) + ")");
     ForwardOptions fo;
-    if (batch.digit_index.size()) fo.digit_index = &batch.digit_index;
+    if (batch.has_digit_index()) fo.digit_index = &batch.digit_index;
     const Tensor logits = model.forward(batch.tokens, batch.positions, fo);
     TokenStats s = token_stats(logits.value(), batch);
     s.loss_sum = masked_nll(logits.value(), batch);

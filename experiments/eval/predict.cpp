@@ -224,7 +224,7 @@ Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) 
   const std::int32_t* tok = batch.tokens.data() + b * T;
   const std::int32_t* pos = batch.positions.data() + b * T;
   // The answer's digit indices follow from its place, as its position ids do: read from the batch.
-  const std::int32_t* digits = batch.digit_index.size() ? batch.digit_index.data() + b * T : nullptr;
+  const std::int32_t* digits = batch.has_digit_index() ? batch.digit_index.data() + b * T : nullptr;
   p.input.assign(tok, tok + a + 1);  // target a is the first counted one: read through token a
   p.target.assign(batch.targets.data() + b * T + a, batch.targets.data() + b * T + e);
   std::vector<std::int32_t> seq = p.input;

@@ -136,7 +136,8 @@ def report(sweep_dir, metric=None, plots=True):
 
 def results(sweep_dir, frame=True):
     """A sweep's results as one long table, the rows of its results.csv: run, every swept key but the seed,
-    seed, task, train_len, eval_len, in_distribution, metric, value (NaN where n/a), chance, na_reason ("" where
+    seed, task, train_len, eval_len, len_a and len_b (operand_grid rows; None elsewhere), in_distribution, metric,
+    value (NaN where n/a), chance, na_reason ("" where
     there is a value). A pandas DataFrame when pandas is installed (and frame=True), else a list of dicts."""
     columns = _pelab.results_columns(_os.fspath(sweep_dir))
     if frame:
