@@ -136,7 +136,7 @@ def report(sweep_dir, metric=None, plots=True):
 
 def results(sweep_dir, frame=True):
     """A sweep's results as one long table, the rows of its results.csv: run, every swept key but the seed,
-    seed, task, train_len, eval_len, len_a and len_b (operand_grid rows; None elsewhere), in_distribution, metric,
+    seed, task, train_len, eval_len, len_a and len_b (operand_grid rows; <NA> elsewhere, None in dicts), in_distribution, metric,
     value (NaN where n/a), chance, na_reason ("" where
     there is a value). A pandas DataFrame when pandas is installed (and frame=True), else a list of dicts."""
     columns = _pelab.results_columns(_os.fspath(sweep_dir))
@@ -151,6 +151,8 @@ def results(sweep_dir, frame=True):
     df = pandas.DataFrame(columns)
     for c in ("value", "chance"):
         df[c] = df[c].astype("float64")
+    for c in ("len_a", "len_b"):  # operand_grid rows only: nullable integers
+        df[c] = df[c].astype("Int64")
     return df
 
 

@@ -48,7 +48,8 @@ def main():
         # pelab.results() round-trips results.csv: the same rows, columns, types and values.
         df = pelab.results(by_python)
         csv = pd.read_csv(os.path.join(by_python, "results.csv"), keep_default_na=False,
-                          na_values={"value": [""], "chance": [""]}, float_precision="round_trip")
+                          na_values={"value": [""], "chance": [""], "len_a": [""], "len_b": [""]},
+                          dtype={"len_a": "Int64", "len_b": "Int64"}, float_precision="round_trip")
         pd.testing.assert_frame_equal(df, csv, check_exact=True)
         assert pelab.results_csv(by_python) == read(os.path.join(by_python, "results.csv"))
         assert list(df.columns[:2]) == ["run", "encoding.name"] and "train.seed" not in df.columns
