@@ -7,10 +7,12 @@
 
 #include "attention_reference.hpp"
 #include "core/ops/attention.hpp"
+#include "rel_diff.hpp"
 #include "core/rng.hpp"
 #include "core/tape.hpp"
 
 using namespace pelab;
+using pelab::test::rel_diff;
 
 namespace {
 
@@ -18,18 +20,6 @@ Tensor randn_f(const Shape& shape, Rng& rng, double scale) {
   Array a(shape);
   for (auto& v : a) v = static_cast<real>(rng.normal() * scale);
   return Tensor(std::move(a), true);
-}
-
-// Largest |a - b| relative to the largest |b| (float: errors scale with the values' magnitude).
-double rel_diff(const Array& a, const Array& b) {
-  REQUIRE(a.shape() == b.shape());
-  double worst = 0, mag = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(std::isfinite(a.data()[i]));
-    worst = std::max(worst, std::abs(double(a.data()[i]) - double(b.data()[i])));
-    mag = std::max(mag, std::abs(double(b.data()[i])));
-  }
-  return worst / std::max(mag, 1e-30);
 }
 
 }  // namespace

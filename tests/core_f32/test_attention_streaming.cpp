@@ -10,12 +10,14 @@
 
 #include "attention_reference.hpp"
 #include "core/ops/attention.hpp"
+#include "rel_diff.hpp"
 #include "core/ops/shape.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "core/tape.hpp"
 
 using namespace pelab;
+using pelab::test::rel_diff;
 
 namespace {
 
@@ -25,17 +27,6 @@ Tensor randn_f(const Shape& shape, Rng& rng, double scale) {
   return Tensor(std::move(a));
 }
 
-// Largest |a - b| relative to the largest |b|.
-double rel_diff(const Array& a, const Array& b) {
-  REQUIRE(a.shape() == b.shape());
-  double worst = 0, mag = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(std::isfinite(a.data()[i]));
-    worst = std::max(worst, std::abs(double(a.data()[i]) - double(b.data()[i])));
-    mag = std::max(mag, std::abs(double(b.data()[i])));
-  }
-  return worst / std::max(mag, 1e-30);
-}
 
 struct Case {
   std::string name;

@@ -10,6 +10,7 @@
 #include "core/ops/attention.hpp"
 #include "core/tape.hpp"
 #include "model_helpers.hpp"
+#include "rel_diff.hpp"
 #include "training/positions.hpp"
 
 using namespace pelab;
@@ -20,17 +21,6 @@ namespace {
 constexpr std::size_t kT = 2 * kBiasQueryTile + 45;  // three bias tiles, the last partial; 5 query tiles
 static_assert(kT % kAttentionQueryTile != 0, "a partial attention tile too");
 
-// Largest |a - b| over the largest |b|.
-double rel_diff(const Array& a, const Array& b) {
-  REQUIRE(a.shape() == b.shape());
-  double worst = 0, mag = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(std::isfinite(a.data()[i]));
-    worst = std::max(worst, double(std::abs(a.data()[i] - b.data()[i])));
-    mag = std::max(mag, double(std::abs(b.data()[i])));
-  }
-  return worst / std::max(mag, 1e-30);
-}
 
 // The model, or null when the encoding refuses this setting (e.g. stick-breaking without causal attention).
 std::unique_ptr<Transformer> model_for(const std::string& name, bool causal) {
