@@ -37,6 +37,7 @@
 
 #include "experiments/eval/eval_result.hpp"
 #include "experiments/report/report.hpp"
+#include "training/metrics_table.hpp"  // MetricSpec
 
 namespace pelab {
 namespace report_detail {
@@ -249,6 +250,9 @@ struct CurveRange {
 // `steps`: a run that has stopped counts at its last value (carried forward). Widens `range`.
 std::string curve_block(const std::vector<std::map<long, double>>& series, const std::set<long>& steps,
                         bool percent, CurveRange& range);
+// The axes of a held-out metric against the training step (gnuplot lines): step on x, the metric on y,
+// 0..100 for a percentage, a log scale for a loss spanning more than 20x.
+std::string step_axes(const MetricSpec& m, const CurveRange& range);
 
 // report_plot_beyond.cpp: per group, the metric at each eval length above train_len against the step
 // (HeldOut::beyond), mean ± std over seeds; none for a group where no length has two such steps (its

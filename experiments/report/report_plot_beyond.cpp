@@ -85,13 +85,7 @@ std::string group_script_gp(const Sweep& s, const Group& g, const std::vector<Cu
   gp << "# Held-out " << m.name << " at the training length and beyond it vs step, mean over seeds.\n"
      << "# Re-render: cd to this directory and run `gnuplot " << name << ".gp`.\n"
      << plot_preamble(name + ".png", title);
-  gp << "set title " << gp_two_lines(title, sub) << "\n"
-     << "set xlabel \"step\"\n"
-     << "set ylabel " << gp_string("held-out " + m.title) << "\n"
-     << "set autoscale xfix\n"
-     << "set offsets 0, graph 0.03, 0, 0\n";
-  if (m.percent) gp << "set yrange [-2:102]\n";
-  else if (range.any && range.lo_all > 0 && range.hi_all / range.lo_all > 20) gp << "set logscale y\n";
+  gp << "set title " << gp_two_lines(title, sub) << "\n" << step_axes(m, range);
   std::set<long> stops;  // each run's last held-out evaluation
   for (const Run* r : g.runs)
     if (!r->held_out.empty()) stops.insert(r->held_out.back().step);

@@ -68,6 +68,14 @@ std::string curve_block(const std::vector<std::map<long, double>>& series, const
   return curve.str();
 }
 
+std::string step_axes(const MetricSpec& m, const CurveRange& range) {
+  std::string out = "set xlabel \"step\"\nset ylabel " + gp_string("held-out " + m.title) +
+                    "\nset autoscale xfix\nset offsets 0, graph 0.03, 0, 0\n";
+  if (m.percent) out += "set yrange [-2:102]\n";
+  else if (range.any && range.lo_all > 0 && range.hi_all / range.lo_all > 20) out += "set logscale y\n";
+  return out;
+}
+
 namespace {
 
 // Reference lines shared by every run: the early-stop target (when it is this metric) and chance.
@@ -173,12 +181,7 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
      << "# Re-render: cd to this directory and run `gnuplot held_out_curves.gp`.\n"
      << plot_preamble("held_out_curves.png",
                       task_text(s) + ": held-out " + m.title + " at " + at_len + " during training (mean ± std over seeds)")
-     << "set xlabel \"step\"\n"
-     << "set ylabel " << gp_string("held-out " + m.title) << "\n"
-     << "set autoscale xfix\n"
-     << "set offsets 0, graph 0.03, 0, 0\n";
-  if (m.percent) gp << "set yrange [-2:102]\n";
-  else if (range.any && range.lo_all > 0 && range.hi_all / range.lo_all > 20) gp << "set logscale y\n";
+     << step_axes(m, range);
   gp << "set style fill transparent solid 0.18 noborder\n";
   gp << held_out_plot_command(s, blocks, metric, k, ref);
 

@@ -21,19 +21,15 @@
 #include "core/ops/rotary.hpp"
 #include "core/ops/shape.hpp"
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/frequency_cut.hpp"
 #include "layers/positional/pairwise.hpp"
 
 namespace pelab {
 namespace {
 
-std::size_t length_of(const Params& p, const ModelDims& dims) {
-  const auto L = p.get_int("length");
-  return L > 0 ? static_cast<std::size_t>(L) : dims.max_position;
-}
-
 // The kept frequencies w_n >= 2 pi / L, highest first.
 std::vector<double> kept_freq(const Params& p, const ModelDims& dims) {
-  const double floor = 2 * M_PI / double(length_of(p, dims));
+  const double floor = frequency_floor(p, dims);
   std::vector<double> w;
   for (std::size_t n = 0; n < dims.head_dim / 2; ++n) {
     const double v = std::pow(p.get_number("base"), -2.0 * double(n) / double(dims.head_dim));
@@ -46,10 +42,10 @@ void check_fope(const Params& p, const ModelDims& dims) {
   if (dims.head_dim % 2 != 0 || dims.head_dim < 4)
     throw Error("encoding 'fope': head_dim " + std::to_string(dims.head_dim) +
                 " must be even and at least 4 (hs/4 dim pairs carry Fourier series)");
-  if (length_of(p, dims) == 0)
+  if (cut_length(p, dims) == 0)
     throw Error("encoding 'fope': length 0 means the training position range, and the model has none; set length");
   if (kept_freq(p, dims).empty())
-    throw Error("encoding 'fope': length " + std::to_string(length_of(p, dims)) +
+    throw Error("encoding 'fope': length " + std::to_string(cut_length(p, dims)) +
                 " keeps no frequency (w_0 = 1 turns once in 2 pi = 6.28 ids); expected length >= 7");
 }
 

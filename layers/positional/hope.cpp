@@ -12,19 +12,15 @@
 
 #include "core/ops/rotary.hpp"
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/frequency_cut.hpp"
 #include "layers/positional/pairwise.hpp"
 
 namespace pelab {
 namespace {
 
-std::size_t length_of(const Params& p, const ModelDims& dims) {
-  const auto L = p.get_int("length");
-  return L > 0 ? static_cast<std::size_t>(L) : dims.max_position;
-}
-
 // The kept frequencies, highest first: base^(-2i/hs) >= 2 pi / L.
 std::vector<double> kept_inv_freq(const Params& p, const ModelDims& dims) {
-  const double floor = 2 * M_PI / double(length_of(p, dims));
+  const double floor = frequency_floor(p, dims);
   std::vector<double> theta;
   for (double t : rotary_inv_freq(dims.head_dim, p.get_number("base")))
     if (t >= floor) theta.push_back(t);
@@ -34,10 +30,10 @@ std::vector<double> kept_inv_freq(const Params& p, const ModelDims& dims) {
 void check_hope(const Params& p, const ModelDims& dims) {
   if (dims.head_dim % 2 != 0)
     throw Error("encoding 'hope': head_dim " + std::to_string(dims.head_dim) + " must be even (dims rotate in pairs)");
-  if (length_of(p, dims) == 0)
+  if (cut_length(p, dims) == 0)
     throw Error("encoding 'hope': length 0 means the training position range, and the model has none; set length");
   if (kept_inv_freq(p, dims).empty())
-    throw Error("encoding 'hope': length " + std::to_string(length_of(p, dims)) +
+    throw Error("encoding 'hope': length " + std::to_string(cut_length(p, dims)) +
                 " keeps no frequency (pair 0 turns once in 2 pi = 6.28 ids); expected length >= 7");
 }
 
