@@ -14,6 +14,7 @@
 #include "experiments/cli/cli_args.hpp"
 #include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/evaluate.hpp"
+#include "experiments/eval/evaluate_grid.hpp"
 #include "experiments/run/run.hpp"
 #include "experiments/run/trained_run.hpp"
 #include "training/checkpoint.hpp"
@@ -84,12 +85,14 @@ std::string load_newest_checkpoint(const std::string& run_dir, Transformer& mode
   return *choice.path;
 }
 
-// --json FILE and --name NAME.
+// --json FILE (the per-length results, then the operand-grid cells, which carry len_a and len_b) and
+// --name NAME.
 void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<LengthResult>& results,
-                   double eval_seconds) {
+                   const std::vector<LengthResult>& grid, double eval_seconds) {
   if (!a.json_out.empty()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : results) j.push_back(to_json(r));
+    for (const auto& r : grid) j.push_back(to_json(r));
     try {
       if (a.json_out == "-") std::printf("%s\n", j.dump(2).c_str());  // the table went to stderr
       else write_file_atomic(a.json_out, j.dump(2) + "\n");
@@ -98,7 +101,7 @@ void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<Len
     }
   }
   if (!a.name.empty()) {
-    const std::string path = write_named_eval(a.run_dir, a.name, a.overrides, spec, results, eval_seconds);
+    const std::string path = write_named_eval(a.run_dir, a.name, a.overrides, spec, results, grid, eval_seconds);
     std::printf("wrote %s\n", path.c_str());
   }
 }
@@ -132,9 +135,10 @@ int cmd_eval(const EvalArgs& a) {
   eo.progress = a.json_out != "-";  // stdout is the JSON's
   eo.stoppable = true;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<LengthResult> results;
+  std::vector<LengthResult> results, grid;
   try {
     results = evaluate_lengths(model, spec, eo);
+    grid = evaluate_grid(model, spec, eo);  // [eval] operand_grid, as the run's final evaluation (empty when none)
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "%s; nothing written\n", e.what());
     return kInterrupted;
@@ -142,7 +146,8 @@ int cmd_eval(const EvalArgs& a) {
   const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(a.json_out == "-" ? stderr : stdout, "%s (checkpoint %s)\n%s", a.run_dir.c_str(), checkpoint.c_str(),
                format_results(results, spec.task->is_language_model()).c_str());
-  write_results(a, spec, results, eval_seconds);
+  if (!grid.empty()) std::fprintf(a.json_out == "-" ? stderr : stdout, "%s", format_grid(grid).c_str());
+  write_results(a, spec, results, grid, eval_seconds);
   return kOk;
 }
 

@@ -84,7 +84,8 @@ void check_eval_name(const std::string& name) {
 }
 
 std::string write_named_eval(const std::string& run_dir, const std::string& name, const std::vector<std::string>& sets,
-                             const RunSpec& spec, const std::vector<LengthResult>& results, double eval_seconds) {
+                             const RunSpec& spec, const std::vector<LengthResult>& results,
+                             const std::vector<LengthResult>& grid, double eval_seconds) {
   EvalResult er;
   const std::string trained = run_dir + "/eval.json";
   if (std::filesystem::exists(trained)) {
@@ -94,6 +95,7 @@ std::string write_named_eval(const std::string& run_dir, const std::string& name
     er.status = "unfinished";
   }
   er.results = results;
+  er.operand_grid = grid;  // this evaluation's cells: never the training's, which eval.json keeps
   er.eval_seconds = eval_seconds;
   er.eval_name = name;
   er.eval_settings = sets;

@@ -27,9 +27,11 @@ RunSpec load_eval_config(const std::string& run_dir, const std::vector<std::stri
 void check_eval_name(const std::string& name);
 
 // Writes RUN_DIR/eval-NAME.json (atomically): the run's identity from its eval.json (from the config
-// when the run has none yet) with these results, NAME and the settings. Returns the path.
+// when the run has none yet) with these results and operand-grid cells (nothing of the training's own
+// evaluation), NAME and the settings. Returns the path.
 std::string write_named_eval(const std::string& run_dir, const std::string& name, const std::vector<std::string>& sets,
-                             const RunSpec& spec, const std::vector<LengthResult>& results, double eval_seconds);
+                             const RunSpec& spec, const std::vector<LengthResult>& results,
+                             const std::vector<LengthResult>& grid, double eval_seconds);
 
 // RUN_DIR/eval-NAME.json
 // The run's identity in an eval file, from its config: cell index, label, swept values, encoding, task,

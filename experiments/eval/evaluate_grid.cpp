@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "core/tape.hpp"
 #include "training/metrics.hpp"
@@ -88,6 +91,33 @@ std::vector<LengthResult> evaluate_grid(Transformer& model, const RunSpec& spec,
   }
   model.set_training(was);
   return out;
+}
+
+std::string format_grid(const std::vector<LengthResult>& grid) {
+  std::set<std::size_t> as, bs;
+  std::map<std::pair<std::size_t, std::size_t>, const LengthResult*> cell;
+  for (const LengthResult& r : grid) {
+    const std::size_t a = r.len_a.value_or(r.length), b = r.len_b.value_or(r.length);
+    as.insert(a), bs.insert(b), cell[{a, b}] = &r;
+  }
+  std::ostringstream os;
+  char buf[64];
+  os << "exact match (%) per operand lengths: rows len_a, columns len_b\n" << "  a \\ b";
+  for (std::size_t b : bs) std::snprintf(buf, sizeof buf, " %6zu", b), os << buf;
+  os << '\n';
+  for (std::size_t a : as) {
+    std::snprintf(buf, sizeof buf, "%7zu", a), os << buf;
+    for (std::size_t b : bs) {
+      const auto it = cell.find({a, b});
+      const std::optional<double> em =
+          it == cell.end() || !it->second->ok ? std::nullopt : it->second->metric("exact_match");
+      if (em) std::snprintf(buf, sizeof buf, " %6.1f", 100 * *em);
+      else std::snprintf(buf, sizeof buf, " %6s", "n/a");
+      os << buf;
+    }
+    os << '\n';
+  }
+  return os.str();
 }
 
 }  // namespace pelab

@@ -3,6 +3,7 @@
 // 1..N x 1..N grid) and Cho et al. 2024 (evaluate_model_heatmap.py) report it.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "experiments/eval/evaluate.hpp"
@@ -18,5 +19,9 @@ LengthResult evaluate_operands(Transformer& model, const Task& task, const EvalC
 
 // Every cell of the run's [eval] operand_grid (empty when none), a lengths loop (len_b fastest), in eval mode.
 std::vector<LengthResult> evaluate_grid(Transformer& model, const RunSpec& spec, const EvalOptions& opt = {});
+
+// The grid's exact match (%) as a table, one row per len_a and one column per len_b ("n/a" where a cell
+// could not be evaluated), for `pelab eval`'s console output.
+std::string format_grid(const std::vector<LengthResult>& grid);
 
 }  // namespace pelab

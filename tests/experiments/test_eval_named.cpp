@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/config/config.hpp"
 #include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/eval_result.hpp"
@@ -127,5 +129,45 @@ TEST_CASE("a sweep cell re-evaluated with a swept key changed: its [cell] record
   CHECK(spec.model.attention.scaling == "log_length");
   CHECK(spec.config.cell.index == std::optional<std::size_t>(0));  // the rest of [cell] stays
   CHECK(load_eval_config(dir, {}).config.cell.assignment.size() == 1);  // untouched when nothing changes
+  fs::remove_all(dir);
+}
+
+TEST_CASE("pelab eval recomputes [eval] operand_grid: the same cells as training's, --set changes them, a named "
+          "evaluation never carries the training's grid, --json lists the cells with their operand lengths",
+          "[eval_named][cli][operand_grid]") {
+  const std::string dir = temp_dir("grid"), cfg = dir + "/c.toml", run = dir + "/run", log = dir + "/log";
+  write_file_atomic(cfg, "[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\n[encoding]\nname = \"abacus\"\n"
+                         "[task]\nname = \"addition\"\ntrain_len = 3\n[task.addition]\noperand_lengths = \"independent\"\n"
+                         "reverse_digits = true\n[train]\nsteps = 10\nbatch_size = 4\n"
+                         "[eval]\nlengths = [3]\nsamples = 8\noperand_grid = [1, 3]\n");
+  REQUIRE(run_cli("train " + cfg + " --out " + run + " --quiet", log) == 0);
+  const EvalResult t = read_eval_result(run + "/eval.json");
+  REQUIRE(t.operand_grid.size() == 9);
+
+  REQUIRE(run_cli("eval " + run + " --name same", log) == 0);
+  CHECK(has(read_file(log), "rows len_a, columns len_b"));
+  const EvalResult same = read_eval_result(run + "/eval-same.json");
+  REQUIRE(same.operand_grid.size() == 9);
+  for (std::size_t i = 0; i < 9; ++i) {  // the same data and model: the same numbers
+    CHECK(*same.operand_grid[i].len_a == *t.operand_grid[i].len_a);
+    CHECK(*same.operand_grid[i].len_b == *t.operand_grid[i].len_b);
+    CHECK(same.operand_grid[i].metric("loss") == t.operand_grid[i].metric("loss"));
+  }
+
+  REQUIRE(run_cli("eval " + run + " --set eval.operand_grid=[2,3] --name small", log) == 0);
+  const EvalResult small = read_eval_result(run + "/eval-small.json");
+  REQUIRE(small.operand_grid.size() == 4);
+  CHECK(*small.operand_grid[0].len_a == 2);
+  CHECK(small.operand_grid[3].metric("loss") == t.operand_grid[8].metric("loss"));  // (3, 3)
+
+  REQUIRE(run_cli("eval " + run + " --set eval.operand_grid=[] --name none", log) == 0);
+  CHECK(read_eval_result(run + "/eval-none.json").operand_grid.empty());  // not the training's 9 cells
+
+  REQUIRE(run_cli("eval " + run + " --set eval.operand_grid=[1,2] --json " + dir + "/out.json", log) == 0);
+  const auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
+  REQUIRE(j.size() == 1 + 4);  // length 3, then the four cells
+  CHECK(!j[0].contains("len_a"));
+  CHECK(j[4]["len_a"] == 2);
+  CHECK(j[4]["len_b"] == 2);
   fs::remove_all(dir);
 }
