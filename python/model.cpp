@@ -18,6 +18,7 @@
 #include "experiments/run/resources.hpp"
 #include "experiments/run/trained_run.hpp"
 #include "experiments/tasks/task.hpp"
+#include "layers/positional/encoding.hpp"  // EncodingRegistry: which encodings read digit indices
 #include "python/bindings.hpp"
 #include "training/positions.hpp"
 
@@ -72,17 +73,18 @@ class Model {
   Model(const std::string& dir, std::optional<std::size_t> step, const std::vector<std::string>& sets)
       : run_(load_trained_run(dir, sets, step)) {}
 
-  py::array_t<float> logits(const py::object& tokens, const py::object& positions) {
-    Inputs in = inputs(tokens, positions, false);
+  py::array_t<float> logits(const py::object& tokens, const py::object& positions, const py::object& digit_index) {
+    Inputs in = inputs(tokens, positions, digit_index, false);
     return to_numpy(forward(in, nullptr));  // (B, T, V)
   }
 
-  py::array_t<float> attention(const py::object& tokens, long layer, const py::object& positions) {
+  py::array_t<float> attention(const py::object& tokens, long layer, const py::object& positions,
+                               const py::object& digit_index) {
     const long L = static_cast<long>(run_.spec.model.n_layers);
     if (layer < -L || layer >= L)
       value_error("layer", std::to_string(layer) + " is not a layer of this model (0.." + std::to_string(L - 1) +
                                ", or -1 for the last)");
-    Inputs in = inputs(tokens, positions, true);
+    Inputs in = inputs(tokens, positions, digit_index, true);
     std::vector<Array> maps;
     forward(in, &maps);
     return to_numpy(std::move(maps.at(static_cast<std::size_t>(layer < 0 ? layer + L : layer))));  // (B, H, T, T)
@@ -91,6 +93,9 @@ class Model {
   py::array_t<std::int32_t> generate(const py::object& prompt, std::size_t max_new, double temperature,
                                      std::uint64_t seed) {
     if (!(temperature >= 0)) value_error("temperature", "expected a number >= 0 (0: greedy), got " + std::to_string(temperature));
+    if (const auto name = digit_reader())  // the new tokens' digit indices would be unknown
+      value_error("prompt", "this model's encoding '" + *name + "' reads each digit's index within its number, which "
+                  "generation cannot supply; use `pelab predict` (it decodes with the task's digit indices) or logits()");
     std::vector<std::int32_t> ids = prompt_ids(prompt);
     check_memory("model.generate: a forward of " + std::to_string(ids.size() + max_new) + " tokens",
                  forward_bytes(run_.spec.model, 1, ids.size() + max_new), "max_new", memory_limit(std::nullopt));
@@ -144,20 +149,23 @@ class Model {
     d["targets"] = ints(b.targets);
     d["positions"] = ints(b.positions);
     d["mask"] = to_numpy(Array(b.mask));
+    if (b.has_digit_index()) d["digit_index"] = ints(b.digit_index);  // tasks that supply them (addition)
     return d;
   }
 
   // Seconds of each of `repeats` forward passes on inputs converted once, timed around the C++ call alone:
   // the C++ side of bench/bench_python_logits.py.
   std::vector<double> forward_seconds(const py::object& tokens, const py::object& positions, int repeats) {
-    const Inputs in = inputs(tokens, positions, false);
+    const Inputs in = inputs(tokens, positions, py::none(), false);
     std::vector<double> seconds;
     py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
     NoGrad ng;
     for (int r = 0; r < repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      const Tensor logits = run_.model->forward(in.tokens, in.positions);
+      ForwardOptions opt;
+      if (in.has_digits) opt.digit_index = &in.digits;
+      const Tensor logits = run_.model->forward(in.tokens, in.positions, opt);
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return seconds;
@@ -169,9 +177,43 @@ class Model {
  private:
   struct Inputs {
     IndexArray tokens, positions;  // (B, T)
+    IndexArray digits;             // (B, T) each digit's index within its number (Batch::digit_index)
+    bool has_digits = false;
   };
 
-  Inputs inputs(const py::object& tokens, const py::object& positions, bool attention_maps) const {
+  // The first encoding of the model that reads digit indices (abacus), if any.
+  std::optional<std::string> digit_reader() const {
+    std::vector<std::string> names = run_.spec.model.extra_encoding_names();
+    names.push_back(run_.spec.model.encoding);
+    for (const std::string& n : names)
+      if (EncodingRegistry::instance().get(n).reads_digit_index) return n;
+    return std::nullopt;
+  }
+
+  // digit_index: required by a model whose encoding reads it (else its forward would read every token as
+  // a non-digit), refused by any other (it would be ignored).
+  void read_digits(const py::object& digit_index, std::size_t B, std::size_t T, Inputs& in) const {
+    const auto reader = digit_reader();
+    if (digit_index.is_none()) {
+      if (reader)
+        value_error("digit_index", "this model's encoding '" + *reader + "' reads each digit's index within its "
+                    "number: pass digit_index (B, T) as the task makes it, e.g. model.examples(n)[\"digit_index\"]");
+      return;
+    }
+    if (!reader) value_error("digit_index", "this model reads no digit indices (only abacus does); leave it None");
+    const auto d = integer_array(digit_index, "digit_index", 2);
+    if (std::size_t(d.shape(0)) != B || std::size_t(d.shape(1)) != T)
+      value_error("digit_index", "expected shape (B, T) = (" + std::to_string(B) + ", " + std::to_string(T) +
+                                     ") as tokens, got " + shape_text(d));
+    in.digits.resize({B, T});
+    copy_checked(d, in.digits, "digit_index", std::int64_t(INT32_MAX), "digit indices are non-negative int32");
+    const std::int32_t top = *std::max_element(in.digits.data(), in.digits.data() + in.digits.size());
+    if (auto why = run_.model->encoding().unsupported_digits(top)) value_error("digit_index", *why);
+    in.has_digits = true;
+  }
+
+  Inputs inputs(const py::object& tokens, const py::object& positions, const py::object& digit_index,
+                bool attention_maps) const {
     Inputs in;
     const auto t = integer_array(tokens, "tokens", 2);
     const std::size_t B = static_cast<std::size_t>(t.shape(0)), T = static_cast<std::size_t>(t.shape(1));
@@ -187,6 +229,7 @@ class Model {
     }
     const std::int32_t top = *std::max_element(in.positions.data(), in.positions.data() + in.positions.size());
     if (auto why = run_.model->encoding().unsupported(top)) value_error("positions", *why);  // the largest id
+    read_digits(digit_index, B, T, in);
     check_memory("a forward pass of " + std::to_string(B) + " x " + std::to_string(T) + " tokens",
                  forward_bytes(run_.spec.model, B, T, attention_maps, shared), "tokens", memory_limit(std::nullopt));
     return in;
@@ -228,6 +271,7 @@ class Model {
     NoGrad ng;
     ForwardOptions opt;
     opt.attention_maps = maps;
+    if (in.has_digits) opt.digit_index = &in.digits;
     Tensor logits = run_.model->forward(in.tokens, in.positions, opt);
     return std::move(logits.mutable_value());
   }
@@ -243,9 +287,12 @@ void bind_model(py::module_& m) {
       .def(py::init<const std::string&, std::optional<std::size_t>, const std::vector<std::string>&>(), py::arg("dir"),
            py::arg("step") = py::none(), py::arg("sets") = std::vector<std::string>{})
       .def("logits", &Model::logits, py::arg("tokens"), py::arg("positions") = py::none(),
-           "float32 logits (B, T, V) of integer tokens (B, T) at position ids (B, T) or (T,) (default 0..T-1)")
+           py::arg("digit_index") = py::none(),
+           "float32 logits (B, T, V) of integer tokens (B, T) at position ids (B, T) or (T,) (default 0..T-1); "
+           "digit_index (B, T): each digit's index within its number, for a model that reads them (abacus)")
       .def("attention", &Model::attention, py::arg("tokens"), py::arg("layer"), py::arg("positions") = py::none(),
-           "float32 attention probabilities (B, H, T, T) of one layer")
+           py::arg("digit_index") = py::none(),
+           "float32 attention probabilities (B, H, T, T) of one layer (digit_index as for logits)")
       .def("generate", &Model::generate, py::arg("prompt"), py::arg("max_new"), py::arg("temperature") = 0.0,
            py::arg("seed") = 0,
            "the next max_new token ids after a prompt (text in the task's notation, or ids), read at positions 0, 1, ...: "
@@ -254,7 +301,8 @@ void bind_model(py::module_& m) {
            py::arg("repeats") = 1, "seconds of each C++ forward pass alone (bench/bench_python_logits.py)")
       .def("decode", &Model::decode, py::arg("ids"), "token ids as text in the task's notation")
       .def("examples", &Model::examples, py::arg("n"), py::arg("count") = 1, py::arg("seed") = py::none(),
-           "held-out examples of problem size n as evaluation draws them: tokens, targets, positions, mask")
+           "held-out examples of problem size n as evaluation draws them: tokens, targets, positions, mask, and "
+           "digit_index when the task supplies them")
       .def_property_readonly("vocab", &Model::vocab)
       .def_property_readonly("n_layers", [](const Model& m) { return m.run().spec.model.n_layers; })
       .def_property_readonly("n_heads", [](const Model& m) { return m.run().spec.model.n_heads; })

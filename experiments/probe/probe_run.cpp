@@ -220,6 +220,7 @@ void probe_length(LengthProbe& lp, TrainedRun& run, const PositionConfig& positi
   std::vector<Array> maps;  // per layer (B, H, T, T)
   ForwardOptions fo;
   fo.attention_maps = &maps;
+  if (batch.has_digit_index()) fo.digit_index = &batch.digit_index;  // Abacus reads them
   fo.between_layers = [&lp] { throw_if_stopped("probing length " + std::to_string(lp.n)); };
   const Tensor logits = model.forward(batch.tokens, batch.positions, fo);
   lp.ok = true;

@@ -261,6 +261,7 @@ SpectrumReport spectrum_of_run(const SpectrumProbeArgs& a) {
   std::vector<Array> maps;
   ForwardOptions fo;
   fo.attention_maps = &maps;
+  if (batch.has_digit_index()) fo.digit_index = &batch.digit_index;  // Abacus reads them
   model.forward(batch.tokens, batch.positions, fo);
   const Array& p0 = maps.at(0);  // (B, H, T, T)
   const std::size_t B = p0.shape()[0];

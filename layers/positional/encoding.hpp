@@ -98,7 +98,7 @@ struct AttentionContext {
   bool shared_positions;        // every row has the same ids: a bias may be (1, H or 1, Tq, Tk)
   const Tensor* input = nullptr;  // the attention's input x (B, T, C), for content-dependent encodings
   std::size_t window = 0;         // this layer's sliding window (0: none; the attention applies it)
-  QueryTile tile;                 // active: attention_bias gives rows [begin, end) x keys [0, keys) only
+  QueryTile tile = {};            // active: attention_bias gives rows [begin, end) x keys [0, keys) only
 };
 
 // What an encoding's input hook sees: the position ids and the streams a task may supply beside them.

@@ -1,8 +1,9 @@
 // The forward pass `pelab eval` runs (experiments/cli/eval.cpp: the run's config with evaluation-time
 // settings, the model, its newest usable checkpoint, eval mode, no tape), on given inputs, for the Python
 // module's tests: logits from Python must equal these to the last bit.
-//   pelab_logits_reference RUN_DIR B T TOKENS POSITIONS OUT [KEY=VALUE ...]
-// TOKENS and POSITIONS hold B*T little-endian int32, OUT receives B*T*V float32; KEY=VALUE as `pelab eval --set`.
+//   pelab_logits_reference RUN_DIR B T TOKENS POSITIONS OUT [digits=DIGITS] [KEY=VALUE ...]
+// TOKENS, POSITIONS (and DIGITS, the digit indices an Abacus model reads) hold B*T little-endian int32,
+// OUT receives B*T*V float32; KEY=VALUE as `pelab eval --set`.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -35,7 +36,9 @@ int main(int argc, char** argv) {
   try {
     const std::string run_dir = argv[1];
     const std::size_t B = std::stoul(argv[2]), T = std::stoul(argv[3]);
-    const std::vector<std::string> sets(argv + 7, argv + argc);
+    std::vector<std::string> sets(argv + 7, argv + argc);
+    std::string digits_path;
+    if (!sets.empty() && sets[0].rfind("digits=", 0) == 0) digits_path = sets[0].substr(7), sets.erase(sets.begin());
     check_eval_settings(sets, load_config(run_dir + "/config.toml").runs.at(0).config);
     const RunSpec spec = load_eval_config(run_dir, sets);
     parallel::set_threads(spec.config.train.threads, "train.threads");
@@ -45,7 +48,10 @@ int main(int argc, char** argv) {
     load_checkpoint(*choice.path, model, nullptr);
     model.set_training(false);
     NoGrad ng;
-    const Tensor logits = model.forward(read_ids(argv[4], B, T), read_ids(argv[5], B, T));  // (B, T, V)
+    ForwardOptions fo;
+    IndexArray digits;
+    if (!digits_path.empty()) digits = read_ids(digits_path, B, T), fo.digit_index = &digits;
+    const Tensor logits = model.forward(read_ids(argv[4], B, T), read_ids(argv[5], B, T), fo);  // (B, T, V)
     std::ofstream out(argv[6], std::ios::binary);
     out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.numel() * sizeof(float)));
     return out ? 0 : 1;

@@ -14,12 +14,16 @@ pelab = helpers.import_pelab()
 REFERENCE = os.environ["PELAB_LOGITS_REFERENCE"]
 
 
-def reference_logits(run_dir, tokens, positions, sets, tmp):
+def reference_logits(run_dir, tokens, positions, sets, tmp, digits=None):
     B, T = tokens.shape
     paths = [os.path.join(tmp, n) for n in ("tokens.bin", "positions.bin", "logits.bin")]
     tokens.astype("<i4").tofile(paths[0])
     positions.astype("<i4").tofile(paths[1])
-    subprocess.run([REFERENCE, run_dir, str(B), str(T), *paths, *sets], check=True)
+    extra = []
+    if digits is not None:
+        extra = ["digits=" + os.path.join(tmp, "digits.bin")]
+        digits.astype("<i4").tofile(extra[0][7:])
+    subprocess.run([REFERENCE, run_dir, str(B), str(T), *paths, *extra, *sets], check=True)
     return np.fromfile(paths[2], dtype="<f4").reshape(B, T, -1)
 
 
@@ -72,7 +76,48 @@ def main():
         assert np.array_equal(sampled, model.generate([0, 3, 4], max_new=6, temperature=1.0, seed=7))
         ex = model.examples(8, count=4)
         assert ex["tokens"].shape == (4, model.sequence_length(8)) and ex["positions"].shape == ex["tokens"].shape
+        checked += check_abacus(tmp)
     print(f"{checked} logits comparisons bit-identical to the C++ forward of pelab eval")
+
+
+def check_abacus(tmp):
+    """A model that reads digit indices (Abacus): examples() supplies them, logits() and attention() take them and
+    equal the C++ forward given the same indices; without them, or given them for a model that reads none, a
+    ValueError naming digit_index (the forward would silently read every token as a non-digit)."""
+    config = os.path.join(tmp, "abacus.toml")
+    with open(config, "w") as f:
+        f.write('[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\n[encoding]\nname = "abacus"\n'
+                '[task]\nname = "addition"\ntrain_len = 3\n[task.addition]\nreverse_digits = true\n'
+                '[train]\nsteps = 20\nbatch_size = 8\n[eval]\nlengths = [3]\nsamples = 8\n')
+    run_dir = os.path.join(tmp, "abacus")
+    helpers.cli("train", config, "--out", run_dir, "--quiet")
+    model = pelab.Run(run_dir).model()
+    ex = model.examples(3, count=4)
+    assert ex["digit_index"].shape == ex["tokens"].shape and ex["digit_index"].max() >= 3, ex["digit_index"]
+    got = model.logits(ex["tokens"], ex["positions"], digit_index=ex["digit_index"])
+    want = reference_logits(run_dir, ex["tokens"], ex["positions"], [], tmp, digits=ex["digit_index"])
+    assert same_bits(got, want), f"abacus: max |diff| {np.abs(got - want).max()}"
+    zeros = reference_logits(run_dir, ex["tokens"], ex["positions"], [], tmp, digits=0 * ex["digit_index"])
+    assert not np.array_equal(got, zeros), "the digit indices change the logits"
+    att = model.attention(ex["tokens"], layer=0, digit_index=ex["digit_index"])
+    assert att.shape[:2] == (4, model.n_heads)
+    for call in (lambda: model.logits(ex["tokens"]), lambda: model.attention(ex["tokens"], layer=0),
+                 lambda: model.generate("1 2 + 3 4", max_new=3),
+                 lambda: model.logits(ex["tokens"], digit_index=ex["digit_index"][:, 1:])):
+        try:
+            call()
+        except ValueError as e:
+            assert "digit_index" in str(e) or "digit" in str(e), e
+        else:
+            raise AssertionError("expected a ValueError about digit indices")
+    rope = pelab.Run(os.path.join(tmp, "rope")).model()
+    try:
+        rope.logits(np.zeros((1, 4), dtype=np.int64), digit_index=np.zeros((1, 4), dtype=np.int64))
+    except ValueError as e:
+        assert "digit_index" in str(e), e
+    else:
+        raise AssertionError("expected a ValueError: rope reads no digit indices")
+    return 1
 
 
 if __name__ == "__main__":
