@@ -55,28 +55,35 @@ class Cope : public PositionalEncoding {
       tables_.push_back(&add_module("tables." + std::to_string(l), std::make_unique<CopeTable>(npos, dims.head_dim)));
   }
 
-  // (B, H, T, T): the interpolated position logits, already divided by sqrt(hs).
+  // Each query's counts depend on its own row only: a query tile gives its rows (no tape).
+  bool bias_by_query_rows() const override { return true; }
+
+  // (B, H, Tq, T): the interpolated position logits, already divided by sqrt(hs); Tq = T, or a query
+  // tile's rows [begin, end) (q holds just those).
   Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) override {
-    const std::size_t T = q.shape()[2];
-    if (k.shape()[2] != T) throw Error("encoding 'cope': needs self-attention (as many keys as queries)");
+    const std::size_t Tq = q.shape()[2], T = k.shape()[2], first = ctx.tile.active() ? ctx.tile.begin : 0;
+    if (ctx.tile.active() ? ctx.tile.end - first != Tq || ctx.tile.keys != T : T != Tq)
+      throw Error("encoding 'cope': needs self-attention (as many keys as queries)");
     const Tensor& e = tables_.at(shared_layers_ ? 0 : ctx.layer)->weight;
-    const Tensor qs = mul_scalar(q, scale_);  // q / sqrt(hs): (B, H, T, hs)
+    const Tensor qs = mul_scalar(q, scale_);  // q / sqrt(hs): (B, H, Tq, hs)
     // Gates and counts are built transposed, keys along axis 2: the reversed cumsum over keys then runs
     // over contiguous rows of queries (vectorized; over the last axis it is one serial chain per row,
     // measured ~15x slower at T = 64), and one permute brings the counts back to (query, key).
-    const Tensor gates_t = mul(sigmoid(matmul(k, qs, false, true)), causal_mask_t(T));  // g_ij at [j, i]
+    const Tensor gates_t = mul(sigmoid(matmul(k, qs, false, true)), causal_mask_t(T, first, Tq));  // g_ij at [j, i]
     const Tensor counts = permute(cumsum(gates_t, 2, /*reverse=*/true), {0, 1, 3, 2});  // p_ij = sum_{t >= j} g_it
-    return interp_gather(matmul(qs, e, false, true), counts);  // z (B, H, T, npos) read at p: (B, H, T, T)
+    return interp_gather(matmul(qs, e, false, true), counts);  // z (B, H, Tq, npos) read at p: (B, H, Tq, T)
   }
 
  private:
-  // (1, 1, Tk, Tq): 1 where key j <= query i (at [j, i]), else 0; kept while T does not change.
-  const Tensor& causal_mask_t(std::size_t T) {
-    if (!mask_t_.defined() || mask_t_.shape()[2] != T) {
-      Array m(Shape{1, 1, T, T});
-      for (std::size_t j = 0; j < T; ++j)
-        for (std::size_t i = 0; i < T; ++i) m(0, 0, j, i) = j <= i ? real(1) : real(0);
+  // (1, 1, Tk, Tq): 1 where key j <= query first + i (at [j, i]), else 0; kept while the shape and the
+  // first query do not change.
+  const Tensor& causal_mask_t(std::size_t Tk, std::size_t first, std::size_t Tq) {
+    if (!mask_t_.defined() || mask_t_.shape()[2] != Tk || mask_t_.shape()[3] != Tq || mask_first_ != first) {
+      Array m(Shape{1, 1, Tk, Tq});
+      for (std::size_t j = 0; j < Tk; ++j)
+        for (std::size_t i = 0; i < Tq; ++i) m(0, 0, j, i) = j <= first + i ? real(1) : real(0);
       mask_t_ = Tensor(std::move(m));
+      mask_first_ = first;
     }
     return mask_t_;
   }
@@ -85,6 +92,7 @@ class Cope : public PositionalEncoding {
   real scale_;
   std::vector<CopeTable*> tables_;
   Tensor mask_t_;
+  std::size_t mask_first_ = 0;
 };
 
 }  // namespace
@@ -92,14 +100,17 @@ class Cope : public PositionalEncoding {
 // Per layer, for every row (B, H, T, T): the gates' logits (freed), the gates (saved by sigmoid), the
 // masked gates and their reversed cumsum (freed), the counts (saved by interp_gather), the bias (freed
 // after the attention); q / sqrt(hs) (N, C) and z = q e^T (B, H, T, npos), saved. The transposed mask
-// (T, T) is kept. Backward: three (B, H, T, T) gradients at once, z's and q's.
+// (T, T) is kept. Backward: three (B, H, T, T) gradients at once, z's and q's. Without a tape past one
+// tile: the same for one tile's rows (B, H, rows, T) and its mask (T, rows).
 static EncodingCost cope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t npos = positions_count(p, d), tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
-  const double N = double(s.batch * s.tokens), X = N * double(d.n_heads * s.tokens), Z = N * double(d.n_heads * npos);
+  const double rows = double(s.bias_query_rows()), N = double(s.batch) * rows;  // query rows (all T when training)
+  const double X = N * double(d.n_heads * s.tokens), Z = N * double(d.n_heads * npos);
   EncodingCost c;
   c.parameters = tables * npos * d.head_dim;
   c.splits_heads = true;
-  c.input.hold(double(s.tokens * s.tokens));
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  c.input.hold(rows * double(s.tokens));
   ForwardCost layer;
   if (s.training) {
     layer.hold(N * double(d.d_model)).hold(X, 2).hold(Z).add_scratch(X, 2);

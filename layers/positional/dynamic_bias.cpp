@@ -29,32 +29,42 @@ class DynamicBias : public PositionalEncoding {
     out_ = &add_module("mlp." + std::to_string(depth), std::make_unique<Linear>(D, dims.n_heads));
   }
   bool leaves_qk_alone() const override { return true; }
+  bool bias_by_query_rows() const override { return true; }
 
-  void begin_forward(const IndexArray& positions) override {
-    bias_ = Tensor();
-    if (seen_.same(positions)) return;
-    Array d = pairwise_difference(positions, rows_share_positions(positions));  // (rows, T, T)
-    for (auto& x : d) x = std::copysign(std::log1p(std::abs(x)), x);
-    const std::size_t rows = d.shape()[0], T = d.shape()[1];
-    d.reshape({rows, T, T, std::size_t(1)});
-    distance_ = Tensor(std::move(d));  // a constant
-    seen_.set(positions);
-  }
+  void begin_forward(const IndexArray&) override { bias_ = Tensor(); }  // the MLP may have changed
 
-  // (1 or B, H, T, T), one for every layer
+  // (1 or B, H, T, T), one for every layer, its distances kept while the ids repeat; a query tile's rows
+  // [begin, end) (no tape) built per call, and no (T, T) table then.
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
-    if (bias_.defined()) return bias_;
-    Tensor h = distance_;  // (rows, T, T, 1)
-    for (const Linear* l : hidden_) {
-      const Tensor a = l->forward(h);
-      h = mul(a, sigmoid(a));  // SiLU
+    if (ctx.tile.active())
+      return mlp(Tensor(log_distance(pairwise_difference(ctx.positions, ctx.shared_positions, ctx.tile))));
+    if (!seen_.same(ctx.positions)) {
+      distance_ = Tensor(log_distance(pairwise_difference(ctx.positions, rows_share_positions(ctx.positions))));
+      seen_.set(ctx.positions);
+      bias_ = Tensor();
     }
-    bias_ = permute(out_->forward(h), {0, 3, 1, 2});  // (rows, T, T, H) -> (rows, H, T, T)
+    if (!bias_.defined()) bias_ = mlp(distance_);
     return bias_;
   }
 
  private:
+  // d (rows, Tq, Tk) -> sign(d) log(|d| + 1) (rows, Tq, Tk, 1)
+  static Array log_distance(Array d) {
+    for (auto& x : d) x = std::copysign(std::log1p(std::abs(x)), x);
+    d.reshape({d.shape()[0], d.shape()[1], d.shape()[2], std::size_t(1)});
+    return d;
+  }
+
+  // (rows, Tq, Tk, 1) -> (rows, H, Tq, Tk)
+  Tensor mlp(const Tensor& distance) const {
+    Tensor h = distance;
+    for (const Linear* l : hidden_) {
+      const Tensor a = l->forward(h);
+      h = mul(a, sigmoid(a));  // SiLU
+    }
+    return permute(out_->forward(h), {0, 3, 1, 2});  // (rows, Tq, Tk, H) -> (rows, H, Tq, Tk)
+  }
+
   std::vector<Linear*> hidden_;
   Linear* out_;
   SeenPositions seen_;
@@ -63,13 +73,18 @@ class DynamicBias : public PositionalEncoding {
 
 // The distances (rows, T, T), then once per forward per hidden layer its pre-activation, sigmoid and
 // product (rows, T, T, D) (saved when training; without a tape two at a time), the output and its
-// permuted copy (rows, T, T, H).
+// permuted copy (rows, T, T, H). Without a tape past one tile: the same for one tile's query rows, per layer.
 EncodingCost dynamic_bias_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t D = width_of(d), depth = std::size_t(p.get_int("depth"));
-  const double pairs = double(s.pair_rows() * s.tokens * s.tokens);
+  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens);
   EncodingCost c;
   c.parameters = (D + D) + (depth - 1) * (D * D + D) + (D * d.n_heads + d.n_heads);
   c.splits_heads = false;
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (c.bias_tiles) {
+    c.layers.add_scratch(pairs).add_scratch(pairs * double(D), depth > 1 ? 4 : 3).add_scratch(pairs * double(d.n_heads), 2);
+    return c;
+  }
   c.input.hold(pairs).hold(pairs * double(D), (s.training ? 3.0 : 2.0) * double(depth)).hold(pairs * double(d.n_heads), 2);
   if (s.training) c.input.add_backward(pairs * double(D), 3).add_backward(pairs * double(d.n_heads), 2);
   return c;

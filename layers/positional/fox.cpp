@@ -35,30 +35,62 @@ class Fox : public PositionalEncoding {
                                    std::make_unique<ForgetGate>(dims.d_model, dims.n_heads, bias_init)));
   }
   bool leaves_qk_alone() const override { return true; }  // the bias reads x, not q or k
+  bool bias_by_query_rows() const override { return true; }
 
-  // (B, H, T, T): c_i - c_j; the attention masks the future keys (where it is not a log of gates).
+  // (B, H, T, T): c_i - c_j; the attention masks the future keys (where it is not a log of gates). A
+  // query tile (no tape): rows [begin, end) of it against every key, from c computed once per layer.
   Tensor attention_bias(const Tensor&, const Tensor&, const AttentionContext& ctx) override {
     if (!ctx.input) throw Error("fox: the attention layer gave no input to compute the forget gates from");
-    const Tensor& x = *ctx.input;  // (B, T, C)
-    const std::size_t B = x.size(0), T = x.size(1);
-    const ForgetGate& g = *gates_.at(ctx.layer);
-    const Tensor log_f = neg(softplus(neg(linear(x, g.weight, g.bias))));  // log sigmoid: (B, T, H)
-    const Tensor c = permute(cumsum(log_f, 1), {0, 2, 1});                 // (B, H, T)
-    return sub(reshape(c, {B, H_, T, 1}), reshape(c, {B, H_, 1, T}));      // (B, H, T, T)
+    if (ctx.tile.active()) return Tensor(tile_bias(ctx));
+    const Tensor c = cumulative_gates(*ctx.input, ctx.layer);  // (B, H, T)
+    const std::size_t B = c.size(0), T = c.size(2);
+    return sub(reshape(c, {B, H_, T, 1}), reshape(c, {B, H_, 1, T}));  // (B, H, T, T)
   }
 
  private:
+  // c_t = sum_{l <= t} log f_l per head: (B, H, T) from x (B, T, C)
+  Tensor cumulative_gates(const Tensor& x, std::size_t layer) const {
+    const ForgetGate& g = *gates_.at(layer);
+    const Tensor log_f = neg(softplus(neg(linear(x, g.weight, g.bias))));  // log sigmoid: (B, T, H)
+    return permute(cumsum(log_f, 1), {0, 2, 1});                           // (B, H, T)
+  }
+
+  // (B, H, end - begin, keys): c_i - c_j for the tile's queries i. The layer's c is computed at its first
+  // tile (begin 0) and kept for the others: the tiles of one layer come in order with the same input.
+  Array tile_bias(const AttentionContext& ctx) {
+    const QueryTile& t = ctx.tile;
+    if (t.begin == 0 || tile_layer_ != ctx.layer) {
+      tile_c_ = cumulative_gates(*ctx.input, ctx.layer).value();
+      tile_layer_ = ctx.layer;
+    }
+    const std::size_t B = tile_c_.shape()[0], T = tile_c_.shape()[2], n = t.end - t.begin;
+    if (t.end > T || t.keys > T) throw Error("fox: a query tile beyond the sequence");
+    Array bias(Shape{B, H_, n, t.keys});
+    real* out = bias.data();
+    for (std::size_t r = 0; r < B * H_; ++r) {
+      const real* c = tile_c_.data() + r * T;
+      for (std::size_t i = t.begin; i < t.end; ++i)
+        for (std::size_t j = 0; j < t.keys; ++j) *out++ = c[i] - c[j];
+    }
+    return bias;
+  }
+
   std::size_t H_;
   std::vector<ForgetGate*> gates_;
+  Array tile_c_;                  // (B, H, T) c of the layer being tiled
+  std::size_t tile_layer_ = std::size_t(-1);
 };
 
 // Per layer: the gates' logits, log f and c (N, H) (three saved for backward), the bias (B, H, T, T), alive
 // while the attention runs beside its probabilities (saved by nothing: the attention never reads its value);
-// backward: its gradient and the small ones.
+// backward: its gradient and the small ones. Without a tape past one tile: c kept (N, H) and one tile's
+// bias (B, H, rows, T) at a time.
 EncodingCost fox_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double N = double(s.batch * s.tokens), H = double(d.n_heads), X = double(s.batch) * H * double(s.tokens * s.tokens);
+  const double N = double(s.batch * s.tokens), H = double(d.n_heads);
+  const double X = double(s.batch) * H * double(s.bias_query_rows() * s.tokens);
   EncodingCost c;
   c.parameters = d.n_layers * d.n_heads * (d.d_model + 1);
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
   c.layers.hold(N * H, s.training ? 5.0 * double(d.n_layers) : 5.0).hold(X);
   if (s.training) c.layers.add_backward(X).add_backward(N * H, 4);
   return c;

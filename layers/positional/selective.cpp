@@ -19,16 +19,48 @@ namespace {
 
 class Selective : public PositionalEncoding {
  public:
-  // (B, 1, T, T): -F, shared by the heads
-  Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext&) override {
+  bool bias_by_query_rows() const override { return true; }
+
+  // (B, 1, T, T): -F, shared by the heads. A query tile (no tape): its rows, from head 0's logits of its
+  // queries and a running sum over the earlier queries.
+  Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) override {
     const std::size_t T = q.size(2), hs = q.size(3);
-    const Tensor q0 = slice(q, 1, 0, 1), k0 = slice(k, 1, 0, 1);                    // (B, 1, T, hs)
-    const Tensor logits = mul_scalar(matmul(q0, k0, false, true), real(1) / std::sqrt(real(hs)));  // (B, 1, T, T)
+    const Tensor q0 = slice(q, 1, 0, 1), k0 = slice(k, 1, 0, 1);                    // (B, 1, Tq, hs)
+    const Tensor logits = mul_scalar(matmul(q0, k0, false, true), real(1) / std::sqrt(real(hs)));  // (B, 1, Tq, T)
+    if (ctx.tile.active()) return Tensor(tile_bias(relu(logits).value(), ctx));
     const Tensor S = mul(relu(logits), selectable(T));                              // (B, 1, T, T)
     return sub(S, cumsum(S, 2));                                                   // -(sum over k < i)
   }
 
  private:
+  // (B, 1, rows, T): -F_ij = -sum_{k < i} S_kj for the tile's queries i, from R = ReLU(head 0's logits) of
+  // its rows (B, 1, rows, T). F at the tile's first row is carried from the layer's earlier tiles (they
+  // come in order; a tile that starts inside the previous one, as the last tile does, takes its
+  // overlapping rows back out of the sum).
+  Array tile_bias(const Array& R, const AttentionContext& ctx) {
+    const QueryTile& t = ctx.tile;
+    const std::size_t B = R.shape()[0], n = R.shape()[2], T = R.shape()[3];
+    if (t.begin == 0) carry_ = Array(Shape{B, T}, real(0)), carried_ = 0, carry_layer_ = ctx.layer;
+    if (carry_layer_ != ctx.layer || t.begin > carried_ || t.end - t.begin != n || carry_.shape()[1] != T)
+      throw Error("selective: query tiles must come in order from row 0 within a layer");
+    // S_kj = R_kj where 0 < j < k (a query masks neither itself, later keys, nor key 0)
+    const auto S = [](const real* row, std::size_t k, std::size_t j) { return j > 0 && j < k ? row[j] : real(0); };
+    Array bias(Shape{B, 1, n, T});
+    for (std::size_t b = 0; b < B; ++b) {
+      real* F = carry_.data() + b * T;
+      const real* rows = R.data() + b * n * T;
+      for (std::size_t k = t.begin; k < carried_; ++k)  // rows this tile repeats
+        for (std::size_t j = 0; j < T; ++j) F[j] -= S(rows + (k - t.begin) * T, k, j);
+      real* out = bias.data() + b * n * T;
+      for (std::size_t i = t.begin; i < t.end; ++i) {
+        const real* row = rows + (i - t.begin) * T;
+        for (std::size_t j = 0; j < T; ++j) out[(i - t.begin) * T + j] = -F[j], F[j] += S(row, i, j);
+      }
+    }
+    carried_ = t.end;
+    return bias;
+  }
+
   // (1, 1, T, T): 1 where query k may mask key j: j < k (past keys, not itself) and j > 0 (not the first)
   const Tensor& selectable(std::size_t T) {
     if (mask_.defined() && mask_.size(2) == T) return mask_;
@@ -39,14 +71,23 @@ class Selective : public PositionalEncoding {
     return mask_;
   }
   Tensor mask_;
+  Array carry_;  // (B, T): F of the next query, the sum of S over the queries before it
+  std::size_t carried_ = 0, carry_layer_ = 0;
 };
 
 // Per layer: head 0's logits, their ReLU and S, the cumulative sum and the bias, (B, 1, T, T) each;
-// q0 and k0 (B, 1, T, hs).
+// q0 and k0 (B, 1, T, hs). Without a tape past one tile: the logits, their ReLU and the bias of one tile
+// (B, 1, rows, T) and the carried sums (B, T); no mask.
 EncodingCost selective_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double X = double(s.batch * s.tokens * s.tokens), Q = double(s.batch * s.tokens * d.head_dim);
+  const double X = double(s.batch * s.bias_query_rows() * s.tokens), Q = double(s.batch * s.tokens * d.head_dim);
   EncodingCost c;
   c.splits_heads = true;
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (c.bias_tiles) {
+    c.input.hold(double(s.batch * s.tokens));
+    c.layers.add_scratch(X, 3).add_scratch(Q, 2);
+    return c;
+  }
   c.input.hold(double(s.tokens * s.tokens));
   c.layers.hold(X, s.training ? 4.0 * double(d.n_layers) : 2.0).hold(Q, s.training ? 2.0 * double(d.n_layers) : 2.0);
   if (s.training) c.layers.add_backward(X, 3).add_backward(Q, 2);
