@@ -236,8 +236,9 @@ Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
 //   packed   qkv (N, 3C) and the merged output (N, C), both saved (attention reads q, k, v; proj its input)
 //   split    qkv (N, 3C) copied into q, k, v (B, H, T, hs), saved; the output (B, H, T, hs) merged into
 //            (N, C), saved; a scaling ([attention]) scales a copy of q (kept when learned)
-//   P        (B, H, T, T), saved, or kept as the map; without a tape (and no map) query tiles stream
-//            through a (tile, T + R) scratch per thread instead (core/ops/attention.hpp)
+//   P        (B, H, T, T), saved, or kept as the map; past kKeepProbsBytes one (T, T) block per thread,
+//            recomputed in backward; without a tape (and no map) query tiles stream through a (tile,
+//            T + R) scratch per thread instead (core/ops/attention.hpp)
 //   relative keys/values: q a^K^T for every block (B H T, R) when P is kept, and in backward dO a^V^T
 //            and P by bucket
 // Backward: the gradients of qkv (or q, k, v) and of the output, and dP/dS (T, T) per thread.
@@ -254,18 +255,24 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
   }
   const double R = double(enc.relative_buckets), threads = double(std::max<std::size_t>(1, s.threads));
   if (enc.bias_tiles) c.add_scratch(N * C, 2);  // by tiles: every tile's output, and their concatenation
+  // Training keeps P (and stick-breaking's logits) up to kKeepProbsBytes; past it, one block of each per
+  // thread, in forward and again in backward (core/ops/attention.hpp).
+  const bool keeps = maps || attention_keeps_probs(s.batch, cfg.n_heads, s.tokens, s.tokens, R > 0);
+  const double per_thread = threads * T * T * (enc.keeps_logits ? 2 : 1);
   if (train || maps) {
-    c.hold(B * H * T * T, train && maps ? 2 : 1);
+    if (keeps) c.hold(B * H * T * T, train && maps ? 2 : 1);
+    else c.add_scratch(per_thread);
     if (R > 0) c.add_scratch(B * H * T * R);
   } else {  // streamed query tiles: (tile, T + R) per thread
     c.add_scratch(threads * double(kAttentionQueryTile) * (T + R));
   }
-  if (train && enc.keeps_logits) c.hold(B * H * T * T);  // stick-breaking's logits, for backward
+  if (train && enc.keeps_logits && keeps) c.hold(B * H * T * T);  // stick-breaking's logits, for backward
   if (train && R > 0) c.add_backward(B * H * T * R, 2);
   if (train) {
     if (split) c.add_backward(N * C, 4);
     else c.add_backward(N * 3 * C).add_backward(N * C);
-    c.add_backward(threads * T * T);
+    c.add_backward(threads * T * T);  // dP, then dS
+    if (!keeps) c.add_backward(per_thread);
   }
   return c;
 }

@@ -31,6 +31,8 @@ using detail::kAttentionOp;
 
 constexpr std::size_t kQueryTile = kAttentionQueryTile;  // query rows per tile of forward_tiles
 
+std::size_t keep_probs_bytes = kKeepProbsBytes;  // detail::set_keep_probs_bytes (tests)
+
 // The relative terms' bucket loops over one (batch, head) block. M (Tq, Tk) are logits, probabilities
 // or their gradients; the block's bucket matrix A (Tq, buckets) covers buckets [lo, lo + buckets); idx (Tq, Tk)
 // is the block's index table. Only the visible keys of each row are touched (masked entries of P and
@@ -165,9 +167,10 @@ void normalize_block_backward(const AttnCall& c, real* dS, const real* P, const 
 
 // Forward over every (batch, head) block: P (B, H, Tq, Tk) gets the probabilities, out the output.
 // rel_k / rel_v point at rows [lo, lo + buckets) of a^K / a^V (null without that term). Z (B, H, Tq, Tk):
-// stick-breaking's logits for backward, or null.
+// stick-breaking's logits for backward, or null. per_worker: P (and Z) hold one (Tq, Tk) block per worker
+// instead, overwritten block after block (backward recomputes them: recompute_block).
 void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const real* pv, const real* pbias,
-                    const real* rel_k, const real* rel_v, real* P, real* Z, real* out) {
+                    const real* rel_k, const real* rel_v, real* P, real* Z, real* out, bool per_worker = false) {
   const AttnDims& d = c.d;
   const std::size_t H = d.H, Tq = d.Tq, Tk = d.Tk, hs = d.hs, hv = d.hv, R = d.rel_buckets;  // R: buckets in use
   const BucketLoops& loops = c.bucket_loops;
@@ -181,7 +184,8 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
   parallel::for_range(c.blocks(), c.block_grain, [&](std::size_t worker, std::size_t bh0, std::size_t bh1) {
     for (std::size_t bh = bh0; bh < bh1; ++bh) {
       const std::size_t b = bh / H, h = bh % H;
-      real* S = P + bh * Tq * Tk;
+      const std::size_t at = (per_worker ? worker : bh) * Tq * Tk;  // this block's P (and Z)
+      real* S = P + at;
       real* blk = c.rel_keys ? pbk + bh * Tq * R : pbk + worker * Tq * R;
       const real* qbh = c.at.q.at(pq, b, h);
       real* obh = c.at.out.at(out, b, h);
@@ -190,7 +194,7 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
       // S (Tq, Tk) = scale_h * (q k^T + (q a^K^T)[i, idx_ij]), then + bias and the masked softmax
       blas::gemm(false, true, Tq, Tk, hs, c.scales[h], qbh, c.at.q.ld, c.at.k.at(pk, b, h), c.at.k.ld, real(0), S, Tk);
       if (c.rel_keys) loops.gather_add(S, blk, idx, c.scales[h]);
-      normalize_block(c, S, d.bias_block(pbias, b, h), Z ? Z + bh * Tq * Tk : nullptr);
+      normalize_block(c, S, d.bias_block(pbias, b, h), Z ? Z + at : nullptr);
       // O (Tq, hs) = P v (+ PB a^V, PB = P by bucket)
       blas::gemm(false, false, Tq, hv, Tk, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
       if (c.rel_values) {
@@ -253,6 +257,8 @@ void forward_tiles(const AttnCall& c, const real* pq, const real* pk, const real
 // [lo, lo + buckets) of a^K, a^V and their gradients.
 struct BackwardIO {
   const real *q = nullptr, *k = nullptr, *v = nullptr, *P = nullptr, *Z = nullptr, *dout = nullptr;
+  const real* bias = nullptr;  // its value: saved only to recompute P (recompute)
+  bool recompute = false;      // P and Z were not kept: each block's is recomputed (recompute_block)
   const real *rel_k = nullptr, *rel_v = nullptr;
   real *dq = nullptr, *dk = nullptr, *dv = nullptr, *dbias = nullptr, *drel_k = nullptr, *drel_v = nullptr;
   bool fresh_q = false, fresh_k = false, fresh_v = false;  // written with beta 0 (a fresh buffer)
@@ -260,7 +266,8 @@ struct BackwardIO {
   bool key_grads = false;  // dS by bucket is needed (for dq and da^K with a key term)
 };
 
-BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds) {
+BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds,
+                       bool recompute) {
   const bool packed = c.packed, rel = c.rel_keys || c.rel_values;
   // rows [lo, lo + buckets) of a^K (R, hs) and a^V (R, hv)
   const std::size_t shift = std::size_t(c.d.rel_lo) * c.d.hs, shift_v = std::size_t(c.d.rel_lo) * c.d.hv;
@@ -268,6 +275,8 @@ BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P
   // Saved: q, k, v (packed: q_in three times), then a^K, a^V.
   io.q = ctx.saved(0), io.k = ctx.saved(packed ? 0 : 1), io.v = ctx.saved(packed ? 0 : 2), io.P = P.data();
   io.Z = Z.size() ? Z.data() : nullptr;
+  io.recompute = recompute;
+  if (recompute) io.P = io.Z = nullptr, io.bias = ctx.saved(packed ? 1 : 3);  // saved after q (k, v); never rel
   const std::size_t input_rk = packed ? 2 : 4, input_rv = packed ? 3 : 5, input_bias = packed ? 1 : 3;
   const std::size_t saved_rk = packed ? 1 : 3, saved_rv = packed ? 2 : 4;
   io.rel_k = rel && ctx.saved(saved_rk) ? ctx.saved(saved_rk) + shift : nullptr;
@@ -293,16 +302,25 @@ BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P
   return io;
 }
 
-// Backward of block (b, h). dS (Tq, Tk) is the worker's scratch; dsb (Tq, buckets) the block's dO a^V^T,
-// overwritten by dS by bucket (null without relative terms); pb (Tq, buckets) receives P by bucket
-// (null unless da^V is wanted).
-void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std::size_t h, real* dS, real* dsb,
-                    real* pb) {
+// The forward's P (and stick-breaking's Z) of block (b, h) again, into Pbh (and Zbh), by the calls
+// forward_blocks made for it (no relative terms): the same bits.
+void recompute_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std::size_t h, real* Pbh, real* Zbh) {
   const AttnDims& d = c.d;
-  const std::size_t Tq = d.Tq, Tk = d.Tk, hs = d.hs, hv = d.hv, R = d.rel_buckets, bh = b * d.H + h;
+  const Operands& at = c.at;
+  blas::gemm(false, true, d.Tq, d.Tk, d.hs, c.scales[h], at.q.at(io.q, b, h), at.q.ld, at.k.at(io.k, b, h), at.k.ld,
+             real(0), Pbh, d.Tk);
+  normalize_block(c, Pbh, d.bias_block(io.bias, b, h), Zbh);
+}
+
+// Backward of block (b, h), whose weights are Pbh (Tq, Tk) (and stick-breaking's logits Zbh). dS
+// (Tq, Tk) is the worker's scratch; dsb (Tq, buckets) the block's dO a^V^T, overwritten by dS by bucket
+// (null without relative terms); pb (Tq, buckets) receives P by bucket (null unless da^V is wanted).
+void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std::size_t h, const real* Pbh,
+                    const real* Zbh, real* dS, real* dsb, real* pb) {
+  const AttnDims& d = c.d;
+  const std::size_t Tq = d.Tq, Tk = d.Tk, hs = d.hs, hv = d.hv, R = d.rel_buckets;
   const BucketLoops& loops = c.bucket_loops;
   const Operands& at = c.at;
-  const real* Pbh = io.P + bh * Tq * Tk;
   const real* dO = at.out.at(io.dout, b, h);
   const std::size_t ldo = at.out.ld;
   const real* qbh = io.q ? at.q.at(io.q, b, h) : nullptr;
@@ -316,7 +334,7 @@ void backward_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std:
   // dP (Tq, Tk) = dO V^T (+ (dO a^V^T)[i, idx_ij] with a value term)
   blas::gemm(false, true, Tq, Tk, hv, real(1), dO, ldo, at.v.at(io.v, b, h), at.v.ld, real(0), dS, Tk);
   if (io.rel_v) loops.gather_add(dS, dsb, idx, real(1));
-  normalize_block_backward(c, dS, Pbh, io.Z ? io.Z + bh * Tq * Tk : nullptr);
+  normalize_block_backward(c, dS, Pbh, Zbh);
   if (io.dbias) {  // summed over the dims the bias is broadcast along
     real* dbias_bh = d.bias_block(io.dbias, b, h);
     for (std::size_t i = 0; i < Tq * Tk; ++i) dbias_bh[i] += dS[i];
@@ -357,8 +375,9 @@ void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* d
   }
 }
 
-void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds) {
-  const BackwardIO io = backward_io(ctx, c, P, Z, need_ds);
+void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds,
+                        bool recompute) {
+  const BackwardIO io = backward_io(ctx, c, P, Z, need_ds, recompute);
   const AttnDims& d = c.d;
   const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hv = d.hv, R = d.rel_buckets, rows = c.rows();
   // Relative terms need, stacked over all blocks (rows, buckets): dO a^V^T (each block's then
@@ -377,15 +396,23 @@ void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& 
   const std::size_t groups = bias_b * bias_h;
   const std::size_t per_group = c.blocks() / groups;  // blocks sharing one bias-gradient block
   const std::size_t grain = std::max<std::size_t>(1, c.block_grain / per_group);
-  Array scratch(Shape{need_ds ? parallel::workers(groups, grain) * Tq * Tk : 0});  // dP, then dS, per worker
+  // Per worker: dP, then dS; recomputing, the block's P (and Z) too.
+  const bool recompute_z = recompute && c.normalizer == Normalizer::stick_breaking;
+  const std::size_t per_worker = Tq * Tk * (std::size_t(need_ds) + std::size_t(recompute) + std::size_t(recompute_z));
+  Array scratch(Shape{parallel::workers(groups, grain) * per_worker});
   parallel::for_range(groups, grain, [&](std::size_t worker, std::size_t g0, std::size_t g1) {
-    real* dS = scratch.data() + worker * Tq * Tk;
+    real* dS = scratch.data() + worker * per_worker;
+    real* Pw = recompute ? dS + (need_ds ? Tq * Tk : 0) : nullptr;
+    real* Zw = recompute_z ? Pw + Tq * Tk : nullptr;
     for (std::size_t g = g0; g < g1; ++g)
       for (std::size_t m = 0; m < per_group; ++m) {
         // Group g = (gb, gh) of the bias grid; its blocks in (b, h) order.
         const std::size_t gb = g / bias_h, gh = g % bias_h, per_b = B / bias_b, per_h = H / bias_h;
         const std::size_t b = gb * per_b + m / per_h, h = gh * per_h + m % per_h, bh = b * H + h;
-        backward_block(c, io, b, h, dS, n_dsb ? dsb + bh * Tq * R : nullptr, n_pb ? pb + bh * Tq * R : nullptr);
+        if (recompute) recompute_block(c, io, b, h, Pw, Zw);
+        const real* Pbh = recompute ? Pw : io.P + bh * Tq * Tk;
+        const real* Zbh = recompute ? Zw : io.Z ? io.Z + bh * Tq * Tk : nullptr;
+        backward_block(c, io, b, h, Pbh, Zbh, dS, n_dsb ? dsb + bh * Tq * R : nullptr, n_pb ? pb + bh * Tq * R : nullptr);
       }
   });
   relative_table_grads(c, io, dsb, pb);
@@ -409,13 +436,18 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
                   out.mutable_data());
     return out;
   }
-  auto P = std::make_shared<Array>(Shape{d.B, d.H, d.Tq, d.Tk});  // (B, H, Tq, Tk) probabilities
-  // (B, H, Tq, Tk) stick-breaking's logits, kept for backward (its weights alone do not give them back)
-  const bool keep_z = record && c.normalizer == Normalizer::stick_breaking;
-  auto Z = std::make_shared<Array>(keep_z ? Shape{d.B, d.H, d.Tq, d.Tk} : Shape{0});
+  // Kept: (B, H, Tq, Tk) probabilities and stick-breaking's logits (its weights alone do not give them
+  // back). Recomputed in backward: one (Tq, Tk) block of each per worker, overwritten block after block.
+  const bool recompute = record && !opt.probs_out && !attention_keeps_probs(d.B, d.H, d.Tq, d.Tk, c.rel_keys || c.rel_values);
+  const bool with_z = record && c.normalizer == Normalizer::stick_breaking;
+  const std::size_t blocks = recompute ? parallel::workers(c.blocks(), c.block_grain) : c.blocks();
+  auto P = std::make_shared<Array>(Shape{blocks, d.Tq, d.Tk});
+  auto Z = std::make_shared<Array>(Shape{with_z ? blocks : 0, d.Tq, d.Tk});
   forward_blocks(c, q_in.data(), k_in.data(), v_in.data(), bias.defined() ? bias.data() : nullptr,
                  c.rel_keys ? rel_k.data() + shift : nullptr, c.rel_values ? rel_v.data() + shift_v : nullptr,
-                 P->data(), keep_z ? Z->data() : nullptr, out.mutable_data());
+                 P->data(), with_z ? Z->data() : nullptr, out.mutable_data(), recompute);
+  if (recompute) *P = Array(Shape{0}), *Z = Array(Shape{0});  // the forward's scratch goes now, not at backward
+  else P->reshape({d.B, d.H, d.Tq, d.Tk});
 
   if (opt.probs_out) *opt.probs_out = record ? Array(*P) : std::move(*P);
   if (!record) return out;
@@ -426,13 +458,19 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   const bool gq = q_in.requires_grad(), gk = k_in.requires_grad();
   const bool g_rk = c.rel_keys && rel_k.requires_grad();
   const bool need_ds = gq || gk || (bias.defined() && bias.requires_grad()) || g_rk;
-  Tensor save_q = gk || g_rk ? q_in : Tensor(), save_k = gq ? k_in : Tensor(), save_v = need_ds ? v_in : Tensor();
+  Tensor save_q = gk || g_rk || recompute ? q_in : Tensor(), save_k = gq || recompute ? k_in : Tensor();
+  Tensor save_v = need_ds ? v_in : Tensor();
   if (packed) save_q = save_k = save_v = (save_q.defined() || save_k.defined() || save_v.defined()) ? q_in : Tensor();
   const Tensor save_rk = c.rel_keys && gq ? rel_k : Tensor(), save_rv = c.rel_values && need_ds ? rel_v : Tensor();
-  auto backward = [P, Z, call, need_ds](const BackwardCtx& ctx) { attention_backward(ctx, *call, *P, *Z, need_ds); };
+  auto backward = [P, Z, call, need_ds, recompute](const BackwardCtx& ctx) {
+    attention_backward(ctx, *call, *P, *Z, need_ds, recompute);
+  };
   // Plain attention records four inputs (no relative terms): its node fits the tape's inline lists.
   const bool with_rel = rel_k.defined() || rel_v.defined();
-  if (packed) {
+  if (recompute) {  // never relative terms; the bias's value is read to recompute P
+    if (packed) tape.record(kAttentionOp, out, {q_in, bias}, {save_q, bias}, std::move(backward));
+    else tape.record(kAttentionOp, out, {q_in, k_in, v_in, bias}, {save_q, save_k, save_v, bias}, std::move(backward));
+  } else if (packed) {
     if (with_rel)
       tape.record(kAttentionOp, out, {q_in, bias, rel_k, rel_v}, {save_q, save_rk, save_rv}, std::move(backward));
     else
@@ -447,6 +485,12 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 }
 
 }  // namespace
+
+bool attention_keeps_probs(std::size_t B, std::size_t H, std::size_t Tq, std::size_t Tk, bool relative) {
+  return relative || B * H * Tq * Tk * sizeof(real) <= keep_probs_bytes;
+}
+
+void detail::set_keep_probs_bytes(std::size_t bytes) { keep_probs_bytes = bytes; }
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opt) {
   const AttnDims d = detail::attention_dims(q, k, v, opt);

@@ -49,6 +49,19 @@ struct AttentionOptions {
 // T^2. A constant, so results are reproducible (they agree with the taped forward to float rounding).
 constexpr std::size_t kAttentionQueryTile = 64;
 
+// With a tape, each layer's probabilities (B, H, Tq, Tk) are kept for backward up to this many bytes; a
+// larger attention (long contexts) keeps none: its forward computes the same blocks into one (Tq, Tk)
+// scratch per thread, and backward recomputes each (batch, head) block's from the saved q, k and bias
+// with the same calls, so the gradients are the same bits, for one more q k^T GEMM and normalization per
+// block. Relative keys/values (Shaw) and a requested probs_out keep theirs.
+constexpr std::size_t kKeepProbsBytes = std::size_t(64) << 20;
+// Whether a recorded attention of these sizes keeps its probabilities (see kKeepProbsBytes).
+bool attention_keeps_probs(std::size_t B, std::size_t H, std::size_t Tq, std::size_t Tk, bool relative);
+namespace detail {
+// Tests only: the threshold in bytes (kKeepProbsBytes by default; 0 recomputes every attention).
+void set_keep_probs_bytes(std::size_t bytes);
+}  // namespace detail
+
 // q (B, H, Tq, hs), k (B, H, Tk, hs) and v (B, H, Tk, hv) -> (B, H, Tq, hv); hv = hs but where an
 // encoding widens q and k (PoPE's cosine and sine parts: hs = 2 hv).
 // logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq) (or

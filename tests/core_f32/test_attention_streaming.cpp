@@ -141,3 +141,53 @@ TEST_CASE("query_offset: a tile of queries against every key gives those rows of
   past.query_offset = std::ptrdiff_t(T - 10);  // 20 queries from row 140: the last 10 would see no key
   CHECK_THROWS_WITH(attention(slice(q, 2, 0, 20), k, v, past), Catch::Contains("query_offset"));
 }
+
+namespace {
+
+// Output and gradients of q, k, v (and the bias) of one attention, with the probabilities kept or
+// recomputed in backward (threshold 0), at `threads` threads.
+std::vector<Array> attention_grads(const AttentionOptions& base, bool recompute, std::size_t threads, bool packed) {
+  const std::size_t B = 2, H = 3, hs = 16, T = 70;
+  Rng rng(7);
+  Tensor q = randn_f({B, H, T, hs}, rng, 1.0), k = randn_f({B, H, T, hs}, rng, 1.0), v = randn_f({B, H, T, hs}, rng, 1.0);
+  Tensor qkv = randn_f({B, T, 3 * H * hs}, rng, 1.0);
+  Tensor bias = randn_f({1, H, T, T}, rng, 1.0);
+  for (Tensor* t : {&q, &k, &v, &qkv, &bias}) t->set_requires_grad(true);
+  AttentionOptions o = base;
+  o.bias = bias;
+  detail::set_keep_probs_bytes(recompute ? 0 : kKeepProbsBytes);
+  parallel::set_threads(threads);
+  Tape::current().clear();
+  Tensor out = packed ? attention_packed(qkv, H, o) : attention(q, k, v, o);
+  Array seed(out.shape());
+  Rng r2(9);
+  for (auto& x : seed) x = static_cast<real>(r2.normal());
+  out.backward(seed);
+  parallel::set_threads(1);
+  detail::set_keep_probs_bytes(kKeepProbsBytes);
+  if (packed) return {out.value(), qkv.grad(), bias.grad()};
+  return {out.value(), q.grad(), k.grad(), v.grad(), bias.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("recomputing the probabilities in backward gives the kept path's bits, at one and two threads",
+          "[attention][f32]") {
+  for (const Normalizer n : {Normalizer::softmax, Normalizer::stick_breaking})
+    for (const bool packed : {false, true}) {
+      if (packed && n == Normalizer::stick_breaking) continue;  // the model packs only the softmax
+      INFO("stick-breaking " << (n == Normalizer::stick_breaking) << ", packed " << packed);
+      AttentionOptions o;
+      o.normalizer = n;
+      const std::vector<Array> kept = attention_grads(o, false, 1, packed);
+      for (const std::size_t threads : {1, 2}) {
+        const std::vector<Array> again = attention_grads(o, true, threads, packed);
+        REQUIRE(again.size() == kept.size());
+        for (std::size_t i = 0; i < kept.size(); ++i) {
+          INFO("array " << i << " at " << threads << " threads");
+          REQUIRE(again[i].size() == kept[i].size());
+          CHECK(std::equal(again[i].begin(), again[i].end(), kept[i].begin()));
+        }
+      }
+    }
+}
