@@ -26,6 +26,9 @@ struct Batch {
   // Sequence tasks: per row, the first and one-past-last t whose target belongs to y/EOS
   // (exact match = every counted target predicted). Empty for LM tasks.
   std::vector<std::size_t> answer_begin, answer_end;
+  // The blank output format (experiments/tasks/format.hpp): tokens[b, t] in the answer span are blanks and
+  // targets[b, t] is read at t itself, all in one pass; nothing is fed back (teacher forced: false).
+  bool blank_answer = false;
   std::size_t batch() const { return tokens.shape()[0]; }
   std::size_t length() const { return tokens.shape()[1]; }
 };
@@ -35,6 +38,7 @@ inline Batch rows_of(const Batch& b, std::size_t from, std::size_t to) {
   if (from == 0 && to == b.batch()) return b;
   const std::size_t T = b.length(), n = to - from;
   Batch s;
+  s.blank_answer = b.blank_answer;
   auto slice = [&](const auto& a, auto& out) {
     out.resize({n, T});
     std::memcpy(out.data(), a.data() + from * T, n * T * sizeof(*a.data()));

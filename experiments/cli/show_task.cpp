@@ -34,7 +34,7 @@ RunSpec task_spec(const ShowTaskArgs& a) {
                                    "eval.lengths=[" + len + "]"};
   for (const auto& kv : a.overrides) {
     const std::string key = kv.substr(0, kv.find('='));  // format keys live in [task] itself
-    const bool format_key = key == "bos" || key == "eos" || key == "sep" || key == "prompt";
+    const bool format_key = key == "bos" || key == "eos" || key == "sep" || key == "prompt" || key == "output";
     sets.push_back((format_key ? "task." : "task." + a.task_name + ".") + kv);
   }
   return parse_config("", "show-task", sets).runs.at(0);
@@ -55,7 +55,8 @@ int cmd_show_task(const ShowTaskArgs& a) {
       std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
     }
   }
-  std::printf("\nsamples (n = %zu; counted targets in brackets):\n", n);
+  std::printf("\nsamples (n = %zu; counted targets in brackets%s):\n", n,
+              spec.config.format.blank() ? ", predicted at the blanks in order; - = an unscored padding blank" : "");
   Rng rng(a.seed);
   const Batch b = spec.task->sample(rng, a.n_show, n, n);
   for (std::size_t i = 0; i < b.batch(); ++i) std::printf("%s\n", spec.task->render(b, i).c_str());
@@ -69,7 +70,8 @@ void add_show_task(CLI::App& app, Commands& commands) {
   auto* c = app.add_subcommand("show-task", "print a few samples of a task and its format");
   c->add_option("name", a->task_name, "task name (see pelab list)")->required();
   c->add_option("--set", a->overrides,
-                "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent (repeatable)");
+                "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent, output=blank "
+                "(repeatable)");
   c->add_option("-n", a->n_show, "samples")->check(CLI::Range(1, 100));
   c->add_option("--len", a->len, "problem size (default 8)");
   c->add_option("--seed", a->seed, "seed")->check(CLI::Validator(check_unsigned_text, "UINT"));

@@ -6,7 +6,7 @@
 //   [encoding]  name = "rope"; per-encoding parameters in subtables: [encoding.rope] base = 10000
 //   [attention] scaling, temperature, log_length_clamp, log_length_base (layers/attention_scaling.hpp;
 //               stored in ModelSettings::attention)
-//   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt;
+//   [task]      name, min_len, train_len (problem sizes), the sequence format: bos, eos, sep, prompt, output;
 //               per-task parameters in subtables: [task.addition] ...
 //   [train]     steps, batch_size, optimizer, lr, min_lr, schedule, warmup, weight_decay, ... seed,
 //               positions, max_position, threads;
@@ -96,7 +96,7 @@ struct ExperimentConfig {
   ParamTables encoding_params;       // [encoding.<name>]
   std::string task = "copy";
   std::size_t min_len = 1, train_len = 16;  // training problem sizes (sequence tasks) / LM context
-  SequenceFormat format;             // [task] bos, eos, sep, prompt (sequence tasks)
+  SequenceFormat format;             // [task] bos, eos, sep, prompt, output (sequence tasks)
   ParamTables task_params;           // [task.<name>]
   TrainConfig train;                 // with [train.<optimizer>] in train.optimizer_params
   EvalConfig eval;

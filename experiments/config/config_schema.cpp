@@ -50,6 +50,7 @@ Value to_value(const T& x) {
   else if constexpr (std::is_floating_point_v<T>) return Value(static_cast<double>(x));
   else if constexpr (std::is_same_v<T, Activation>) return Value(activation_name(x));
   else if constexpr (std::is_same_v<T, EosMode>) return Value(std::string(eos_mode_name(x)));
+  else if constexpr (std::is_same_v<T, OutputMode>) return Value(std::string(output_mode_name(x)));
   else if constexpr (std::is_same_v<T, InitScheme>) return Value(std::string(init_scheme_name(x)));
   else if constexpr (std::is_same_v<T, PositionMode>) return Value(std::string(position_mode_name(x)));
   else return Value(x);
@@ -62,6 +63,7 @@ void from_value(const Value& v, T& x) {
   else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(std::get<double>(v));
   else if constexpr (std::is_same_v<T, Activation>) x = parse_activation(std::get<std::string>(v));
   else if constexpr (std::is_same_v<T, EosMode>) x = parse_eos_mode(std::get<std::string>(v));
+  else if constexpr (std::is_same_v<T, OutputMode>) x = parse_output_mode(std::get<std::string>(v));
   else if constexpr (std::is_same_v<T, InitScheme>) x = parse_init_scheme(std::get<std::string>(v));
   else if constexpr (std::is_same_v<T, PositionMode>) x = parse_position_mode(std::get<std::string>(v));
   else x = std::get<std::string>(v);
@@ -178,7 +180,11 @@ std::vector<Section> build_schema() {
                         {"scored", "unscored", "absent"}),
                 PELAB_FIELD("sep", format.sep, none, none, "sequence tasks: <SEP> between x and y"),
                 PELAB_FIELD("prompt", format.prompt, none, none,
-                            "sequence tasks: the task's prompt token (\"Copy:\") before x")},
+                            "sequence tasks: the task's prompt token (\"Copy:\") before x"),
+                choices(PELAB_FIELD("output", format.output, none, none,
+                                    "sequence tasks: y teacher forced, or predicted at |y| blank tokens in one pass "
+                                    "(blank: Deletang et al. 2023; eos then \"absent\")"),
+                        {"teacher_forced", "blank"})},
                {"[task.<name>] subtables"}});
   std::vector<std::string> metrics = metric_names();
   Field early = PELAB_FIELD("early_stop_metric", train.early_stop_metric, none, none,

@@ -199,6 +199,9 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
   check_cell(cfg);
 
+  // The blank output format has no <EOS> (experiments/tasks/format.hpp): eos resolves to "absent" unless
+  // given, and a given one is checked by make_task.
+  if (cfg.format.blank() && !given(cfg, "task.eos")) cfg.format.eos = EosMode::absent;
   TaskInfo& info = task_info(cfg, cache);
   RunSpec spec;
   spec.task = info.task;

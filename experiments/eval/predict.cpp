@@ -225,10 +225,27 @@ Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) 
   const std::int32_t* pos = batch.positions.data() + b * T;
   // The answer's digit indices follow from its place, as its position ids do: read from the batch.
   const std::int32_t* digits = batch.has_digit_index() ? batch.digit_index.data() + b * T : nullptr;
-  p.input.assign(tok, tok + a + 1);  // target a is the first counted one: read through token a
   p.target.assign(batch.targets.data() + b * T + a, batch.targets.data() + b * T + e);
-  std::vector<std::int32_t> seq = p.input;
   NoGrad ng;
+  if (batch.blank_answer) {  // the blank format: one pass over the whole row, the answer read at its blanks
+    p.input.assign(tok, tok + T);
+    IndexArray t(Shape{1, T}), ps(Shape{1, T}), d;
+    std::copy_n(tok, T, t.data());
+    std::copy_n(pos, T, ps.data());
+    ForwardOptions fo;
+    if (digits) d = IndexArray(Shape{1, T}), std::copy_n(digits, T, d.data()), fo.digit_index = &d;
+    fo.between_layers = [] { throw_if_stopped("predicting"); };
+    const Tensor logits = model.forward(t, ps, fo);  // (1, T, V)
+    const std::size_t V = logits.value().shape()[2];
+    for (std::size_t j = a; j < e; ++j) {
+      const real* row = logits.value().data() + j * V;
+      p.output.push_back(argmax(std::vector<real>(row, row + V)));
+      p.correct.push_back(p.output.back() == p.target[j - a]);
+    }
+    return p;
+  }
+  p.input.assign(tok, tok + a + 1);  // target a is the first counted one: read through token a
+  std::vector<std::int32_t> seq = p.input;
   for (std::size_t j = 0; j < p.target.size(); ++j) {
     const std::vector<std::int32_t> ps(pos, pos + seq.size());
     const std::int32_t next = argmax(last_logits(model, seq, ps, digits));

@@ -33,13 +33,14 @@ struct PredictArgs {
 // One decoded example of a sequence task.
 struct Prediction {
   std::size_t n = 0;                       // problem size (0 for typed input)
-  std::vector<std::int32_t> input;         // what the model reads before answering: [BOS] [P] x [SEP]
+  std::vector<std::int32_t> input;         // what the model reads before answering: [BOS] [P] x [SEP] (and the blanks)
   std::vector<std::int32_t> target, output;  // the counted answer (y and a scored EOS) and the greedy one
   std::vector<bool> correct;               // per answer position
 };
 
 // Greedy decoding of row b of `batch` (positions as assigned in it): the row's prefix up to its first
 // counted target, then one token at a time, each fed back. Needs answer_begin/answer_end (sequence tasks).
+// A blank-format batch (Batch::blank_answer) is read whole in one pass, the answer the argmax at its blanks.
 Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b);
 
 // Continues `ids` (read at positions 0, 1, ...) by up to `count` tokens, each fed back: greedily

@@ -71,6 +71,11 @@ class Arithmetic : public SequenceTask {
   }
   bool supplies_positions() const override { return o_.coupled; }
   bool supplies_digit_index() const override { return true; }
+  // Training with independent lengths mixes x lengths in a batch (the eval sets, both operands n, do not).
+  std::optional<std::string> blank_unsupported() const override {
+    if (o_.independent) return std::string("operand_lengths = \"independent\" gives the examples of a batch x of different lengths");
+    return std::nullopt;
+  }
 
  protected:
   std::size_t base_vocab_size() const override {
@@ -113,7 +118,7 @@ class Arithmetic : public SequenceTask {
       if (!o_.independent) rng.range(std::int64_t(la), std::int64_t(la));
       ex.push_back(make(rng, la, lb, false));
     }
-    return seq::assemble(ex, format(), prompt_id());
+    return seq::assemble(ex, format(), prompt_id(), blank_id(), y_len(la, lb));
   }
   ArithOptions o_;
 };

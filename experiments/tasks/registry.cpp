@@ -12,6 +12,7 @@ namespace {
 // The first format key that differs from the default, for the language-model message.
 std::string first_changed_key(const SequenceFormat& f) {
   const SequenceFormat d;
+  if (f.output != d.output) return "output";
   if (f.bos != d.bos) return "bos";
   if (f.eos != d.eos) return "eos";
   if (f.sep != d.sep) return "sep";
@@ -32,8 +33,20 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskCommon& commo
     const std::string key = first_changed_key(common.format);
     throw TaskFormatError(key, "[task] key '" + key + "' (" + describe(common.format) + ") sets the format of a "
                                "sequence task, but task '" + name + "' is a language model: it predicts every "
-                               "next character, with no BOS, prompt, separator or EOS. Leave bos, eos, sep and "
-                               "prompt at their defaults (true, \"scored\", true, false) or remove them");
+                               "next character, with no BOS, prompt, separator, EOS or blank answer. Leave bos, eos, "
+                               "sep, prompt and output at their defaults (true, \"scored\", true, false, "
+                               "\"teacher_forced\") or remove them");
+  }
+  if (common.format.blank()) {
+    if (common.format.eos != EosMode::absent)
+      throw TaskFormatError("eos", "[task] eos = \"" + std::string(eos_mode_name(common.format.eos)) +
+                                       "\" with output = \"blank\": the blank format predicts y at |y| blanks, "
+                                       "with no <EOS> to read or predict; expected eos = \"absent\" (its default "
+                                       "with output = \"blank\"; remove the key)");
+    if (auto why = task->blank_unsupported())
+      throw TaskFormatError("output", "[task] output = \"blank\" is not possible for task '" + name + "': " + *why +
+                                          "; expected output = \"teacher_forced\", or task settings whose x has one "
+                                          "length per problem size");
   }
   return task;
 }

@@ -10,6 +10,7 @@ namespace pelab {
 namespace seq {
 
 std::size_t fed_length(std::size_t x_len, std::size_t y_len, const SequenceFormat& f) {
+  if (f.blank()) return std::size_t(f.bos) + std::size_t(f.prompt) + x_len + std::size_t(f.sep) + y_len;
   const std::size_t len = std::size_t(f.bos) + std::size_t(f.prompt) + x_len + std::size_t(f.sep) + y_len +
                           std::size_t(f.eos != EosMode::absent);
   return len ? len - 1 : 0;
@@ -43,18 +44,50 @@ void stream_row(std::vector<std::int32_t>& out, const SequenceFormat& f, const s
   if (f.eos != EosMode::absent) out.push_back(0);
 }
 
+// The blanks row `e` gets in the blank format: `blanks`, or |y| when 0; never fewer than |y|.
+std::size_t row_blanks(const Example& e, std::size_t blanks, std::size_t b) {
+  if (blanks == 0) return e.y.size();
+  if (e.y.size() > blanks)
+    throw Error("seq::assemble: row " + std::to_string(b) + " has an answer of " + std::to_string(e.y.size()) +
+                " tokens but only " + std::to_string(blanks) + " blanks");
+  return blanks;
+}
+
+// Checks the ids a format needs; returns the fed length of the longest row (Error in the blank format
+// unless every row has it).
+std::size_t batch_length(const std::vector<Example>& examples, const SequenceFormat& f, std::int32_t prompt,
+                         std::int32_t blank, std::size_t blanks) {
+  if (f.prompt && prompt < kFirstSymbol) throw Error("seq::assemble: the format has a prompt but no prompt token id");
+  if (f.blank() && (blank < kFirstSymbol || (f.prompt && blank == prompt)))
+    throw Error("seq::assemble: the blank output format needs a blank token id of its own");
+  if (f.blank() && f.eos != EosMode::absent)
+    throw Error("seq::assemble: the blank output format has no <EOS> (eos = \"absent\")");
+  std::size_t T = 0, shortest = std::size_t(-1);  // tokens fed: the longest sequence minus its last token
+  for (std::size_t b = 0; b < examples.size(); ++b) {
+    const Example& e = examples[b];
+    const std::size_t L = fed_length(e.x.size(), f.blank() ? row_blanks(e, blanks, b) : e.y.size(), f);
+    T = std::max(T, L), shortest = std::min(shortest, L);
+  }
+  // Padding would be read by a non-causal model (and by the blanks of a causal one that follow it).
+  if (f.blank() && !examples.empty() && shortest != T)
+    throw Error("seq::assemble: rows of " + std::to_string(shortest) + " and " + std::to_string(T) +
+                " tokens in the blank output format, whose rows must all have one length (no padding for "
+                "attention to read): one problem size per batch, x of one length at each size");
+  return T;
+}
+
 }  // namespace
 
-Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, std::int32_t prompt) {
-  if (f.prompt && prompt < kFirstSymbol) throw Error("seq::assemble: the format has a prompt but no prompt token id");
-  const std::size_t B = examples.size();
-  std::size_t T = 0;  // tokens fed: the longest sequence minus its last token
-  for (const auto& e : examples) T = std::max(T, fed_length(e.x.size(), e.y.size(), f));
+Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, std::int32_t prompt, std::int32_t blank,
+               std::size_t blanks) {
+  const std::size_t B = examples.size(), T = batch_length(examples, f, prompt, blank, blanks);
+  const std::size_t shift = f.blank() ? 0 : 1;  // target t is sequence[t + shift]
   Batch out;
   out.tokens = IndexArray(Shape{B, T});
   out.targets = IndexArray(Shape{B, T});
   out.mask = Array(Shape{B, T});
   out.positions = default_positions(B, T);
+  out.blank_answer = f.blank();
   std::fill(out.tokens.begin(), out.tokens.end(), kPad);
   std::fill(out.targets.begin(), out.targets.end(), -1);
   std::fill(out.mask.begin(), out.mask.end(), real(0));
@@ -77,8 +110,9 @@ Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, st
     if (f.prompt) s.push_back(prompt);
     s.insert(s.end(), e.x.begin(), e.x.end());
     if (f.sep) s.push_back(kSep);
-    const std::size_t y0 = s.size();  // sequence index of y's first token
-    s.insert(s.end(), e.y.begin(), e.y.end());
+    const std::size_t y0 = s.size();  // sequence index of y's first token (its first blank)
+    if (f.blank()) s.insert(s.end(), row_blanks(e, blanks, b), blank);
+    else s.insert(s.end(), e.y.begin(), e.y.end());
     if (f.eos != EosMode::absent) s.push_back(kEos);
     const std::size_t counted = e.y.size() + (f.eos == EosMode::scored ? 1 : 0);
     if (y0 == 0 || counted == 0)
@@ -87,30 +121,42 @@ Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f, st
     std::int32_t* tok = out.tokens.data() + b * T;
     std::int32_t* tgt = out.targets.data() + b * T;
     real* m = out.mask.data() + b * T;
-    const std::size_t L = s.size() - 1;
-    for (std::size_t t = 0; t < L; ++t) tok[t] = s[t], tgt[t] = s[t + 1];
-    if (pos) stream_row(stream, f, e.x_pos, e.sep_pos, e.y_pos), std::copy_n(stream.begin(), L, out.positions.data() + b * T);
-    if (digits) stream_row(stream, f, e.x_digit, 0, e.y_digit), std::copy_n(stream.begin(), L, out.digit_index.data() + b * T);
-    // Target t is sequence[t + 1], so y's first target is t = y0 - 1; a scored EOS is the one after y.
-    out.answer_begin[b] = y0 - 1;
-    out.answer_end[b] = y0 - 1 + counted;
+    const std::size_t L = s.size() - shift;
+    std::copy_n(s.begin(), L, tok);
+    if (f.blank()) std::copy(e.y.begin(), e.y.end(), tgt + y0);  // y_j at the j-th blank; the rest stays -1
+    else
+      for (std::size_t t = 0; t < L; ++t) tgt[t] = s[t + 1];
+    auto copy_stream = [&](IndexArray& a) {
+      stream.resize(std::max(stream.size(), L), 0);  // blanks past y: 0
+      std::copy_n(stream.begin(), L, a.data() + b * T);
+    };
+    if (pos) stream_row(stream, f, e.x_pos, e.sep_pos, e.y_pos), copy_stream(out.positions);
+    if (digits) stream_row(stream, f, e.x_digit, 0, e.y_digit), copy_stream(out.digit_index);
+    // Teacher forced: target t is sequence[t + 1], so y's first target is t = y0 - 1 and a scored EOS is
+    // the one after y. Blank: y's first target is at its first blank, y0.
+    out.answer_begin[b] = y0 - shift;
+    out.answer_end[b] = y0 - shift + counted;
     for (std::size_t t = out.answer_begin[b]; t < out.answer_end[b]; ++t) m[t] = 1;
   }
   return out;
 }
 
-Example decode(const Batch& batch, std::size_t b, const SequenceFormat& f) {
+Example decode(const Batch& batch, std::size_t b, const SequenceFormat& f, std::int32_t blank) {
   if (b >= batch.batch()) throw Error("row " + std::to_string(b) + " out of range for a batch of " +
                                       std::to_string(batch.batch()));
   if (batch.answer_end.size() != batch.batch() || batch.answer_begin.size() != batch.batch())
     throw Error("batch has no answer ranges: not a sequence-task batch");
+  if (batch.blank_answer != f.blank())
+    throw Error(std::string("a ") + (batch.blank_answer ? "blank" : "teacher-forced") +
+                " output batch read with the format " + describe(f));
   const std::size_t T = batch.length(), a = batch.answer_begin[b], e = batch.answer_end[b];
-  const std::size_t eos = f.eos == EosMode::scored ? 1 : 0;
-  const std::size_t x0 = std::size_t(f.bos) + std::size_t(f.prompt), x_end = f.sep ? a : a + 1;
+  const std::size_t eos = f.eos == EosMode::scored ? 1 : 0, y0 = a + (f.blank() ? 0 : 1);
+  const std::size_t x0 = std::size_t(f.bos) + std::size_t(f.prompt), x_end = y0 - std::size_t(f.sep);
   const std::int32_t* tok = batch.tokens.data() + b * T;
   const std::int32_t* tgt = batch.targets.data() + b * T;
-  const bool ok = a < e && e <= T && e - a > eos && x0 < x_end && x_end <= T && (!f.bos || tok[0] == kBos) &&
-                  (!f.sep || tok[a] == kSep) && (!eos || tgt[e - 1] == kEos);
+  bool ok = a < e && e <= T && e - a > eos && y0 >= std::size_t(f.sep) && x0 < x_end && x_end <= T &&
+            (!f.bos || tok[0] == kBos) && (!f.sep || tok[x_end] == kSep) && (!eos || tgt[e - 1] == kEos);
+  if (ok && f.blank()) ok = blank >= kFirstSymbol && std::all_of(tok + a, tok + T, [&](std::int32_t v) { return v == blank; });
   if (!ok)
     throw Error("malformed sequence-task batch row " + std::to_string(b) + " for the format " + describe(f));
   Example out;
@@ -139,11 +185,22 @@ Batch SequenceTask::sample(Rng& rng, std::size_t batch, std::size_t min_len, std
   check_size(max_len);
   std::vector<seq::Example> ex;
   ex.reserve(batch);
+  if (format_.blank()) {  // one size for the whole batch, drawn before the content
+    const auto n = static_cast<std::size_t>(rng.range(std::int64_t(min_len), std::int64_t(max_len)));
+    for (std::size_t b = 0; b < batch; ++b) ex.push_back(generate(rng, n));
+    return seq::assemble(ex, format_, prompt_id(), blank_id(), blank_length(n));
+  }
   for (std::size_t b = 0; b < batch; ++b) {
     const auto n = static_cast<std::size_t>(rng.range(std::int64_t(min_len), std::int64_t(max_len)));
     ex.push_back(generate(rng, n));
   }
   return seq::assemble(ex, format_, prompt_id());
+}
+
+std::size_t SequenceTask::typed_blanks(std::size_t x_len, std::size_t y_len) const {
+  for (std::size_t n = 1; n <= x_len + 1; ++n)  // the problem size whose x has x_len tokens, if any
+    if (x_length(n) == x_len) return std::max(blank_length(n), y_len);
+  return y_len;
 }
 
 std::optional<Chance> SequenceTask::chance(std::size_t n) const {
@@ -171,12 +228,14 @@ std::string SequenceTask::display(std::int32_t id) const {
     case seq::kEos: return "<EOS>";
   }
   if (format_.prompt && id == prompt_id()) return prompt_word_;
+  if (format_.blank() && id == blank_id()) return "<BLANK>";
   if (id < 0 || std::size_t(id) >= base_vocab_size()) return "<?" + std::to_string(id) + ">";
   return token_name(id);
 }
 
 std::string SequenceTask::render(const Batch& batch, std::size_t b) const {
-  seq::decode(batch, b, format_);  // checks the row against the format
+  seq::decode(batch, b, format_, blank_id());  // checks the row against the format
+  if (format_.blank()) return render_blank(batch, b);
   const std::size_t T = batch.length(), a = batch.answer_begin[b], e = batch.answer_end[b];
   std::size_t L = T;  // the row's length: up to its last real target
   while (L > 0 && batch.targets(b, L - 1) < 0) --L;
@@ -189,6 +248,19 @@ std::string SequenceTask::render(const Batch& batch, std::size_t b) const {
     s += display(id);
     if (i == e) s += ']';
   }
+  return s;
+}
+
+// The whole row, then the targets at the blanks: "<BOS> 0 1 1 <BLANK> <BLANK> <BLANK> -> [1 1 0]", each
+// unscored padding blank as "-" after the brackets.
+std::string SequenceTask::render_blank(const Batch& batch, std::size_t b) const {
+  const std::size_t T = batch.length(), a = batch.answer_begin[b], e = batch.answer_end[b];
+  std::string s;
+  for (std::size_t t = 0; t < T; ++t) s += (t ? " " : "") + display(batch.tokens(b, t));
+  s += " -> [";
+  for (std::size_t t = a; t < e; ++t) s += (t > a ? " " : "") + display(batch.targets(b, t));
+  s += "]";
+  for (std::size_t t = e; t < T; ++t) s += " -";
   return s;
 }
 
@@ -225,7 +297,8 @@ Batch SequenceTask::parse_input(const std::string& text) const {
   }
   if (x.empty()) throw Error(what + ": empty; type x, e.g. the part before <SEP> of `pelab show-task " + name_ + "`");
   try {
-    return seq::assemble({complete(x)}, format_, prompt_id());
+    const seq::Example e = complete(x);
+    return seq::assemble({e}, format_, prompt_id(), blank_id(), format_.blank() ? typed_blanks(e.x.size(), e.y.size()) : 0);
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }
@@ -256,9 +329,13 @@ const char* const kFormatKeys =
     "  eos = \"scored\" | \"unscored\" | \"absent\"\n"
     "                              <EOS> after y, counted by loss and metrics; present but not counted;\n"
     "                              not there (with causal attention unscored and absent score the same)\n"
+    "  output = \"teacher_forced\" | \"blank\"\n"
+    "                              y read and predicted token by token; or x then one <BLANK> per answer\n"
+    "                              place, y predicted at the blanks in one pass (eos \"absent\"; one size per batch)\n"
     "  The loss, token accuracy and exact match count the targets in brackets below: y, and <EOS> when scored.\n"
     "  Papers: Kazemnejad et al. 2023: bos = false, prompt = true (sep, eos scored as default);\n"
-    "  Ruoss et al. 2023 (autoregressive variant): bos = false, eos = \"absent\".\n"
+    "  Ruoss et al. 2023 (autoregressive variant): bos = false, eos = \"absent\"; Deletang et al. 2023 and\n"
+    "  Ruoss et al. 2023 (main results, with model.causal = false): bos = false, sep = false, output = \"blank\".\n"
     "chance: a guesser that picks each counted target uniformly among the tokens that can appear there\n"
     "(scored <EOS>: always right); its expected token accuracy and exact match are listed per length.\n";
 

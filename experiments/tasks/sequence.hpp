@@ -35,12 +35,19 @@ struct Example {
 // and, when f.eos is scored, of EOS; answer_begin/answer_end their t range (so with eos = "unscored" or
 // "absent" the span ends at y's last target). positions = 0..T-1, or the examples' x_pos/y_pos (padding
 // 0); digit_index from x_digit/y_digit (padding 0) when the examples have them, else empty.
-Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f = {}, std::int32_t prompt = -1);
+// The blank output format (f.blank(), `blank` = the blank token's id): rows [BOS] [P] x [SEP] then
+// `blanks` blank tokens (0: |y| of each row), targets y_j at the j-th blank, -1 (mask 0) at the blanks past
+// y (the authors' padding, left out of loss and metrics); y_pos / y_digit go to the blanks, padding 0.
+// Every row must then have the same length (no PAD for a non-causal model to read): Error otherwise.
+Batch assemble(const std::vector<Example>& examples, const SequenceFormat& f = {}, std::int32_t prompt = -1,
+               std::int32_t blank = -1, std::size_t blanks = 0);
 
-// Recovers x and y of row b from a batch built by assemble with format `f` (Error if the row is malformed).
-Example decode(const Batch& batch, std::size_t b, const SequenceFormat& f = {});
+// Recovers x and y of row b from a batch built by assemble with format `f` (Error if the row is malformed;
+// `blank`: the blank token's id, needed when f.blank()).
+Example decode(const Batch& batch, std::size_t b, const SequenceFormat& f = {}, std::int32_t blank = -1);
 
-// Tokens fed for an example with |x| = x_len and |y| = y_len: the sequence's length minus one.
+// Tokens fed for an example with |x| = x_len and |y| = y_len: the sequence's length minus one
+// (teacher forced), or the whole sequence with y_len blanks (f.blank()).
 std::size_t fed_length(std::size_t x_len, std::size_t y_len, const SequenceFormat& f);
 
 // Name of symbol i of an alphabet of `size` symbols: digits for <= 10, letters for <= 52, else "s<i>".
@@ -55,17 +62,23 @@ class SequenceTask : public Task {
   // `prompt_word` names the task's prompt token ("Copy:"), placed before x when format.prompt.
   SequenceTask(std::string name, const SequenceFormat& format, std::string prompt_word)
       : name_(std::move(name)), format_(format), prompt_word_(std::move(prompt_word)) {}
-  std::size_t vocab_size() const final { return base_vocab_size() + (format_.prompt ? 1 : 0); }
-  // One problem size per example, uniform in [min_len, max_len], drawn before its content.
+  std::size_t vocab_size() const final {
+    return base_vocab_size() + (format_.prompt ? 1 : 0) + (format_.blank() ? 1 : 0);
+  }
+  // One problem size per example, uniform in [min_len, max_len], drawn before its content. The blank format
+  // draws one size per batch (as the authors' training loop draws one length per step: experiments/
+  // training.py, length_curriculum.sample_sequence_length), so that its rows have one length.
   Batch sample(Rng& rng, std::size_t batch, std::size_t min_len, std::size_t max_len) const override;
   std::size_t sequence_length(std::size_t n) const override {
-    return seq::fed_length(x_length(n), y_length(n), format_);
+    return seq::fed_length(x_length(n), format_.blank() ? blank_length(n) : y_length(n), format_);
   }
   std::optional<Chance> chance(std::size_t n) const override;
   // The whole sequence with the counted targets in brackets: "<BOS> 3 1 4 <SEP> [3 1 4 <EOS>]".
   std::string render(const Batch& batch, std::size_t b) const override;
   const SequenceFormat& format() const { return format_; }
   std::int32_t prompt_id() const { return std::int32_t(base_vocab_size()); }
+  // The blank token of the blank output format: the id after the prompt's place (the last id).
+  std::int32_t blank_id() const { return std::int32_t(base_vocab_size() + (format_.prompt ? 1 : 0)); }
   const std::string& prompt_word() const { return prompt_word_; }
   std::string token_text(std::int32_t id) const override { return display(id); }
   // x in the task's notation -> the one-row batch [BOS] [P] x [SEP] y [EOS], the example from complete().
@@ -76,6 +89,9 @@ class SequenceTask : public Task {
   virtual seq::Example generate(Rng& rng, std::size_t n) const = 0;
   virtual std::size_t x_length(std::size_t n) const = 0;
   virtual std::size_t y_length(std::size_t n) const = 0;
+  // Blanks of the blank output format at problem size n: the authors' output_length(n) (>= y_length(n);
+  // the places past an example's y are padding, unscored).
+  virtual std::size_t blank_length(std::size_t n) const { return y_length(n); }
   // For each position j of y at problem size n: how many distinct tokens y_j takes over all examples of
   // size n (y_length(n) entries, each >= 1). The chance level is computed from it.
   virtual std::vector<std::size_t> answer_support(std::size_t n) const = 0;
@@ -97,6 +113,9 @@ class SequenceTask : public Task {
 
  private:
   std::string display(std::int32_t id) const;  // specials as <BOS> etc., the prompt word, else token_name
+  std::string render_blank(const Batch& batch, std::size_t b) const;
+  // Blanks for a typed x of x_len tokens: blank_length of the size whose x is that long, else |y|.
+  std::size_t typed_blanks(std::size_t x_len, std::size_t y_len) const;
   std::string name_;
   SequenceFormat format_;
   std::string prompt_word_;

@@ -79,6 +79,9 @@ class Task {
   virtual Batch parse_input(const std::string& text) const {
     throw Error("this task does not read typed input");
   }
+  // Why the task cannot lay its examples out in the blank output format (format.hpp: every example of a
+  // size needs one x length), or nothing when it can.
+  virtual std::optional<std::string> blank_unsupported() const { return std::nullopt; }
   // The data file the task was built from, when it reads one (see DataRecord).
   virtual std::optional<DataRecord> data_record() const { return std::nullopt; }
   // Its batches carry position ids of its own (Batch::positions, e.g. position coupling), to be kept by
@@ -117,7 +120,7 @@ class TaskRegistry : public NamedRegistry<TaskSpec> {
 std::unique_ptr<Task> make_task(const std::string& name, const TaskCommon& common,
                                 const std::map<std::string, Value>& given);
 
-// A format key ([task] bos, eos, sep or prompt) set for a task it does not apply to.
+// A format key ([task] bos, eos, sep, prompt or output) set for a task it does not apply to.
 struct TaskFormatError : Error {
   TaskFormatError(const std::string& key, const std::string& msg) : Error(msg), key(key) {}
   std::string key;  // "eos"

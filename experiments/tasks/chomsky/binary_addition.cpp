@@ -27,6 +27,9 @@ class BinaryAddition : public NamedSymbolTask {
   }
   // The sum of numbers of |a| and |b| <= n - 2 bits has at most n - 1 bits; n <= 2: n bits.
   std::size_t y_length(std::size_t n) const override { return (n <= 2 ? n : n - 1) + 1; }
+  // The authors' output_length(n) = n + 1 (tasks/cs/binary_addition.py): one blank more than the longest
+  // answer for n >= 3; the places past y are padding.
+  std::size_t blank_length(std::size_t n) const override { return n + 1; }
   std::vector<std::size_t> answer_support(std::size_t n) const override {
     return std::vector<std::size_t>(y_length(n), 3);  // 0, 1 or | (a bound: most answers are shorter)
   }
