@@ -25,9 +25,10 @@
 // sqrt(hs) here, so an [attention] temperature or log-length scaling scales q . k only (use none to keep
 // DeepMind's logits). DeepMind's rel_shift is a gather: the position logits of every distance in this
 // forward, z_d = (q_i + v) . W_R R_d (B, H, Tq, R), are read at each pair's distance with interp_gather (at
-// integer indices: an exact gather). Distances come from the ids, so any ids (offset, randomized, per row)
-// and any length work: relative. Without a tape the bias comes by query tiles, W_R R and u . k computed
-// once per layer.
+// integer indices: an exact gather; the index (B, H, T, T) is kept while the same ids come back). Without
+// a tape (evaluation) the same values are gathered straight into the bias, by query tiles past 128 tokens,
+// W_R R and u . k computed once per layer. Distances come from the ids, so any ids (offset, randomized, per
+// row) and any length work: relative.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,6 +39,7 @@
 #include "core/ops/interp_gather.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/shape.hpp"
+#include "core/tape.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/pairwise.hpp"
 
@@ -85,15 +87,17 @@ class TransformerXl : public PositionalEncoding {
     if (!seen_.same(ctx.positions)) new_positions(ctx.positions);
     const XlLayer& L = *layers_.at(ctx.layer);
     const Tensor qv = mul_scalar(add(q, reshape(L.v, {1, H_, 1, hs_})), scale_);  // (q + v) / sqrt(hs): (B, H, Tq, hs)
-    if (!ctx.tile.active())
-      return add(interp_gather(matmul(qv, relative_keys(L, B), false, false), full_index(B)), content_bias(L, k));
-    if (ctx.tile.begin == 0 || tile_layer_ != ctx.layer) {  // a layer's first tile: its W_R R and u . k, kept
+    if (Tape::current().should_record({&q, &k, &L.weight, &L.u, &L.v}))  // tape ops, the gather on a kept index
+      return add(interp_gather(matmul(qv, relative_keys(L, B)), full_index(B)), content_bias(L, k));
+    // No tape: the same values gathered straight into the bias, without an index tensor. A layer's W_R R and
+    // u . k are computed at its first (or only) tile and kept for its later tiles.
+    if (!ctx.tile.active() || ctx.tile.begin == 0 || tile_layer_ != ctx.layer) {
       tile_keys_ = relative_keys(L, B);
       tile_content_ = content_bias(L, k);
-      tile_layer_ = ctx.layer;
+      tile_layer_ = ctx.tile.active() ? ctx.layer : std::size_t(-1);
     }
-    const Tensor index(distance_index(ctx.positions, B, ctx.tile.begin, ctx.tile.end));  // (B, H, n, T)
-    return add(interp_gather(matmul(qv, tile_keys_, false, false), index), tile_content_);
+    return Tensor(gathered(matmul(qv, tile_keys_).value(), tile_content_.value(), ctx.positions,
+                           ctx.tile.active() ? ctx.tile.begin : 0));
   }
 
  private:
@@ -150,25 +154,45 @@ class TransformerXl : public PositionalEncoding {
 
   // Every pair's index into the range, kept while the same ids come back (shared by the layers).
   const Tensor& full_index(std::size_t B) {
-    if (!index_.defined()) index_ = Tensor(distance_index(ids_, B, 0, ids_.shape()[1]));
+    if (!index_.defined()) index_ = Tensor(distance_index(B));
     return index_;
   }
 
-  // (B, H, i1 - i0, T): d_ij - lo for the query rows [i0, i1) against every key; a pair outside the range
-  // (a future key under the causal mask, never visible) is clamped into it.
-  Array distance_index(const IndexArray& positions, std::size_t B, std::size_t i0, std::size_t i1) const {
-    const std::size_t T = positions.shape()[1], n = i1 - i0;
+  // (B, H, T, T): d_ij - lo for every pair of the kept ids; a pair outside the range (a future key under
+  // the causal mask, never visible) is clamped into it.
+  Array distance_index(std::size_t B) const {
+    const std::size_t T = ids_.shape()[1];
     const std::int64_t top = std::int64_t(range_.size()) - 1;
+    Array out(Shape{B, H_, T, T});
+    for (std::size_t b = 0; b < B; ++b) {
+      const std::int32_t* p = ids_.data() + b * T;
+      real* plane = out.data() + b * H_ * T * T;
+      for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) {
+          const std::int64_t d = std::int64_t(p[i]) - std::int64_t(p[j]) + offset() - range_.lo;
+          plane[i * T + j] = static_cast<real>(std::clamp<std::int64_t>(d, 0, top));
+        }
+      for (std::size_t h = 1; h < H_; ++h) std::copy(plane, plane + T * T, plane + h * T * T);
+    }
+    return out;
+  }
+
+  // (B, H, n, T): z (B, H, n, R) read at each pair's distance plus u . k_j (B, H, 1, T), query rows from i0.
+  Array gathered(const Array& z, const Array& content, const IndexArray& positions, std::size_t i0) const {
+    const std::size_t B = z.shape()[0], n = z.shape()[2], R = z.shape()[3], T = positions.shape()[1];
+    const std::int64_t top = std::int64_t(R) - 1;
     Array out(Shape{B, H_, n, T});
     for (std::size_t b = 0; b < B; ++b) {
       const std::int32_t* p = positions.data() + b * T;
-      real* plane = out.data() + b * H_ * n * T;
-      for (std::size_t i = i0; i < i1; ++i)
-        for (std::size_t j = 0; j < T; ++j) {
-          const std::int64_t d = std::int64_t(p[i]) - std::int64_t(p[j]) + offset() - range_.lo;
-          plane[(i - i0) * T + j] = static_cast<real>(std::clamp<std::int64_t>(d, 0, top));
+      for (std::size_t h = 0; h < H_; ++h) {
+        const real* c = content.data() + (b * H_ + h) * T;
+        for (std::size_t i = 0; i < n; ++i) {
+          const real* zr = z.data() + ((b * H_ + h) * n + i) * R;
+          real* o = out.data() + ((b * H_ + h) * n + i) * T;
+          const std::int64_t pi = std::int64_t(p[i0 + i]) + offset() - range_.lo;
+          for (std::size_t j = 0; j < T; ++j) o[j] = zr[std::clamp<std::int64_t>(pi - p[j], 0, top)] + c[j];
         }
-      for (std::size_t h = 1; h < H_; ++h) std::copy(plane, plane + n * T, plane + h * n * T);
+      }
     }
     return out;
   }
@@ -189,11 +213,38 @@ class TransformerXl : public PositionalEncoding {
 
 }  // namespace
 
-static EncodingCost transformer_xl_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
+// R, the distances a forward spans: T (causal: 1..T) or 2T - 1 for ids 0..T-1; per-row ids (offset,
+// randomized) may spread over the whole id range max_position.
+static double distance_count(const ModelDims& d, const ForwardShape& s) {
+  const double span = double(s.shared_positions ? s.tokens : std::max(s.tokens, d.max_position));
+  return d.causal ? span : 2 * span - 1;
+}
+
+// Training (a tape): the index (B, H, T, T) and the table (R, 2m), kept; per layer, saved for backward, a
+// copy of W_R, its (B, H, hs, R) broadcast and (q + v) / sqrt(hs) (N, C); z (B, H, T, R) and the gathered
+// (B, H, T, T) freed once the bias exists, the bias alive beside the attention; backward: the bias's, the
+// gathered one's and z's gradients with the small ones. Without a tape, per call: z and the bias for the
+// query rows of one tile (or all T), the layer's W_R R broadcast (B, H, hs, R) kept (two while the next
+// layer's is made).
+static EncodingCost transformer_xl_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
+  const double rows = double(s.bias_query_rows()), R = distance_count(d, s), C = double(d.n_heads * d.head_dim);
+  const double X = double(s.batch * d.n_heads) * rows * double(s.tokens);  // one bias
+  const double Z = double(s.batch * d.n_heads) * rows * R, K = double(s.batch) * C * R, N = double(s.batch) * rows;
   EncodingCost c;
-  c.parameters = d.n_layers * (d.n_heads * d.head_dim * (table_width(d) + 2));
+  c.parameters = d.n_layers * d.n_heads * d.head_dim * (table_width(d) + 2);
   c.splits_heads = true;
   c.bias_tiles = s.bias_query_rows() < s.tokens;
+  if (s.training) {
+    c.input.hold(X).hold(R * double(table_width(d)));
+    ForwardCost layer;
+    layer.hold(K).hold(N * C).hold(C * double(table_width(d)));
+    c.layers = layer.repeated(d.n_layers);
+    c.layers.hold(X).add_scratch(X).add_scratch(Z).add_scratch(N * C);
+    c.layers.add_backward(X).add_backward(Z).add_backward(K).add_backward(N * C, 2);
+    return c;
+  }
+  c.input.hold(R * double(table_width(d)));
+  c.layers.hold(K, 2).add_scratch(X).add_scratch(Z).add_scratch(N * C, 2);
   return c;
 }
 
