@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/ops/elementwise.hpp"
 #include "core/ops/reduce.hpp"
@@ -174,6 +175,8 @@ TEST_CASE("transformer_xl matches its PyTorch twin at 1x, 2x and 4x the fixture'
       const Tensor logits = model.forward(st.get_int(pre + "tokens"), st.get_int(pre + "positions"));
       Compare c;
       allclose(logits.value(), st.get_float(out), 1e-5, 3e-6, "logits", c);
+      std::printf("transformer_xl parity %-26s %3zu tokens: logits worst %.2e, tolerance use %.2f\n", name, n,
+                  c.worst_abs, c.worst_ratio);
       INFO("worst tolerance use " << c.worst_ratio << " at " << c.ratio_where);
       CHECK(c.worst_ratio <= 1.0);
       ++lengths;
