@@ -105,6 +105,8 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "alibi_three_heads": ("alibi", {}),                               # heads = 3: the head dim of its bias
     "fox_one_head": ("fox", {}),                                      # heads = 1
     "abacus": ("abacus", {}),                                         # input.digit_index from the tokens
+    "transformer_xl": ("transformer_xl", {}),                         # causal: R of p_i - p_j + 1 (DeepMind)
+    "transformer_xl_bidir": ("transformer_xl", {"base": 100.0}),      # bidirectional: negative distances too
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -120,7 +122,11 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "rope_window": {"attention": {"window": "0,4"}},
                "hybrid_rnope_swa": {"layers": "none,rope", "attention": {"window": "0,4"}},
                "hybrid_t5_none": {"layers": "t5,none", "layer_params": {"t5": {"num_buckets": 8, "max_distance": 10}}},
-               "rope_two_heads": {"heads": 2}, "alibi_three_heads": {"heads": 3}, "fox_one_head": {"heads": 1}}
+               "rope_two_heads": {"heads": 2}, "alibi_three_heads": {"heads": 3}, "fox_one_head": {"heads": 1},
+               "transformer_xl_bidir": {"causal": False}}
+# Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
+# .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
+LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4)}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
 T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,
@@ -167,6 +173,7 @@ def build_fixture(fixture):
     loss = ref.masked_ce(logits, targets, mask.double())
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in model64.named_parameters()}
+    longer = longer_logits(fixture, model64)
     del model64
 
     opt = ref.make_adamw(model, TRAIN["peak_lr"], TRAIN["weight_decay"], TRAIN["betas"], TRAIN["eps"])
@@ -193,6 +200,7 @@ def build_fixture(fixture):
         "train.losses": np.array(losses, dtype=np.float32),
         "train.grad_norms": np.array(norms, dtype=np.float32),
         "train.lrs": np.array(lrs, dtype=np.float32),
+        **longer,
     })
     meta = {
         "fixture": fixture,
@@ -204,6 +212,23 @@ def build_fixture(fixture):
         "command": COMMAND,
     }
     return out, meta
+
+
+def longer_logits(fixture, model64):
+    """The LONGER evaluations of a fixture: tokens from a generator of their own (the fixture's other
+    tensors keep their random stream), ids 0..n-1 (row 2: 2..n+1)."""
+    out, g = {}, torch.Generator().manual_seed(5)
+    for mult in LONGER.get(fixture, ()):
+        n = mult * CFG["seq_len"]
+        tokens = torch.randint(0, CFG["vocab"], (CFG["batch"], n), generator=g)
+        positions = torch.arange(n).repeat(CFG["batch"], 1)
+        positions[2] += 2
+        with torch.no_grad():
+            logits = model64(tokens, positions)
+        out.update({f"long.{n}.tokens": tokens.to(torch.int32).numpy(),
+                    f"long.{n}.positions": positions.to(torch.int32).numpy(),
+                    f"long.{n}.logits": logits.numpy()})
+    return out
 
 
 def make_batch_stream():
@@ -367,6 +392,56 @@ def check_encodings_part2():
 # ---- end of Shaw, xPos, CoPE
 
 
+def deepmind_relative_logits(q, k, u, v, w, base, causal):
+    """DeepMind's compute_attention_with_relative_encodings (neural_networks_chomsky_hierarchy, commit 2b8eb4b,
+    models/positional_encodings.py) ported to numpy, relative shift included: q, k (b, t, h, d), u, v (h, d),
+    w (2m, h d) (hk.Linear's (in, out)) -> (b, h, t, t) logits before the 1/sqrt(d) scale."""
+    b, T, h, d = k.shape
+    D = h * d
+    inv_freq = base ** (-np.arange(0, D, 2.0) / D)
+    pos_seq = np.arange(T, 0, -1.0) if causal else np.arange(T, -T, -1.0)
+    angles = np.einsum("i,j->ij", pos_seq, inv_freq)
+    table = np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)             # (T or 2T, 2m)
+    content = np.einsum("bthd,bThd->bhtT", q + u, k)
+    rel_keys = (table @ w).reshape(table.shape[0], h, d)
+    rel = np.einsum("bthd,Thd->bhtT", q + v, rel_keys)                            # (b, h, t, T or 2T)
+
+    def shift_causal(x):  # _rel_shift_causal
+        t1, t2 = x.shape
+        return np.concatenate([np.zeros((t1, 1)), x], axis=-1).reshape(t2 + 1, t1)[1:].reshape(t1, t2)
+
+    def shift_inner(x):   # _rel_shift_inner, attention length T
+        tq, total = x.shape
+        return x.reshape(total, tq)[1:].reshape(tq, total - 1)[:, :T]
+
+    shift = shift_causal if causal else shift_inner
+    return content + np.stack([np.stack([shift(rel[i, j]) for j in range(h)]) for i in range(b)])
+
+
+def check_transformer_xl():
+    """The twin's bias (written from the paper, pair by pair) plus q.k, over sqrt(hs), equals DeepMind's logits
+    with their relative shift on the pairs a query sees: R of p_i - p_j + 1 causal, of p_i - p_j (negative
+    ones included) bidirectional; and a shift of the ids changes nothing."""
+    g = torch.Generator().manual_seed(6)
+    B, H, T, hs = 2, 4, 7, 8
+    q, k = (torch.randn(B, H, T, hs, generator=g, dtype=torch.float64) for _ in range(2))
+    for causal, base in ((True, 10000.0), (False, 30.0)):
+        xl = ref.make_encoding("transformer_xl", {"base": base}, dict(DIMS, causal=causal)).double()
+        layer = xl.layers[1]
+        with torch.no_grad():
+            for p in layer.values():
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64))
+        pos = torch.arange(T).repeat(B, 1)
+        ours = (q @ k.transpose(-1, -2) / math.sqrt(hs) + xl.attention_bias(q, k, ref.Ctx(pos, 1, True))).detach().numpy()
+        theirs = deepmind_relative_logits(q.transpose(1, 2).numpy(), k.transpose(1, 2).numpy(), layer["u"].detach().numpy(),
+                                          layer["v"].detach().numpy(), layer["weight"].detach().numpy().T, base, causal) / math.sqrt(hs)
+        seen = np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)
+        err = np.abs(ours - theirs)[..., seen].max()
+        assert err < 1e-5, f"transformer_xl (causal {causal}) vs DeepMind's logits: {err}"  # float32 sinusoids
+        shifted = xl.attention_bias(q, k, ref.Ctx(pos + 9, 1, True))
+        assert torch.allclose(shifted, xl.attention_bias(q, k, ref.Ctx(pos, 1, True)), atol=1e-5)
+
+
 def check_model():
     """Every fixture's model is causal (unless built bidirectional); relative encodings
     (`Encoding.relative`) give the same logits when every position is shifted by a constant, absolute ones
@@ -489,6 +564,7 @@ def main(argv=None):
     assert not missing, f"registered encodings without a fixture in FIXTURES: {missing}"
     check_encodings()
     check_encodings_part2()
+    check_transformer_xl()
     check_model()
     os.makedirs(args.out, exist_ok=True)
     for name in chosen:

@@ -1284,3 +1284,44 @@ class Abacus(Encoding):
             k = self.offset_rng.randint(0, self.p["max_k"])
             ids = torch.where(ids > 0, ids + k, ids)
         return x + F.embedding(ids, self.weight)
+
+
+# ---------------------------------------------------------------- Transformer-XL (Dai et al. 2019)
+def xl_sinusoid(d, width, base):
+    """(...) int distances -> (..., 2m) float64, m = ceil(width / 2): [sin(d w_0..w_{m-1}), cos(d w_0..w_{m-1})],
+    w_k = base^(-2k / width), sines first (DeepMind's sinusoid_position_encoding over the model width)."""
+    m = (width + 1) // 2
+    w = base ** (-2.0 * torch.arange(m, dtype=torch.float64) / width)
+    a = d.to(torch.float64)[..., None] * w
+    return torch.cat([torch.sin(a), torch.cos(a)], dim=-1)
+
+
+@register
+class TransformerXL(Encoding):
+    """Dai et al. 2019 (arXiv:1901.02860) Section 3.3, written out pair by pair (no relative shift):
+    A_ij = q_i.k_j + q_i.W_R R_d + u.k_j + v.W_R R_d, all over sqrt(hs); the three terms beyond q_i.k_j are the
+    bias. R_d is the sinusoid of d = p_i - p_j, plus 1 under a causal mask (DeepMind's table T..1 and
+    _rel_shift_causal); W_R (d_model, 2m) per layer, its rows h*hs..(h+1)*hs for head h; u, v (H, hs) per
+    layer (pos.layers.<l>.weight, .u, .v). The sinusoids are rounded to float32 as pelab's table is."""
+    name = "transformer_xl"
+    params = {"base": 10000.0}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        H, hs = dims["n_heads"], dims["head_dim"]
+        self.width = 2 * ((H * hs + 1) // 2)
+        self.layers = nn.ModuleList(nn.ParameterDict({   # no draws here: every init fills them
+            "weight": nn.Parameter(torch.zeros(H * hs, self.width)),
+            "u": nn.Parameter(torch.zeros(H, hs)),
+            "v": nn.Parameter(torch.zeros(H, hs))}) for _ in range(dims["n_layers"]))
+
+    def attention_bias(self, q, k, ctx):
+        B, H, T, hs = q.shape
+        layer = self.layers[ctx.layer]
+        d = pair_difference(ctx.positions, False) + (1 if self.dims["causal"] else 0)      # (B, T, T)
+        R = xl_sinusoid(d, H * hs, self.p["base"]).float().to(q.dtype)                     # (B, T, T, 2m)
+        rel = torch.einsum("bijc,hdc->bhijd", R, layer["weight"].view(H, hs, self.width))  # W_R R_{d_ij} per head
+        position = torch.einsum("bhid,bhijd->bhij", q + layer["v"][None, :, None, :], rel)
+        content = torch.einsum("hd,bhjd->bhj", layer["u"], k)[:, :, None, :]
+        return (position + content) / math.sqrt(hs)
