@@ -93,6 +93,10 @@ class Model {
   py::array_t<std::int32_t> generate(const py::object& prompt, std::size_t max_new, double temperature,
                                      std::uint64_t seed) {
     if (!(temperature >= 0)) value_error("temperature", "expected a number >= 0 (0: greedy), got " + std::to_string(temperature));
+    if (run_.spec.config.format.output == OutputMode::blank)  // nothing is fed back in that format
+      value_error("prompt", "this run answers in the blank format ([task] output = \"blank\": x, then one blank per "
+                  "answer place, all predicted in one pass), so there is nothing to generate; use `pelab predict` or "
+                  "logits() at the blanks of model.examples(n)");
     if (const auto name = digit_reader())  // the new tokens' digit indices would be unknown
       value_error("prompt", "this model's encoding '" + *name + "' reads each digit's index within its number, which "
                   "generation cannot supply; use `pelab predict` (it decodes with the task's digit indices) or logits()");

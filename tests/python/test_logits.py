@@ -77,6 +77,7 @@ def main():
         ex = model.examples(8, count=4)
         assert ex["tokens"].shape == (4, model.sequence_length(8)) and ex["positions"].shape == ex["tokens"].shape
         checked += check_abacus(tmp)
+        checked += check_blank(tmp)
     print(f"{checked} logits comparisons bit-identical to the C++ forward of pelab eval")
 
 
@@ -117,6 +118,30 @@ def check_abacus(tmp):
         assert "digit_index" in str(e), e
     else:
         raise AssertionError("expected a ValueError: rope reads no digit indices")
+    return 1
+
+
+def check_blank(tmp):
+    """A run in the blank output format: examples() give x and the blanks, logits() equal the C++ forward, and
+    generate() refuses (nothing is fed back in that format)."""
+    config = os.path.join(tmp, "blank.toml")
+    with open(config, "w") as f:
+        f.write('[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\ncausal = false\n[encoding]\nname = "rope"\n'
+                '[task]\nname = "reverse_string"\ntrain_len = 4\noutput = "blank"\n'
+                '[train]\nsteps = 10\nbatch_size = 8\n[eval]\nlengths = [4]\nsamples = 8\n')
+    run_dir = os.path.join(tmp, "blank")
+    helpers.cli("train", config, "--out", run_dir, "--quiet")
+    model = pelab.Run(run_dir).model()
+    ex = model.examples(4, count=3)
+    got = model.logits(ex["tokens"], ex["positions"])
+    want = reference_logits(run_dir, ex["tokens"], ex["positions"], [], tmp)
+    assert same_bits(got, want), f"blank: max |diff| {np.abs(got - want).max()}"
+    try:
+        model.generate("1 0 1 1", max_new=2)
+    except ValueError as e:
+        assert "blank" in str(e), e
+    else:
+        raise AssertionError("expected a ValueError: a blank-format run generates nothing")
     return 1
 
 
