@@ -120,6 +120,15 @@ std::size_t rows_within_budget(const ModelConfig& m, std::size_t rows, std::size
   return std::max<std::size_t>(1, std::min(rows, kPassBudget / per_row));
 }
 
+// Rows per pass when `b` rows go in passes of at most `rows`: as many passes, all of one size (16 at 12:
+// 8 + 8, not 12 + 4). The caching allocator then reuses one set of buffers: with 12 + 4, the second pass's
+// smaller buffers came fresh beside the first pass's cached ones (FIRE at 16384 characters: 1.78 GB peak
+// RSS).
+std::size_t balanced_rows(std::size_t b, std::size_t rows) {
+  const std::size_t passes = (b + rows - 1) / rows;
+  return (b + passes - 1) / passes;
+}
+
 }  // namespace
 
 std::optional<std::string> ids_unsupported(const Transformer& model, const Batch& b, const PositionConfig& positions) {
@@ -155,7 +164,7 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
   double total = 0;  // over the targets with mask > 0, which stats.counted counts too
   const std::size_t bs = std::max<std::size_t>(1, ecfg.batch_size);
   const std::size_t rows = rows_within_budget(model.config(), opt.batches ? opt.batches->batch_for(n, bs) : bs, T);
-  Progress progress(opt.progress, n, T, ecfg.samples, bs, rows);
+  Progress progress(opt.progress, n, T, ecfg.samples, bs, balanced_rows(std::min(bs, ecfg.samples), rows));
   std::size_t passes = 0;
   set_phase("evaluating length " + std::to_string(n));
   for (std::size_t done = 0, i = 0; done < ecfg.samples; done += bs, ++i) {
@@ -170,11 +179,12 @@ LengthResult evaluate_length(Transformer& model, const Task& task, const EvalCon
       r.reason = *why;
       return r;
     }
-    for (std::size_t from = 0; from < b; from += rows) {
+    const std::size_t per = balanced_rows(b, rows);  // the last drawn batch may be smaller
+    for (std::size_t from = 0; from < b; from += per) {
       if (opt.stoppable && stop_requested())
         throw Interrupted("interrupted during evaluation at length " + std::to_string(n) + " (" +
                           std::to_string(r.samples) + " of " + std::to_string(ecfg.samples) + " examples done)");
-      const Batch part = rows_of(batch, from, std::min(b, from + rows));
+      const Batch part = rows_of(batch, from, std::min(b, from + per));
       ForwardOptions fo;
       if (part.has_digit_index()) fo.digit_index = &part.digit_index;
       if (opt.stoppable)  // between layers too: one forward at a long length may take a minute
