@@ -3,7 +3,7 @@
 // memory growth and model FLOP/s utilisation against a single-thread sgemm peak.
 //
 //   bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions MODE] [--steps N] [--warmup N]
-//               [--threads N] [--peak-gflops X] [--peak-only] [--json]
+//               [--threads N] [--peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
@@ -14,6 +14,12 @@
 // Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
 // with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
 // bench/bench_torch.py measures the same model in PyTorch; scripts/bench.sh runs both side by side.
+//
+// --gemm-shapes (one cell, one thread) also times every GEMM of the timed steps, one row per shape (the
+// pieces blas::gemm cuts a product into, as the kernel sees them): calls per step, time, GFLOP/s and
+// the fraction of the peak. It wraps blas::gemm_kernel through the test hook, so it adds two clock reads
+// per product (about 40 ns; the smallest products at (a) take ~0.5 us) and the step times it prints
+// include that.
 //
 // FLOPs per step count the GEMMs only (layer norm, softmax, GELU, RoPE and the optimizer are left
 // out, so utilisation is a lower bound of the work done):
@@ -36,6 +42,8 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -77,8 +85,57 @@ struct Options {
   std::string config = "all", encoding = "all", positions = "contiguous";
   int steps = -1, warmup = -1, threads = 1;  // -1: the config's default
   double peak_gflops = 0;                    // 0: measure
-  bool peak_only = false, json = false;
+  bool peak_only = false, json = false, gemm_shapes = false;
 };
+
+// --gemm-shapes: the products of the timed steps by shape. Recorded on the calling thread only (the
+// cell runs at one thread), through blas::set_serial_gemm_for_testing.
+struct GemmShape {
+  bool ta, tb, accumulate;  // accumulate: beta != 0 (backward adding into a gradient)
+  std::size_t M, N, K;
+  bool operator<(const GemmShape& o) const {
+    return std::tie(ta, tb, accumulate, M, N, K) < std::tie(o.ta, o.tb, o.accumulate, o.M, o.N, o.K);
+  }
+};
+struct GemmTally {
+  std::size_t calls = 0;
+  double seconds = 0;
+};
+std::map<GemmShape, GemmTally> g_gemm_shapes;
+bool g_gemm_recording = false;
+
+void timed_gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, real alpha, const real* A,
+                std::size_t lda, const real* B, std::size_t ldb, real beta, real* C, std::size_t ldc) {
+  if (!g_gemm_recording) return blas::gemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const auto t0 = std::chrono::steady_clock::now();
+  blas::gemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  GemmTally& t = g_gemm_shapes[GemmShape{ta, tb, beta != real(0), M, N, K}];
+  ++t.calls;
+  t.seconds += s;
+}
+
+// The table of --gemm-shapes, the most time first: per step calls, microseconds per call, GFLOP/s and % of
+// `peak`, and the share of the median step `step_s`.
+void print_gemm_shapes(int steps, double step_s, double peak) {
+  std::vector<std::pair<GemmShape, GemmTally>> rows(g_gemm_shapes.begin(), g_gemm_shapes.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::printf("  GEMMs of a timed step by shape (row-major C(M,N) = op(A)(M,K) op(B)(K,N); T: transposed; +=: beta 1):\n");
+  std::printf("  %-5s %5s %5s %5s %3s | %6s %9s %8s %6s %6s\n", "op", "M", "N", "K", "", "calls", "us/call",
+              "GFLOP/s", "%peak", "%step");
+  double total_s = 0, total_flop = 0;
+  for (const auto& [g, t] : rows) {
+    const double flop = 2.0 * double(g.M) * g.N * g.K, per_step = double(t.calls) / steps;
+    const double gf = flop * t.calls / t.seconds / 1e9;
+    total_s += t.seconds / steps, total_flop += flop * per_step;
+    std::printf("  %c%c    %5zu %5zu %5zu %3s | %6.0f %9.2f %8.1f %6.1f %6.1f\n", g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.M,
+                g.N, g.K, g.accumulate ? "+=" : "", per_step, 1e6 * t.seconds / t.calls, gf, 100 * gf / peak,
+                100 * t.seconds / steps / step_s);
+  }
+  std::printf("  all GEMMs: %.3f ms per step (%.1f%% of the step), %.3g GFLOP, %.1f GFLOP/s = %.1f%% of the peak\n",
+              1e3 * total_s, 100 * total_s / step_s, total_flop / 1e9, total_flop / total_s / 1e9,
+              100 * total_flop / total_s / 1e9 / peak);
+}
 
 double cpu_now_s() {
   timespec ts{};
@@ -123,7 +180,7 @@ double measure_peak_gflops() {
   double best = 1e30;
   for (int r = 0; r < 8; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    blas::gemm_serial(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    blas::gemm_openblas(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best = std::min(best, s);  // run 0 warms caches and OpenBLAS buffers
   }
@@ -283,7 +340,10 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   auto optimizer = make_optimizer("adamw", {}, common, model.parameters());
 
   const BenchBatch batch = bench_batch(bc, pc);
+  if (opt.gemm_shapes) blas::set_serial_gemm_for_testing(timed_gemm);
+  int step_count = 0;
   const std::function<double()> step = [&] {
+    g_gemm_recording = opt.gemm_shapes && step_count++ >= warmup;  // the timed steps only
     Tensor logits = model.forward(batch.tokens, batch.positions);
     Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
     const double l = loss.item();
@@ -293,11 +353,16 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
     return l;
   };
   const CellMeasure m = time_steps(step, warmup, steps);
+  g_gemm_recording = false;
   // Measured after the cell when not given, so that its buffers stay out of the cell's RSS figures.
   const double peak_gflops = opt.peak_gflops > 0 ? opt.peak_gflops : measure_peak_gflops();
   const CellFigures f = cell_figures(bc, mc, model.num_parameters(), steps, warmup, rss_base, m, peak_gflops);
   if (opt.json) print_cell_json(bc, encoding, opt, f, m);
   else print_cell_text(bc, encoding, opt, f, m);
+  if (opt.gemm_shapes) {
+    blas::set_serial_gemm_for_testing(nullptr);
+    print_gemm_shapes(steps, f.step_s, peak_gflops);
+  }
   std::fflush(stdout);
 }
 
@@ -334,10 +399,11 @@ Options parse(int argc, char** argv) {
       if (end == s || *end || !(o.peak_gflops > 0)) throw Error(a + ": expected a positive number, got '" + s + "'");
     } else if (a == "--peak-only") o.peak_only = true;
     else if (a == "--json") o.json = true;
+    else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
-                  "[--peak-only] [--json]\n");
+                  "[--peak-only] [--json]\n                   [--gemm-shapes]\n");
       std::exit(0);
     } else
       throw Error("unknown argument '" + a + "'; see --help");
@@ -391,6 +457,9 @@ int main(int argc, char** argv) {
     }
 
     const bool one_cell = configs.size() * encodings.size() == 1;
+    if (o.gemm_shapes && (!one_cell || o.threads != 1 || o.json))
+      throw Error("--gemm-shapes: times one cell at one thread in text: give one --config and one --encoding, "
+                  "--threads 1 and no --json");
     if (o.peak_gflops <= 0 && (o.peak_only || !one_cell)) o.peak_gflops = measure_peak_gflops();
     if (o.peak_only) {
       const std::string core = blas::core_name(), origin = blas::coretype_origin();
