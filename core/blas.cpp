@@ -35,6 +35,16 @@ namespace {
 
 GemmFn g_serial_for_testing = nullptr;
 
+// The libxsmm path takes float; double (gradient checks) never gets there (gemm_path_from).
+bool small_gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+                std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  return detail::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t, const double*,
+                std::size_t, double, double*, std::size_t) {
+  return false;
+}
+
 inline CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 inline void gemm_impl(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                       const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
@@ -88,10 +98,8 @@ std::string gemm_path_name() {
 void gemm_kernel(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                  const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                  std::size_t ldc) {
-  if constexpr (std::is_same_v<real, float>)
-    if (gemm_path() == GemmPath::libxsmm &&
-        detail::small_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-      return;
+  if (gemm_path() == GemmPath::libxsmm && small_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    return;
   gemm_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -138,7 +138,7 @@ TEST_CASE("gemm through the libxsmm path gives the same bits at 1 and 2 threads"
       }
 }
 
-TEST_CASE("PELAB_GEMM: libxsmm or openblas; anything else is an error naming the variable", "[blas][libxsmm]") {
+TEST_CASE("PELAB_GEMM is libxsmm or openblas, anything else an error naming the variable", "[blas][libxsmm]") {
   CHECK(blas::gemm_path_from("openblas") == blas::GemmPath::openblas);
   const auto dflt = blas::detail::small_gemm_name().empty() ? blas::GemmPath::openblas : blas::GemmPath::libxsmm;
   CHECK(blas::gemm_path_from(nullptr) == dflt);
