@@ -1,9 +1,11 @@
 // Training-throughput benchmark: tokens/s of one full training step (forward, masked cross-entropy,
 // backward, AdamW step, zero_grad) of the decoder-only transformer, plus peak RSS, steady-state
-// memory growth and model FLOP/s utilisation against a single-thread sgemm peak.
+// memory growth and model FLOP/s utilisation against a single-thread sgemm peak: OpenBLAS's 1024^3
+// sgemm (the kernel OPENBLAS_CORETYPE selects), and the same product by the GEMM path pelab runs
+// (blas::gemm_path: libxsmm's AVX-512 kernels can exceed OpenBLAS's AVX2 peak, so both are printed).
 //
 //   bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions MODE] [--steps N] [--warmup N]
-//               [--threads N] [--peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
+//               [--threads N] [--peak-gflops X] [--path-peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
@@ -84,7 +86,8 @@ const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "r
 struct Options {
   std::string config = "all", encoding = "all", positions = "contiguous";
   int steps = -1, warmup = -1, threads = 1;  // -1: the config's default
-  double peak_gflops = 0;                    // 0: measure
+  double peak_gflops = 0;                    // OpenBLAS's 1024^3 sgemm peak; 0: measure
+  double path_peak_gflops = 0;               // the same product by the GEMM path pelab uses (blas::gemm_path); 0: measure
   bool peak_only = false, json = false, gemm_shapes = false;
 };
 
@@ -167,9 +170,10 @@ double heap_in_use_kb() {
   return (double(mi.uordblks) + double(mi.hblkhd)) / 1024.0;
 }
 
-// Single-thread sgemm peak in GFLOP/s: the best of several 1024^3 products (a peak is a best case;
-// on a loaded machine the best run is the one least disturbed).
-double measure_peak_gflops() {
+// Single-thread sgemm peak in GFLOP/s: the best of several 1024^3 products by `fn` (a peak is a best
+// case; on a loaded machine the best run is the one least disturbed). OpenBLAS's by default: the
+// reference that utilisation is measured against; blas::gemm_kernel gives the GEMM path's own.
+double measure_peak_gflops(blas::GemmFn fn = blas::gemm_openblas) {
   const std::size_t n = 1024;
   Rng rng(7);
   std::vector<real> A(n * n), B(n * n), C(n * n);
@@ -180,7 +184,7 @@ double measure_peak_gflops() {
   double best = 1e30;
   for (int r = 0; r < 8; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    blas::gemm_openblas(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    fn(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best = std::min(best, s);  // run 0 warms caches and OpenBLAS buffers
   }
@@ -266,17 +270,18 @@ CellMeasure time_steps(const std::function<double()>& step, int warmup, int step
 struct CellFigures {
   std::size_t B, T, d, L, params;
   int steps, warmup;
-  double rss_base, peak_gflops;
-  double flops, step_s, cpu_s, tok_s, gflops, util;
+  double rss_base, peak_gflops, path_peak_gflops;
+  double flops, step_s, cpu_s, tok_s, gflops, util, path_util;
   std::size_t sys_allocs;  // tensor buffers obtained from the system during the timed steps: 0 in steady state
   double sys_mb_delta;
 };
 
 CellFigures cell_figures(const BenchConfig& bc, const ModelConfig& mc, std::size_t params, int steps, int warmup,
-                         double rss_base, const CellMeasure& m, double peak_gflops) {
+                         double rss_base, const CellMeasure& m, double peak_gflops, double path_peak_gflops) {
   CellFigures f;
   f.B = bc.batch, f.T = bc.seq, f.d = bc.d_model, f.L = bc.n_layers, f.params = params;
   f.steps = steps, f.warmup = warmup, f.rss_base = rss_base, f.peak_gflops = peak_gflops;
+  f.path_peak_gflops = path_peak_gflops;
   f.sys_allocs = m.mem_end.system_allocs - m.mem_warm.system_allocs;
   f.sys_mb_delta = (double(m.mem_end.system_bytes) - double(m.mem_warm.system_bytes)) / (1 << 20);
   const std::size_t B = f.B, T = f.T, d = f.d, ff = mc.d_ff ? mc.d_ff : 4 * d, L = f.L;
@@ -284,7 +289,7 @@ CellFigures cell_figures(const BenchConfig& bc, const ModelConfig& mc, std::size
   f.flops = 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d;
   f.step_s = median(m.wall), f.cpu_s = median(m.cpu);
   f.tok_s = double(B * T) / f.step_s, f.gflops = f.flops / f.step_s / 1e9;
-  f.util = f.gflops / peak_gflops;
+  f.util = f.gflops / peak_gflops, f.path_util = f.gflops / path_peak_gflops;
   return f;
 }
 
@@ -294,13 +299,14 @@ void print_cell_json(const BenchConfig& bc, const std::string& encoding, const O
       "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"positions\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
       "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
       "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
-      "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
+      "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"gemm_path\":\"%s\","
+      "\"path_peak_gflops\":%.4f,\"path_util\":%.5f,\"rss_base_mb\":%.2f,"
       "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
       "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
       "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
       bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, f.B, f.T, f.d, f.L, bc.n_heads, kVocab,
       f.params, f.warmup, f.steps, f.step_s * 1e3, f.cpu_s * 1e3, f.tok_s, double(f.B * f.T) / f.cpu_s,
-      f.flops, f.gflops, f.peak_gflops, f.util, f.rss_base, m.peak_rss, m.rss_warm, m.rss_end, m.rss_end - m.rss_warm,
+      f.flops, f.gflops, f.peak_gflops, f.util, blas::gemm_path_name().c_str(), f.path_peak_gflops, f.path_util, f.rss_base, m.peak_rss, m.rss_warm, m.rss_end, m.rss_end - m.rss_warm,
       m.heap_end - m.heap_warm, f.sys_allocs, f.sys_mb_delta, m.mem_end.system_bytes / double(1 << 20), m.loss_first,
       m.loss_last, blas::core_name().c_str(), simd::summary().c_str());
 }
@@ -312,8 +318,12 @@ void print_cell_text(const BenchConfig& bc, const std::string& encoding, const O
               opt.threads);
   std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", f.tok_s,
               f.step_s * 1e3, f.cpu_s * 1e3, f.steps, f.warmup);
-  std::printf("  %.2f GFLOP/s (%.3g GFLOP/step)", f.gflops, f.flops / 1e9);
-  std::printf(" = %.1f%% of the single-thread sgemm peak %.1f GFLOP/s", 100 * f.util, f.peak_gflops);
+  std::printf("  model FLOP/s (forward + backward by formula / median step): %.2f GFLOP/s (%.3g GFLOP/step)\n", f.gflops,
+              f.flops / 1e9);
+  std::printf("    = %.1f%% of the single-thread OpenBLAS sgemm 1024^3 peak %.1f GFLOP/s (kernel %s)\n", 100 * f.util,
+              f.peak_gflops, blas::core_name().c_str());
+  std::printf("    = %.1f%% of the same product by this build's GEMM path, %s: %.1f GFLOP/s", 100 * f.path_util,
+              blas::gemm_path_name().c_str(), f.path_peak_gflops);
   std::printf("\n  peak RSS %.1f MB; RSS after warm-up %.2f MB, after %d more steps %.2f MB (%+.3f MB); "
               "heap in use %+.1f kB\n"
               "  tensor buffers from the system during the timed steps: %zu (%+.3f MB; %.2f MB held)\n"
@@ -356,7 +366,8 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   g_gemm_recording = false;
   // Measured after the cell when not given, so that its buffers stay out of the cell's RSS figures.
   const double peak_gflops = opt.peak_gflops > 0 ? opt.peak_gflops : measure_peak_gflops();
-  const CellFigures f = cell_figures(bc, mc, model.num_parameters(), steps, warmup, rss_base, m, peak_gflops);
+  const double path_peak = opt.path_peak_gflops > 0 ? opt.path_peak_gflops : measure_peak_gflops(blas::gemm_kernel);
+  const CellFigures f = cell_figures(bc, mc, model.num_parameters(), steps, warmup, rss_base, m, peak_gflops, path_peak);
   if (opt.json) print_cell_json(bc, encoding, opt, f, m);
   else print_cell_text(bc, encoding, opt, f, m);
   if (opt.gemm_shapes) {
@@ -392,18 +403,19 @@ Options parse(int argc, char** argv) {
       const std::string why = parallel::check_threads(o.threads, "--threads");
       if (!why.empty()) throw Error(why);
     }
-    else if (a == "--peak-gflops") {
+    else if (a == "--peak-gflops" || a == "--path-peak-gflops") {
       const char* s = value();
       char* end = nullptr;
-      o.peak_gflops = std::strtod(s, &end);
-      if (end == s || *end || !(o.peak_gflops > 0)) throw Error(a + ": expected a positive number, got '" + s + "'");
+      const double v = std::strtod(s, &end);
+      if (end == s || *end || !(v > 0)) throw Error(a + ": expected a positive number, got '" + s + "'");
+      (a == "--peak-gflops" ? o.peak_gflops : o.path_peak_gflops) = v;
     } else if (a == "--peak-only") o.peak_only = true;
     else if (a == "--json") o.json = true;
     else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
-                  "[--peak-only] [--json]\n                   [--gemm-shapes]\n");
+                  "[--path-peak-gflops X]\n                   [--peak-only] [--json] [--gemm-shapes]\n");
       std::exit(0);
     } else
       throw Error("unknown argument '" + a + "'; see --help");
@@ -415,7 +427,8 @@ Options parse(int argc, char** argv) {
 bool run_child(const Options& o, const std::string& config, const std::string& encoding) {
   std::vector<std::string> args = {"bench_train", "--config", config, "--encoding", encoding, "--positions",
                                    o.positions, "--threads", std::to_string(o.threads), "--peak-gflops",
-                                   std::to_string(o.peak_gflops)};
+                                   std::to_string(o.peak_gflops), "--path-peak-gflops",
+                                   std::to_string(o.path_peak_gflops)};
   if (o.steps > 0) args.insert(args.end(), {"--steps", std::to_string(o.steps)});
   if (o.warmup >= 0) args.insert(args.end(), {"--warmup", std::to_string(o.warmup)});
   if (o.json) args.push_back("--json");
@@ -461,14 +474,17 @@ int main(int argc, char** argv) {
       throw Error("--gemm-shapes: times one cell at one thread in text: give one --config and one --encoding, "
                   "--threads 1 and no --json");
     if (o.peak_gflops <= 0 && (o.peak_only || !one_cell)) o.peak_gflops = measure_peak_gflops();
+    if (o.path_peak_gflops <= 0 && (o.peak_only || !one_cell)) o.path_peak_gflops = measure_peak_gflops(blas::gemm_kernel);
     if (o.peak_only) {
       const std::string core = blas::core_name(), origin = blas::coretype_origin();
       if (o.json)
         std::printf("{\"impl\":\"sgemm_peak\",\"n\":1024,\"threads\":1,\"peak_gflops\":%.4f,\"blas_core\":\"%s\","
-                    "\"blas_core_origin\":\"%s\"}\n", o.peak_gflops, core.c_str(), origin.c_str());
+                    "\"blas_core_origin\":\"%s\",\"gemm_path\":\"%s\",\"path_peak_gflops\":%.4f}\n", o.peak_gflops,
+                    core.c_str(), origin.c_str(), blas::gemm_path_name().c_str(), o.path_peak_gflops);
       else
-        std::printf("single-thread sgemm 1024^3 peak: %.2f GFLOP/s (OpenBLAS kernel %s, %s)\n", o.peak_gflops,
-                    core.c_str(), origin.c_str());
+        std::printf("single-thread sgemm 1024^3 peak: %.2f GFLOP/s (OpenBLAS kernel %s, %s); by the GEMM path "
+                    "(%s): %.2f GFLOP/s\n", o.peak_gflops, core.c_str(), origin.c_str(),
+                    blas::gemm_path_name().c_str(), o.path_peak_gflops);
       return 0;
     }
     if (one_cell) {
