@@ -12,22 +12,23 @@
 #
 #   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
+#                    [--torch-coretype K]   (PyTorch's OpenBLAS kernel; default: the one pelab's OpenBLAS uses)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=1 config=all encoding=all rounds=3 steps="" warmup="" variant=best build_dir=build json_out=""
+threads=1 config=all encoding=all rounds=3 steps="" warmup="" variant=best build_dir=build json_out="" torch_core=""
 while (($#)); do
   case "$1" in
-    --threads|--config|--encoding|--rounds|--steps|--warmup|--variant|--build-dir|--json-out)
+    --threads|--config|--encoding|--rounds|--steps|--warmup|--variant|--build-dir|--json-out|--torch-coretype)
       [ $# -ge 2 ] || { echo "bench.sh: $1 needs a value" >&2; exit 2; }
       v=$2
       case "$1" in
         --threads) threads=$v ;; --config) config=$v ;; --encoding) encoding=$v ;; --rounds) rounds=$v ;;
         --steps) steps=$v ;; --warmup) warmup=$v ;; --variant) variant=$v ;; --build-dir) build_dir=$v ;;
-        --json-out) json_out=$v ;;
+        --json-out) json_out=$v ;; --torch-coretype) torch_core=$v ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +48,8 @@ else
 fi
 case "$variant" in ref|eager|script|trace|eager_avx512|script_avx512|best) ;;
   *) echo "bench.sh: --variant must be ref, eager, script, trace, eager_avx512, script_avx512 or best, got '$variant'" >&2; exit 2 ;; esac
+[[ -z $torch_core || $torch_core =~ ^[A-Za-z0-9]+$ ]] ||
+  { echo "bench.sh: --torch-coretype takes an OpenBLAS core name (Haswell, SkylakeX, Cooperlake, ...), got '$torch_core'" >&2; exit 2; }
 extra=()
 [ -n "$steps" ] && extra+=(--steps "$steps")
 [ -n "$warmup" ] && extra+=(--warmup "$warmup")
@@ -85,6 +88,9 @@ gemm_path=$(printf '%s\n' "$peak_line" | sed -n 's/.*"gemm_path":"\([^"]*\)".*/\
 core=$(jget "$peak_line" blas_core)
 core_origin=$(printf '%s\n' "$peak_line" | sed -n 's/.*"blas_core_origin":"\([^"]*\)".*/\1/p')
 export OPENBLAS_CORETYPE=$core
+# pelab's own GEMMs may not be OpenBLAS's (PELAB_GEMM, core/blas.hpp): --torch-coretype gives PyTorch another
+# kernel (e.g. Cooperlake, OpenBLAS's own pick on an AVX-512 CPU) so that its fastest one is compared.
+torch_env=(env "OPENBLAS_CORETYPE=${torch_core:-$core}")
 [ -n "$json_out" ] && printf '%s\n' "$peak_line" >"$json_out"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
@@ -92,7 +98,7 @@ load_before=$(loadavg)
 echo "pelab vs PyTorch training throughput: forward + loss + backward + AdamW + zero_grad"
 echo "date:           $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine:        ${cpu:-unknown CPU}, $cores cores online, $(uname -sr)"
-echo "OpenBLAS core:  $core ($core_origin), used by both sides"
+echo "OpenBLAS core:  $core ($core_origin) for pelab's OpenBLAS; PyTorch's: ${torch_core:-$core}"
 echo "threads:        $threads (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, torch.set_num_threads; OMP_WAIT_POLICY=PASSIVE)"
 if ((have_torch)); then
   best=$("$python" -c 'import sys; sys.path.insert(0, "bench"); import bench_torch as b
@@ -129,7 +135,7 @@ for c in $configs; do
       if ((have_torch)); then
         check_flag=(--no-check)
         ((r == 1)) && check_flag=()  # the fast path is checked against pelab_ref once per cell
-        t=$("$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --variant "$variant" \
+        t=$("${torch_env[@]}" "$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --variant "$variant" \
           --json "${check_flag[@]}" "${extra[@]}")
         [ -n "$json_out" ] && printf '%s\n' "$t" >>"$json_out"
         t_ms+=("$(jget "$t" step_ms)") t_cpu+=("$(jget "$t" cpu_ms)") t_last=$t
