@@ -12,7 +12,10 @@
 #
 #   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
-#                    [--torch-coretype K]   (PyTorch's OpenBLAS kernel; default: the one pelab's OpenBLAS uses)
+#                    [--torch-coretype K]
+# PyTorch's OpenBLAS kernel: --torch-coretype K, else pelab's when pelab's GEMMs are OpenBLAS's
+# (PELAB_GEMM=openblas), else OpenBLAS's own pick for the CPU (OPENBLAS_CORETYPE unset for PyTorch):
+# pelab's libxsmm path uses the CPU's widest vectors, so PyTorch gets its fastest kernel too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +31,7 @@ while (($#)); do
         --json-out) json_out=$v ;; --torch-coretype) torch_core=$v ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -88,9 +91,17 @@ gemm_path=$(printf '%s\n' "$peak_line" | sed -n 's/.*"gemm_path":"\([^"]*\)".*/\
 core=$(jget "$peak_line" blas_core)
 core_origin=$(printf '%s\n' "$peak_line" | sed -n 's/.*"blas_core_origin":"\([^"]*\)".*/\1/p')
 export OPENBLAS_CORETYPE=$core
-# pelab's own GEMMs may not be OpenBLAS's (PELAB_GEMM, core/blas.hpp): --torch-coretype gives PyTorch another
-# kernel (e.g. Cooperlake, OpenBLAS's own pick on an AVX-512 CPU) so that its fastest one is compared.
-torch_env=(env "OPENBLAS_CORETYPE=${torch_core:-$core}")
+# pelab's own GEMMs need not be OpenBLAS's (PELAB_GEMM, core/blas.hpp): then PyTorch gets OpenBLAS's own pick.
+if [ -n "$torch_core" ]; then
+  torch_env=(env "OPENBLAS_CORETYPE=$torch_core") torch_says="$torch_core (--torch-coretype)"
+elif [[ $gemm_path == OpenBLAS* ]]; then
+  torch_env=(env "OPENBLAS_CORETYPE=$core") torch_says="$core (the same kernel as pelab's GEMMs)"
+else
+  torch_env=(env -u OPENBLAS_CORETYPE)
+  picked=$("${torch_env[@]}" /usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0")
+l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)
+  torch_says="$picked (OpenBLAS's own pick: pelab's GEMMs are not OpenBLAS's)"
+fi
 [ -n "$json_out" ] && printf '%s\n' "$peak_line" >"$json_out"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
@@ -98,7 +109,7 @@ load_before=$(loadavg)
 echo "pelab vs PyTorch training throughput: forward + loss + backward + AdamW + zero_grad"
 echo "date:           $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine:        ${cpu:-unknown CPU}, $cores cores online, $(uname -sr)"
-echo "OpenBLAS core:  $core ($core_origin) for pelab's OpenBLAS; PyTorch's: ${torch_core:-$core}"
+echo "OpenBLAS core:  $core ($core_origin) for pelab's OpenBLAS; PyTorch's: $torch_says"
 echo "threads:        $threads (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, torch.set_num_threads; OMP_WAIT_POLICY=PASSIVE)"
 if ((have_torch)); then
   best=$("$python" -c 'import sys; sys.path.insert(0, "bench"); import bench_torch as b
