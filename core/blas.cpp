@@ -78,7 +78,7 @@ GemmPath gemm_path() {
 
 GemmPath gemm_path_from(const char* env) {
   // Double (pelab_core_f64, gradient checks only) always runs OpenBLAS: the libxsmm path is float's.
-  const bool is_float = std::is_same_v<real, float>, have_small = !detail::small_gemm_name().empty();
+  const bool is_float = std::is_same_v<real, float>, have_small = detail::small_gemm_built();
   const std::string v = env ? env : "";
   if (v.empty() || v == "libxsmm") {
     if (v == "libxsmm" && is_float && !have_small)

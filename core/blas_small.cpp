@@ -119,6 +119,8 @@ bool small_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::s
   return true;
 }
 
+bool small_gemm_built() { return true; }
+
 std::string small_gemm_name() {
   static const Init init;
   return std::string("libxsmm ") + LIBXSMM_CONFIG_VERSION + " (JIT, target " + libxsmm_get_target_arch() + ")";
@@ -130,6 +132,7 @@ bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, float, const 
                 std::size_t, float, float*, std::size_t) {
   return false;
 }
+bool small_gemm_built() { return false; }
 std::string small_gemm_name() { return ""; }
 
 #endif

@@ -12,6 +12,9 @@ namespace pelab::blas::detail {
 bool small_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
                 std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc);
 
+// Whether this build has the path (-DPELAB_LIBXSMM=ON), without starting libxsmm.
+bool small_gemm_built();
+
 // "libxsmm 1.17 (JIT, target skx)"; "" when built without it.
 std::string small_gemm_name();
 
