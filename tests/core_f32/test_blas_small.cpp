@@ -76,7 +76,7 @@ const GemmShape kShapes[] = {{32, 32, 16}, {32, 16, 32}, {128, 128, 32}, {128, 3
 
 TEST_CASE("the libxsmm path agrees with the reference: every transpose pair, alpha and beta, padded rows",
           "[blas][libxsmm]") {
-  if (blas::detail::small_gemm_name().empty()) {
+  if (!blas::detail::small_gemm_built()) {
     WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
     return;
   }
@@ -90,7 +90,7 @@ TEST_CASE("the libxsmm path agrees with the reference: every transpose pair, alp
 }
 
 TEST_CASE("the libxsmm path and OpenBLAS agree within float rounding of each other", "[blas][libxsmm]") {
-  if (blas::detail::small_gemm_name().empty()) {
+  if (!blas::detail::small_gemm_built()) {
     WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
     return;
   }
@@ -153,4 +153,24 @@ TEST_CASE("PELAB_GEMM is libxsmm or openblas, anything else an error naming the 
     CHECK(m.find("'mkl'") != std::string::npos);
     CHECK(m.find("openblas") != std::string::npos);
   }
+}
+
+TEST_CASE("the libxsmm path does not read C when beta is 0 (it may hold NaN), as BLAS", "[blas][libxsmm]") {
+  if (!blas::detail::small_gemm_built()) {
+    WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
+    return;
+  }
+  for (const GemmShape& s : {GemmShape{32, 16, 32}, GemmShape{300, 270, 520}})
+    for (int t = 0; t < 4; ++t)
+      for (const float alpha : {1.0f, 0.5f}) {
+        const bool ta = t & 1, tb = t & 2;
+        const std::size_t lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+        const auto A = lcg((ta ? s.K : s.M) * lda, 8), B = lcg((tb ? s.N : s.K) * ldb, 9);
+        std::vector<float> C(s.M * s.N, std::numeric_limits<float>::quiet_NaN());
+        REQUIRE(blas::detail::small_gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N));
+        std::size_t nan = 0;
+        for (float c : C) nan += std::isnan(c);
+        INFO("trans_a " << ta << " trans_b " << tb << " M " << s.M << " alpha " << alpha);
+        CHECK(nan == 0);
+      }
 }
