@@ -1,9 +1,11 @@
 // Training-throughput benchmark: tokens/s of one full training step (forward, masked cross-entropy,
 // backward, AdamW step, zero_grad) of the decoder-only transformer, plus peak RSS, steady-state
-// memory growth and model FLOP/s utilisation against a single-thread sgemm peak.
+// memory growth and model FLOP/s utilisation against a single-thread sgemm peak: OpenBLAS's 1024^3
+// sgemm (the kernel OPENBLAS_CORETYPE selects), and the same product by the GEMM path pelab runs
+// (blas::gemm_path: libxsmm's AVX-512 kernels can exceed OpenBLAS's AVX2 peak, so both are printed).
 //
 //   bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions MODE] [--steps N] [--warmup N]
-//               [--threads N] [--peak-gflops X] [--peak-only] [--json]
+//               [--threads N] [--peak-gflops X] [--path-peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
@@ -14,6 +16,12 @@
 // Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
 // with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
 // bench/bench_torch.py measures the same model in PyTorch; scripts/bench.sh runs both side by side.
+//
+// --gemm-shapes (one cell, one thread) also times every GEMM of the timed steps, one row per shape (the
+// pieces blas::gemm cuts a product into, as the kernel sees them): calls per step, time, GFLOP/s and
+// the fraction of the peak. It wraps blas::gemm_kernel through the test hook, so it adds two clock reads
+// per product (about 40 ns; the smallest products at (a) take ~0.5 us) and the step times it prints
+// include that.
 //
 // FLOPs per step count the GEMMs only (layer norm, softmax, GELU, RoPE and the optimizer are left
 // out, so utilisation is a lower bound of the work done):
@@ -36,6 +44,8 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -76,9 +86,59 @@ const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "r
 struct Options {
   std::string config = "all", encoding = "all", positions = "contiguous";
   int steps = -1, warmup = -1, threads = 1;  // -1: the config's default
-  double peak_gflops = 0;                    // 0: measure
-  bool peak_only = false, json = false;
+  double peak_gflops = 0;                    // OpenBLAS's 1024^3 sgemm peak; 0: measure
+  double path_peak_gflops = 0;               // the same product by the GEMM path pelab uses (blas::gemm_path); 0: measure
+  bool peak_only = false, json = false, gemm_shapes = false;
 };
+
+// --gemm-shapes: the products of the timed steps by shape. Recorded on the calling thread only (the
+// cell runs at one thread), through blas::set_serial_gemm_for_testing.
+struct GemmShape {
+  bool ta, tb, accumulate;  // accumulate: beta != 0 (backward adding into a gradient)
+  std::size_t M, N, K;
+  bool operator<(const GemmShape& o) const {
+    return std::tie(ta, tb, accumulate, M, N, K) < std::tie(o.ta, o.tb, o.accumulate, o.M, o.N, o.K);
+  }
+};
+struct GemmTally {
+  std::size_t calls = 0;
+  double seconds = 0;
+};
+std::map<GemmShape, GemmTally> g_gemm_shapes;
+bool g_gemm_recording = false;
+
+void timed_gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, real alpha, const real* A,
+                std::size_t lda, const real* B, std::size_t ldb, real beta, real* C, std::size_t ldc) {
+  if (!g_gemm_recording) return blas::gemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const auto t0 = std::chrono::steady_clock::now();
+  blas::gemm_kernel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  GemmTally& t = g_gemm_shapes[GemmShape{ta, tb, beta != real(0), M, N, K}];
+  ++t.calls;
+  t.seconds += s;
+}
+
+// The table of --gemm-shapes, the most time first: per step calls, microseconds per call, GFLOP/s and % of
+// `peak`, and the share of the median step `step_s`.
+void print_gemm_shapes(int steps, double step_s, double peak) {
+  std::vector<std::pair<GemmShape, GemmTally>> rows(g_gemm_shapes.begin(), g_gemm_shapes.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::printf("  GEMMs of a timed step by shape (row-major C(M,N) = op(A)(M,K) op(B)(K,N); T: transposed; +=: beta 1):\n");
+  std::printf("  %-5s %5s %5s %5s %3s | %6s %9s %8s %6s %6s\n", "op", "M", "N", "K", "", "calls", "us/call",
+              "GFLOP/s", "%peak", "%step");
+  double total_s = 0, total_flop = 0;
+  for (const auto& [g, t] : rows) {
+    const double flop = 2.0 * double(g.M) * g.N * g.K, per_step = double(t.calls) / steps;
+    const double gf = flop * t.calls / t.seconds / 1e9;
+    total_s += t.seconds / steps, total_flop += flop * per_step;
+    std::printf("  %c%c    %5zu %5zu %5zu %3s | %6.0f %9.2f %8.1f %6.1f %6.1f\n", g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.M,
+                g.N, g.K, g.accumulate ? "+=" : "", per_step, 1e6 * t.seconds / t.calls, gf, 100 * gf / peak,
+                100 * t.seconds / steps / step_s);
+  }
+  std::printf("  all GEMMs: %.3f ms per step (%.1f%% of the step), %.3g GFLOP, %.1f GFLOP/s = %.1f%% of the peak\n",
+              1e3 * total_s, 100 * total_s / step_s, total_flop / 1e9, total_flop / total_s / 1e9,
+              100 * total_flop / total_s / 1e9 / peak);
+}
 
 double cpu_now_s() {
   timespec ts{};
@@ -110,9 +170,10 @@ double heap_in_use_kb() {
   return (double(mi.uordblks) + double(mi.hblkhd)) / 1024.0;
 }
 
-// Single-thread sgemm peak in GFLOP/s: the best of several 1024^3 products (a peak is a best case;
-// on a loaded machine the best run is the one least disturbed).
-double measure_peak_gflops() {
+// Single-thread sgemm peak in GFLOP/s: the best of several 1024^3 products by `fn` (a peak is a best
+// case; on a loaded machine the best run is the one least disturbed). OpenBLAS's by default: the
+// reference that utilisation is measured against; blas::gemm_kernel gives the GEMM path's own.
+double measure_peak_gflops(blas::GemmFn fn = blas::gemm_openblas) {
   const std::size_t n = 1024;
   Rng rng(7);
   std::vector<real> A(n * n), B(n * n), C(n * n);
@@ -123,7 +184,7 @@ double measure_peak_gflops() {
   double best = 1e30;
   for (int r = 0; r < 8; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    blas::gemm_serial(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    fn(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best = std::min(best, s);  // run 0 warms caches and OpenBLAS buffers
   }
@@ -209,17 +270,18 @@ CellMeasure time_steps(const std::function<double()>& step, int warmup, int step
 struct CellFigures {
   std::size_t B, T, d, L, params;
   int steps, warmup;
-  double rss_base, peak_gflops;
-  double flops, step_s, cpu_s, tok_s, gflops, util;
+  double rss_base, peak_gflops, path_peak_gflops;
+  double flops, step_s, cpu_s, tok_s, gflops, util, path_util;
   std::size_t sys_allocs;  // tensor buffers obtained from the system during the timed steps: 0 in steady state
   double sys_mb_delta;
 };
 
 CellFigures cell_figures(const BenchConfig& bc, const ModelConfig& mc, std::size_t params, int steps, int warmup,
-                         double rss_base, const CellMeasure& m, double peak_gflops) {
+                         double rss_base, const CellMeasure& m, double peak_gflops, double path_peak_gflops) {
   CellFigures f;
   f.B = bc.batch, f.T = bc.seq, f.d = bc.d_model, f.L = bc.n_layers, f.params = params;
   f.steps = steps, f.warmup = warmup, f.rss_base = rss_base, f.peak_gflops = peak_gflops;
+  f.path_peak_gflops = path_peak_gflops;
   f.sys_allocs = m.mem_end.system_allocs - m.mem_warm.system_allocs;
   f.sys_mb_delta = (double(m.mem_end.system_bytes) - double(m.mem_warm.system_bytes)) / (1 << 20);
   const std::size_t B = f.B, T = f.T, d = f.d, ff = mc.d_ff ? mc.d_ff : 4 * d, L = f.L;
@@ -227,7 +289,7 @@ CellFigures cell_figures(const BenchConfig& bc, const ModelConfig& mc, std::size
   f.flops = 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d;
   f.step_s = median(m.wall), f.cpu_s = median(m.cpu);
   f.tok_s = double(B * T) / f.step_s, f.gflops = f.flops / f.step_s / 1e9;
-  f.util = f.gflops / peak_gflops;
+  f.util = f.gflops / peak_gflops, f.path_util = f.gflops / path_peak_gflops;
   return f;
 }
 
@@ -237,13 +299,14 @@ void print_cell_json(const BenchConfig& bc, const std::string& encoding, const O
       "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"positions\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
       "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
       "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
-      "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"rss_base_mb\":%.2f,"
+      "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"gemm_path\":\"%s\","
+      "\"path_peak_gflops\":%.4f,\"path_util\":%.5f,\"rss_base_mb\":%.2f,"
       "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
       "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
       "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
       bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, f.B, f.T, f.d, f.L, bc.n_heads, kVocab,
       f.params, f.warmup, f.steps, f.step_s * 1e3, f.cpu_s * 1e3, f.tok_s, double(f.B * f.T) / f.cpu_s,
-      f.flops, f.gflops, f.peak_gflops, f.util, f.rss_base, m.peak_rss, m.rss_warm, m.rss_end, m.rss_end - m.rss_warm,
+      f.flops, f.gflops, f.peak_gflops, f.util, blas::gemm_path_name().c_str(), f.path_peak_gflops, f.path_util, f.rss_base, m.peak_rss, m.rss_warm, m.rss_end, m.rss_end - m.rss_warm,
       m.heap_end - m.heap_warm, f.sys_allocs, f.sys_mb_delta, m.mem_end.system_bytes / double(1 << 20), m.loss_first,
       m.loss_last, blas::core_name().c_str(), simd::summary().c_str());
 }
@@ -255,8 +318,12 @@ void print_cell_text(const BenchConfig& bc, const std::string& encoding, const O
               opt.threads);
   std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", f.tok_s,
               f.step_s * 1e3, f.cpu_s * 1e3, f.steps, f.warmup);
-  std::printf("  %.2f GFLOP/s (%.3g GFLOP/step)", f.gflops, f.flops / 1e9);
-  std::printf(" = %.1f%% of the single-thread sgemm peak %.1f GFLOP/s", 100 * f.util, f.peak_gflops);
+  std::printf("  model FLOP/s (forward + backward by formula / median step): %.2f GFLOP/s (%.3g GFLOP/step)\n", f.gflops,
+              f.flops / 1e9);
+  std::printf("    = %.1f%% of the single-thread OpenBLAS sgemm 1024^3 peak %.1f GFLOP/s (kernel %s)\n", 100 * f.util,
+              f.peak_gflops, blas::core_name().c_str());
+  std::printf("    = %.1f%% of the same product by this build's GEMM path, %s: %.1f GFLOP/s", 100 * f.path_util,
+              blas::gemm_path_name().c_str(), f.path_peak_gflops);
   std::printf("\n  peak RSS %.1f MB; RSS after warm-up %.2f MB, after %d more steps %.2f MB (%+.3f MB); "
               "heap in use %+.1f kB\n"
               "  tensor buffers from the system during the timed steps: %zu (%+.3f MB; %.2f MB held)\n"
@@ -283,7 +350,10 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   auto optimizer = make_optimizer("adamw", {}, common, model.parameters());
 
   const BenchBatch batch = bench_batch(bc, pc);
+  if (opt.gemm_shapes) blas::set_serial_gemm_for_testing(timed_gemm);
+  int step_count = 0;
   const std::function<double()> step = [&] {
+    g_gemm_recording = opt.gemm_shapes && step_count++ >= warmup;  // the timed steps only
     Tensor logits = model.forward(batch.tokens, batch.positions);
     Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
     const double l = loss.item();
@@ -293,11 +363,17 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
     return l;
   };
   const CellMeasure m = time_steps(step, warmup, steps);
+  g_gemm_recording = false;
   // Measured after the cell when not given, so that its buffers stay out of the cell's RSS figures.
   const double peak_gflops = opt.peak_gflops > 0 ? opt.peak_gflops : measure_peak_gflops();
-  const CellFigures f = cell_figures(bc, mc, model.num_parameters(), steps, warmup, rss_base, m, peak_gflops);
+  const double path_peak = opt.path_peak_gflops > 0 ? opt.path_peak_gflops : measure_peak_gflops(blas::gemm_kernel);
+  const CellFigures f = cell_figures(bc, mc, model.num_parameters(), steps, warmup, rss_base, m, peak_gflops, path_peak);
   if (opt.json) print_cell_json(bc, encoding, opt, f, m);
   else print_cell_text(bc, encoding, opt, f, m);
+  if (opt.gemm_shapes) {
+    blas::set_serial_gemm_for_testing(nullptr);
+    print_gemm_shapes(steps, f.step_s, peak_gflops);
+  }
   std::fflush(stdout);
 }
 
@@ -327,17 +403,19 @@ Options parse(int argc, char** argv) {
       const std::string why = parallel::check_threads(o.threads, "--threads");
       if (!why.empty()) throw Error(why);
     }
-    else if (a == "--peak-gflops") {
+    else if (a == "--peak-gflops" || a == "--path-peak-gflops") {
       const char* s = value();
       char* end = nullptr;
-      o.peak_gflops = std::strtod(s, &end);
-      if (end == s || *end || !(o.peak_gflops > 0)) throw Error(a + ": expected a positive number, got '" + s + "'");
+      const double v = std::strtod(s, &end);
+      if (end == s || *end || !(v > 0)) throw Error(a + ": expected a positive number, got '" + s + "'");
+      (a == "--peak-gflops" ? o.peak_gflops : o.path_peak_gflops) = v;
     } else if (a == "--peak-only") o.peak_only = true;
     else if (a == "--json") o.json = true;
+    else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
-                  "[--peak-only] [--json]\n");
+                  "[--path-peak-gflops X]\n                   [--peak-only] [--json] [--gemm-shapes]\n");
       std::exit(0);
     } else
       throw Error("unknown argument '" + a + "'; see --help");
@@ -349,7 +427,8 @@ Options parse(int argc, char** argv) {
 bool run_child(const Options& o, const std::string& config, const std::string& encoding) {
   std::vector<std::string> args = {"bench_train", "--config", config, "--encoding", encoding, "--positions",
                                    o.positions, "--threads", std::to_string(o.threads), "--peak-gflops",
-                                   std::to_string(o.peak_gflops)};
+                                   std::to_string(o.peak_gflops), "--path-peak-gflops",
+                                   std::to_string(o.path_peak_gflops)};
   if (o.steps > 0) args.insert(args.end(), {"--steps", std::to_string(o.steps)});
   if (o.warmup >= 0) args.insert(args.end(), {"--warmup", std::to_string(o.warmup)});
   if (o.json) args.push_back("--json");
@@ -391,15 +470,21 @@ int main(int argc, char** argv) {
     }
 
     const bool one_cell = configs.size() * encodings.size() == 1;
+    if (o.gemm_shapes && (!one_cell || o.threads != 1 || o.json))
+      throw Error("--gemm-shapes: times one cell at one thread in text: give one --config and one --encoding, "
+                  "--threads 1 and no --json");
     if (o.peak_gflops <= 0 && (o.peak_only || !one_cell)) o.peak_gflops = measure_peak_gflops();
+    if (o.path_peak_gflops <= 0 && (o.peak_only || !one_cell)) o.path_peak_gflops = measure_peak_gflops(blas::gemm_kernel);
     if (o.peak_only) {
       const std::string core = blas::core_name(), origin = blas::coretype_origin();
       if (o.json)
         std::printf("{\"impl\":\"sgemm_peak\",\"n\":1024,\"threads\":1,\"peak_gflops\":%.4f,\"blas_core\":\"%s\","
-                    "\"blas_core_origin\":\"%s\"}\n", o.peak_gflops, core.c_str(), origin.c_str());
+                    "\"blas_core_origin\":\"%s\",\"gemm_path\":\"%s\",\"path_peak_gflops\":%.4f}\n", o.peak_gflops,
+                    core.c_str(), origin.c_str(), blas::gemm_path_name().c_str(), o.path_peak_gflops);
       else
-        std::printf("single-thread sgemm 1024^3 peak: %.2f GFLOP/s (OpenBLAS kernel %s, %s)\n", o.peak_gflops,
-                    core.c_str(), origin.c_str());
+        std::printf("single-thread sgemm 1024^3 peak: %.2f GFLOP/s (OpenBLAS kernel %s, %s); by the GEMM path "
+                    "(%s): %.2f GFLOP/s\n", o.peak_gflops, core.c_str(), origin.c_str(),
+                    blas::gemm_path_name().c_str(), o.path_peak_gflops);
       return 0;
     }
     if (one_cell) {

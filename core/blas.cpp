@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <type_traits>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include "core/blas_coretype.hpp"
+#include "core/blas_small.hpp"
 #include "core/parallel.hpp"
 
 extern "C" {
@@ -31,6 +34,16 @@ namespace {
 [[maybe_unused]] const bool kOneThread = (openblas_set_num_threads(1), true);
 
 GemmFn g_serial_for_testing = nullptr;
+
+// The libxsmm path takes float; double (gradient checks) never gets there (gemm_path_from).
+bool small_gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+                std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  return detail::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t, const double*,
+                std::size_t, double, double*, std::size_t) {
+  return false;
+}
 
 inline CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 inline void gemm_impl(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
@@ -55,6 +68,44 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
   }
   if (g_serial_for_testing)
     return g_serial_for_testing(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_kernel(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+GemmPath gemm_path() {
+  static const GemmPath path = gemm_path_from(std::getenv("PELAB_GEMM"));
+  return path;
+}
+
+GemmPath gemm_path_from(const char* env) {
+  // Double (pelab_core_f64, gradient checks only) always runs OpenBLAS: the libxsmm path is float's.
+  const bool is_float = std::is_same_v<real, float>, have_small = detail::small_gemm_built();
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "libxsmm") {
+    if (v == "libxsmm" && is_float && !have_small)
+      throw Error("environment variable PELAB_GEMM = 'libxsmm': this build has no libxsmm (configured with "
+                  "-DPELAB_LIBXSMM=OFF); allowed: openblas, or leave it unset");
+    return is_float && have_small ? GemmPath::libxsmm : GemmPath::openblas;
+  }
+  if (v == "openblas") return GemmPath::openblas;
+  throw Error("environment variable PELAB_GEMM = '" + v + "': allowed values are libxsmm (" +
+              (have_small ? "the default" : "not in this build") + ") and openblas (every GEMM in OpenBLAS)");
+}
+
+std::string gemm_path_name() {
+  return gemm_path() == GemmPath::libxsmm ? detail::small_gemm_name() : std::string("OpenBLAS");
+}
+
+void gemm_kernel(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                 const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                 std::size_t ldc) {
+  if (gemm_path() == GemmPath::libxsmm && small_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    return;
+  gemm_openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_openblas(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                   const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                   std::size_t ldc) {
   gemm_impl(tr(trans_a), tr(trans_b), static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
             A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
@@ -198,7 +249,7 @@ double measure_peak_gflops(double seconds) {
   double best = 1e30, spent = 0;
   for (int r = 0; r < 1000 && (r < 4 || spent < seconds); ++r) {
     const auto t0 = clock::now();
-    gemm_serial(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
+    gemm_openblas(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n);
     const double dt = std::chrono::duration<double>(clock::now() - t0).count();
     spent += dt;
     if (r > 0) best = std::min(best, dt);  // the first product warms caches and OpenBLAS's buffers
@@ -215,10 +266,11 @@ std::string blas_summary() {
     std::string name, version;
     cfg >> name >> version;
     char buf[96];
-    std::snprintf(buf, sizeof buf, "; %s peak %.1f GFLOP/s (1 thread, 512^3)",
+    std::snprintf(buf, sizeof buf, "; OpenBLAS %s peak %.1f GFLOP/s (1 thread, 512^3)",
                   sizeof(real) == sizeof(float) ? "sgemm" : "dgemm", peak);
-    return name + " " + version + ", kernel " + core_name() + " (" + coretype_origin() +
-           "); gemm agrees with the reference" + buf;
+    const char* env = std::getenv("PELAB_GEMM");
+    return name + " " + version + ", kernel " + core_name() + " (" + coretype_origin() + "); GEMMs by " +
+           gemm_path_name() + (env && *env ? " (PELAB_GEMM)" : " (default)") + "; gemm agrees with the reference" + buf;
   }();
   return summary;
 }

@@ -38,6 +38,29 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
                  const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                  std::size_t ldc);
 
+// Which code computes a piece (gemm_kernel), chosen once per process from the environment variable
+// PELAB_GEMM: `libxsmm` (the default when built with it, -DPELAB_LIBXSMM=ON: libxsmm's JIT kernels,
+// core/blas_small.cpp, about twice as fast as OpenBLAS on pelab's shapes on an AVX-512 CPU; OpenBLAS for
+// a shape libxsmm has no kernel for) or `openblas` (every product in OpenBLAS: the reference path, and
+// the only one when real is double). The path rounds differently, so it is part of a result's
+// determinism contract like the OpenBLAS kernel, and the run header names it (blas_summary). Throws
+// pelab::Error naming PELAB_GEMM, its value and the allowed values when it is set to anything else.
+enum class GemmPath { libxsmm, openblas };
+GemmPath gemm_path();
+GemmPath gemm_path_from(const char* pelab_gemm);  // what gemm_path() makes of the variable's value (nullptr: unset)
+std::string gemm_path_name();  // "libxsmm 1.17 (JIT, target skx)" or "OpenBLAS"
+
+// What gemm_serial runs for one piece (K > 0), without the test hook (set_serial_gemm_for_testing):
+// gemm_path()'s kernel. Benchmarks wrap it to time each product (bench/bench_train.cpp --gemm-shapes).
+void gemm_kernel(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                 const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                 std::size_t ldc);
+
+// OpenBLAS itself, whatever gemm_path() says (K > 0): the sgemm peaks are measured with it.
+void gemm_openblas(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                   const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                   std::size_t ldc);
+
 // Naive triple loop with the same contract: the reference the GEMM tests compare against.
 void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                     const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
@@ -62,13 +85,14 @@ std::string library_config();
 // beyond float rounding. Run once per process by blas_summary(); `under_test` replaces gemm (tests).
 void check_gemm_agrees(GemmFn under_test = gemm);
 
-// Single-thread GEMM (sgemm; dgemm when real is double) peak in GFLOP/s: the best of repeated 512^3
+// Single-thread OpenBLAS GEMM (sgemm; dgemm when real is double) peak in GFLOP/s: the best of repeated 512^3
 // products within about `seconds` (a short measurement, for the run header).
 double measure_peak_gflops(double seconds = 0.02);
 
-// One line for run headers and train.log: library, kernel and how it was chosen, the agreement check
-// and the measured peak, e.g. "OpenBLAS 0.3.21, kernel Cooperlake (autodetected by OpenBLAS), gemm
-// agrees with the reference, sgemm peak 98.5 GFLOP/s (1 thread)". Computed once per process (about 40
+// One line for run headers and train.log: library, kernel and how it was chosen, the GEMM path, the
+// agreement check and the measured peak, e.g. "OpenBLAS 0.3.21, kernel Haswell (OPENBLAS_CORETYPE);
+// GEMMs by libxsmm 1.17 (JIT, target skx) (PELAB_GEMM); gemm agrees with the reference; sgemm peak
+// 98.5 GFLOP/s (1 thread, 512^3)" (the peak is OpenBLAS's). Computed once per process (about 40
 // ms); throws std::runtime_error when the GEMM check fails.
 std::string blas_summary();
 

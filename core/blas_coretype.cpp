@@ -105,7 +105,17 @@ void select_coretype(char** argv, const std::string& detected, const CpuFeatures
                detected.c_str(), d.coretype.c_str());
 }
 
-void select_coretype(char** argv) { select_coretype(argv, core_name(), cpu_features()); }
+void select_coretype(char** argv) {
+  select_coretype(argv, core_name(), cpu_features());
+  // PELAB_GEMM (core/blas.hpp) is read here as well, first thing in main, so that a bad value stops the
+  // program before it writes anything rather than at its first GEMM.
+  try {
+    gemm_path();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    std::exit(2);
+  }
+}
 
 std::string coretype_origin(const char* env_coretype, const char* env_marker, const std::string& running) {
   std::string s;

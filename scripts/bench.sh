@@ -12,22 +12,26 @@
 #
 #   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
+#                    [--torch-coretype K]
+# PyTorch's OpenBLAS kernel: --torch-coretype K, else pelab's when pelab's GEMMs are OpenBLAS's
+# (PELAB_GEMM=openblas), else OpenBLAS's own pick for the CPU (OPENBLAS_CORETYPE unset for PyTorch):
+# pelab's libxsmm path uses the CPU's widest vectors, so PyTorch gets its fastest kernel too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=1 config=all encoding=all rounds=3 steps="" warmup="" variant=best build_dir=build json_out=""
+threads=1 config=all encoding=all rounds=3 steps="" warmup="" variant=best build_dir=build json_out="" torch_core=""
 while (($#)); do
   case "$1" in
-    --threads|--config|--encoding|--rounds|--steps|--warmup|--variant|--build-dir|--json-out)
+    --threads|--config|--encoding|--rounds|--steps|--warmup|--variant|--build-dir|--json-out|--torch-coretype)
       [ $# -ge 2 ] || { echo "bench.sh: $1 needs a value" >&2; exit 2; }
       v=$2
       case "$1" in
         --threads) threads=$v ;; --config) config=$v ;; --encoding) encoding=$v ;; --rounds) rounds=$v ;;
         --steps) steps=$v ;; --warmup) warmup=$v ;; --variant) variant=$v ;; --build-dir) build_dir=$v ;;
-        --json-out) json_out=$v ;;
+        --json-out) json_out=$v ;; --torch-coretype) torch_core=$v ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +51,8 @@ else
 fi
 case "$variant" in ref|eager|script|trace|eager_avx512|script_avx512|best) ;;
   *) echo "bench.sh: --variant must be ref, eager, script, trace, eager_avx512, script_avx512 or best, got '$variant'" >&2; exit 2 ;; esac
+[[ -z $torch_core || $torch_core =~ ^[A-Za-z0-9]+$ ]] ||
+  { echo "bench.sh: --torch-coretype takes an OpenBLAS core name (Haswell, SkylakeX, Cooperlake, ...), got '$torch_core'" >&2; exit 2; }
 extra=()
 [ -n "$steps" ] && extra+=(--steps "$steps")
 [ -n "$warmup" ] && extra+=(--warmup "$warmup")
@@ -80,9 +86,22 @@ noise_limit=0.10
 # the same OpenBLAS, runs the same one.
 peak_line=$("$bench" --peak-only --json)
 peak=$(jget "$peak_line" peak_gflops)
+path_peak=$(jget "$peak_line" path_peak_gflops)
+gemm_path=$(printf '%s\n' "$peak_line" | sed -n 's/.*"gemm_path":"\([^"]*\)".*/\1/p')
 core=$(jget "$peak_line" blas_core)
 core_origin=$(printf '%s\n' "$peak_line" | sed -n 's/.*"blas_core_origin":"\([^"]*\)".*/\1/p')
 export OPENBLAS_CORETYPE=$core
+# pelab's own GEMMs need not be OpenBLAS's (PELAB_GEMM, core/blas.hpp): then PyTorch gets OpenBLAS's own pick.
+if [ -n "$torch_core" ]; then
+  torch_env=(env "OPENBLAS_CORETYPE=$torch_core") torch_says="$torch_core (--torch-coretype)"
+elif [[ $gemm_path == OpenBLAS* ]]; then
+  torch_env=(env "OPENBLAS_CORETYPE=$core") torch_says="$core (the same kernel as pelab's GEMMs)"
+else
+  torch_env=(env -u OPENBLAS_CORETYPE)
+  picked=$("${torch_env[@]}" /usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0")
+l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)
+  torch_says="$picked (OpenBLAS's own pick: pelab's GEMMs are not OpenBLAS's)"
+fi
 [ -n "$json_out" ] && printf '%s\n' "$peak_line" >"$json_out"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
@@ -90,7 +109,7 @@ load_before=$(loadavg)
 echo "pelab vs PyTorch training throughput: forward + loss + backward + AdamW + zero_grad"
 echo "date:           $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine:        ${cpu:-unknown CPU}, $cores cores online, $(uname -sr)"
-echo "OpenBLAS core:  $core ($core_origin), used by both sides"
+echo "OpenBLAS core:  $core ($core_origin) for pelab's OpenBLAS; PyTorch's: $torch_says"
 echo "threads:        $threads (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, torch.set_num_threads; OMP_WAIT_POLICY=PASSIVE)"
 if ((have_torch)); then
   best=$("$python" -c 'import sys; sys.path.insert(0, "bench"); import bench_torch as b
@@ -100,7 +119,9 @@ print(", ".join(f"{c}: {v}" for c, v in b.BEST.items()))')
 else
   echo "PyTorch not available: measuring pelab only ($python -c 'import torch' failed)"
 fi
-printf 'sgemm peak:     %.1f GFLOP/s (1024^3, one thread, best of 7)\n' "$peak"
+printf 'sgemm peak:     %.1f GFLOP/s (OpenBLAS, 1024^3, one thread, best of 7)\n' "$peak"
+printf 'pelab GEMMs:    %s (PELAB_GEMM=%s; openblas: every GEMM in OpenBLAS); its 1024^3 peak %.1f GFLOP/s\n' \
+  "$gemm_path" "${PELAB_GEMM:-default}" "$path_peak"
 echo "rounds:         $rounds per cell, pelab and PyTorch alternately, each run a fresh process"
 echo "load average:   $load_before (before)"
 echo
@@ -113,7 +134,8 @@ for c in $configs; do
   for e in $encodings; do
     p_ms=() p_cpu=() t_ms=() t_cpu=() p_last="" t_last="" p_rss=0 t_rss=0 p_alloc=0 p_heap=0 p_drss=0 t_drss=0 check=""
     for ((r = 1; r <= rounds; r++)); do
-      p=$("$bench" --config "$c" --encoding "$e" --threads "$threads" --peak-gflops "$peak" --json "${extra[@]}")
+      p=$("$bench" --config "$c" --encoding "$e" --threads "$threads" --peak-gflops "$peak" \
+        --path-peak-gflops "$path_peak" --json "${extra[@]}")
       [ -n "$json_out" ] && printf '%s\n' "$p" >>"$json_out"
       p_ms+=("$(jget "$p" step_ms)") p_cpu+=("$(jget "$p" cpu_ms)") p_last=$p
       # Worst over the rounds: peak RSS, tensor buffers obtained from the system, heap and RSS growth.
@@ -124,7 +146,7 @@ for c in $configs; do
       if ((have_torch)); then
         check_flag=(--no-check)
         ((r == 1)) && check_flag=()  # the fast path is checked against pelab_ref once per cell
-        t=$("$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --variant "$variant" \
+        t=$("${torch_env[@]}" "$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --variant "$variant" \
           --json "${check_flag[@]}" "${extra[@]}")
         [ -n "$json_out" ] && printf '%s\n' "$t" >>"$json_out"
         t_ms+=("$(jget "$t" step_ms)") t_cpu+=("$(jget "$t" cpu_ms)") t_last=$t
@@ -158,13 +180,14 @@ load_after=$(loadavg)
 
 echo
 echo "memory (worst over the rounds; peak RSS of the cell's own process) and pelab's GEMM throughput at its median step:"
-fmt2='%-3s %-10s | %8s %8s %5s | %6s %10s %8s %8s | %8s | %7s %5s\n'
-printf "$fmt2" cfg encoding "pelab" "torch" "ratio" "steps" "new tensor" "heap" "pelab" "torch" "pelab" "util"
-printf "$fmt2" "" "" "RSS MB" "RSS MB" "" "" "buffers" "kB" "dRSS MB" "dRSS MB" "GFLOP/s" "%"
+fmt2='%-3s %-10s | %8s %8s %5s | %6s %10s %8s %8s | %8s | %7s %5s %5s\n'
+printf "$fmt2" cfg encoding "pelab" "torch" "ratio" "steps" "new tensor" "heap" "pelab" "torch" "pelab" "util" "path"
+printf "$fmt2" "" "" "RSS MB" "RSS MB" "" "" "buffers" "kB" "dRSS MB" "dRSS MB" "GFLOP/s" "%" "%"
 for row in "${rows[@]}"; do
   IFS='|' read -r c e p p_rss p_alloc p_heap p_drss t_rss t_drss p_med _ _ _ _ _ <<<"$row"
   gf=$(awk -v f="$(jget "$p" flops_per_step)" -v m="$p_med" 'BEGIN { printf "%.2f", f / m / 1e6 }')
   util=$(awk -v g="$gf" -v pk="$peak" 'BEGIN { printf "%.1f", 100 * g / pk }')
+  putil=$(awk -v g="$gf" -v pk="$path_peak" 'BEGIN { printf "%.1f", 100 * g / pk }')
   if ((have_torch)); then
     t_r=$(printf '%.1f' "$t_rss") r_r=$(awk -v a="$p_rss" -v b="$t_rss" 'BEGIN { printf "%.2f", a / b }')
     t_d=$(printf '%+.3f' "$t_drss")
@@ -172,7 +195,7 @@ for row in "${rows[@]}"; do
     t_r=n/a r_r=n/a t_d=n/a
   fi
   printf "$fmt2" "$c" "$e" "$(printf '%.1f' "$p_rss")" "$t_r" "$r_r" "$(jget "$p" steps)" "$p_alloc" \
-    "$(printf '%+.1f' "$p_heap")" "$(printf '%+.3f' "$p_drss")" "$t_d" "$gf" "$util"
+    "$(printf '%+.1f' "$p_heap")" "$(printf '%+.3f' "$p_drss")" "$t_d" "$gf" "$util" "$putil"
 done
 # Each encoding against rope, pelab side, same config of the same run (medians of the per-run medians).
 if [[ " $encodings " == *" rope "* ]] && [ "$encodings" != rope ]; then
@@ -213,6 +236,8 @@ echo "cpu ratio the same from median process CPU time (insensitive to preemption
 echo "both sides' run medians spread by at most $(awk -v l="$noise_limit" 'BEGIN { printf "%.0f", 100 * l }')%. new tensor buffers = buffers pelab's caching allocator had to get"
 echo "from the system during the timed steps (0: steady state allocates nothing); heap = change in glibc heap in"
 echo "use, dRSS = change in resident memory over the timed steps (torch's fast variants keep freed buffers in the"
-echo "heap, so theirs settles after a few steps); torch's RSS includes ~230 MB of library. util = model GEMM"
-echo "FLOP/s / the sgemm peak measured at the start (a peak measured under load is low: util can exceed 100%)."
+echo "heap, so theirs settles after a few steps); torch's RSS includes ~230 MB of library. util = model"
+echo "FLOP/s (forward + backward by formula) / OpenBLAS's sgemm peak measured at the start; path = the same / the"
+echo "1024^3 peak of pelab's GEMM path (libxsmm's AVX-512 kernels exceed OpenBLAS's AVX2 Haswell peak, so util can"
+echo "exceed 100%; so can a peak measured under load)."
 echo "load average:   $load_before (before), $load_after (after)"

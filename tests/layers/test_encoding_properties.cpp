@@ -157,11 +157,14 @@ TEST_CASE("rows with their own ids give the results of one-row batches, every en
       for (std::size_t i = 0; i < params.size(); ++i) {
         INFO("gradient of " << params[i].name);
         REQUIRE(grads[i].size() == summed[i].size());
-        // float32 sums in another order: 1e-4, or 1e-6 of the largest element where gradients run into the
-        // hundreds (fope's tok_emb: up to 230, differing by 1.5e-4)
+        // float32 sums in another order: 2e-4, or 1e-6 of the largest element where gradients run into the
+        // hundreds (fope's tok_emb: up to 230, differing by 1.5e-4). The floor depends on the GEMM kernel's
+        // rounding: dynamic_bias's tok_emb differs by 3.2e-5 with OpenBLAS Haswell and 1.02e-4 with libxsmm
+        // (PELAB_GEMM; over all 1634 checks here libxsmm's differences are smaller on average: 5.8% of the
+        // bound against 6.8%).
         double largest = 0;
         for (real v : grads[i]) largest = std::max(largest, std::abs(double(v)));
-        if (grads[i].size()) CHECK(max_abs_diff(grads[i], summed[i]) < std::max(1e-4, 1e-6 * largest));
+        if (grads[i].size()) CHECK(max_abs_diff(grads[i], summed[i]) < std::max(2e-4, 1e-6 * largest));
       }
     }
   }

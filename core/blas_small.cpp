@@ -1,0 +1,140 @@
+// The small-matrix path of the one BLAS wrapper (core/blas.hpp): libxsmm's JIT-generated kernels
+// (Debian libxsmm-dev 1.17; https://github.com/libxsmm/libxsmm), which code each product's exact
+// shape for the CPU's widest vectors (AVX-512 on this Zen 5: about twice the AVX2 OpenBLAS kernel on
+// pelab's shapes, bench/README.md "GEMM shapes"). <libxsmm.h> is included here only.
+//
+// libxsmm is column-major; a row-major C (M, N) = op(A) op(B) is the column-major C^T (N, M) = op(B)^T
+// op(A)^T with the same storage: m = N, n = M, k = K, libxsmm's "A" is our B and its "B" our A. Its
+// JIT kernels take alpha = 1, beta 0 or 1 and no transposed "A" (our trans_b), so:
+//  - trans_b: B (N, K) is transposed into per-thread scratch (K, N) first (libxsmm_otrans);
+//  - another alpha or beta: the product goes to scratch with beta 0, then C = alpha T + beta C;
+//  - large products are cut into blocks (kBlockM rows, kBlockN columns, kBlockK of the inner
+//    dimension, beta 1 after the first K block) so that a block of B stays in cache.
+// Every choice depends on the shape alone (never on the thread count), and a block is one kernel call
+// on the calling thread, so results are the same bits at any thread count; the kernel itself depends on
+// the CPU (libxsmm_get_target_arch), as OpenBLAS's does.
+#include "core/blas_small.hpp"
+
+#ifdef PELAB_HAVE_LIBXSMM
+#include <libxsmm.h>
+#endif
+
+#include <algorithm>
+#include <vector>
+
+namespace pelab::blas::detail {
+
+#ifdef PELAB_HAVE_LIBXSMM
+namespace {
+
+constexpr std::size_t kBlockM = 256, kBlockN = 256, kBlockK = 256;
+
+struct Init {
+  Init() { libxsmm_init(); }
+};
+
+// C block (m_rows, n_cols) += / = op(A) op(B) over k inner, alpha 1, beta 0 or 1; B not transposed.
+// False when libxsmm has no kernel for the shape (then nothing was written).
+bool kernel_call(bool ta, std::size_t m_rows, std::size_t n_cols, std::size_t k, const float* A, std::size_t lda,
+                 const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  const libxsmm_blasint m = libxsmm_blasint(n_cols), n = libxsmm_blasint(m_rows), kk = libxsmm_blasint(k);
+  const libxsmm_blasint la = libxsmm_blasint(ldb), lb = libxsmm_blasint(lda), lc = libxsmm_blasint(ldc);
+  const float alpha = 1;
+  const int flags = ta ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
+  const libxsmm_smmfunction f = libxsmm_smmdispatch(m, n, kk, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
+  if (!f) return false;
+  f(B, A, C);
+  return true;
+}
+
+// C (M, N) = op(A) op(B) (beta 0) or += (beta 1), B not transposed, in blocks.
+bool blocked(bool ta, std::size_t M, std::size_t N, std::size_t K, const float* A, std::size_t lda, const float* B,
+             std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  for (std::size_t j = 0; j < N; j += kBlockN)
+    for (std::size_t p = 0; p < K; p += kBlockK)
+      for (std::size_t i = 0; i < M; i += kBlockM) {
+        const std::size_t nb = std::min(kBlockN, N - j), kb = std::min(kBlockK, K - p), mb = std::min(kBlockM, M - i);
+        const float* a = ta ? A + p * lda + i : A + i * lda + p;  // op(A) rows i.., columns p..
+        const float b0 = p == 0 ? beta : 1.0f;
+        if (!kernel_call(ta, mb, nb, kb, a, lda, B + p * ldb + j, ldb, b0, C + i * ldc + j, ldc)) {
+          if (i == 0 && j == 0 && p == 0) return false;  // nothing written yet: the caller falls back
+          // A later block's shape without a kernel after earlier blocks ran: not seen with libxsmm 1.17
+          // (it codes every shape), but finish the block by the reference loop rather than fail.
+          for (std::size_t r = 0; r < mb; ++r)
+            for (std::size_t c = 0; c < nb; ++c) {
+              float acc = b0 == 0.0f ? 0.0f : C[(i + r) * ldc + j + c];
+              for (std::size_t q = 0; q < kb; ++q)
+                acc += a[ta ? q * lda + r : r * lda + q] * B[(p + q) * ldb + j + c];
+              C[(i + r) * ldc + j + c] = acc;
+            }
+        }
+      }
+  return true;
+}
+
+thread_local std::vector<float> t_bt, t_prod;
+
+// libxsmm 1.17's JIT kernels return with the upper halves of the vector registers in use (no vzeroupper),
+// and every SSE instruction after them then pays for it: the portable build's loops are SSE
+// (-march=x86-64-v2), and at (a) with CoPE, whose step is 80% such loops, the step took 17.0 ms of CPU
+// without this against 12.6 ms with it (14.0 ms with OpenBLAS, which clears them). On a CPU without
+// AVX libxsmm's kernels are SSE and there is nothing to clear.
+#if defined(__x86_64__) || defined(__i386__)
+const bool kHaveAvx = __builtin_cpu_supports("avx");
+inline void clear_upper_state() {
+  if (kHaveAvx) __asm__ volatile("vzeroupper" ::: "memory");
+}
+#else
+inline void clear_upper_state() {}
+#endif  // per-thread scratch: transposed B, a product before scaling
+
+}  // namespace
+
+bool small_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+                std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  static const Init init;
+  if (trans_b) {  // B stored (N, K): its transpose (K, N), rows of N
+    t_bt.resize(K * N);
+    libxsmm_otrans(t_bt.data(), B, sizeof(float), libxsmm_blasint(K), libxsmm_blasint(N), libxsmm_blasint(ldb),
+                   libxsmm_blasint(N));
+    B = t_bt.data(), ldb = N;
+  }
+  if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) {
+    const bool ok = blocked(trans_a, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    clear_upper_state();
+    return ok;
+  }
+  t_prod.resize(M * N);
+  const bool ok = blocked(trans_a, M, N, K, A, lda, B, ldb, 0.0f, t_prod.data(), N);
+  clear_upper_state();
+  if (!ok) return false;
+  for (std::size_t i = 0; i < M; ++i) {
+    const float* t = t_prod.data() + i * N;
+    float* c = C + i * ldc;
+    if (beta == 0.0f)  // BLAS semantics: C is not read (it may hold NaN)
+      for (std::size_t j = 0; j < N; ++j) c[j] = alpha * t[j];
+    else
+      for (std::size_t j = 0; j < N; ++j) c[j] = alpha * t[j] + beta * c[j];
+  }
+  return true;
+}
+
+bool small_gemm_built() { return true; }
+
+std::string small_gemm_name() {
+  static const Init init;
+  return std::string("libxsmm ") + LIBXSMM_CONFIG_VERSION + " (JIT, target " + libxsmm_get_target_arch() + ")";
+}
+
+#else  // built without libxsmm (-DPELAB_LIBXSMM=OFF)
+
+bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t, const float*,
+                std::size_t, float, float*, std::size_t) {
+  return false;
+}
+bool small_gemm_built() { return false; }
+std::string small_gemm_name() { return ""; }
+
+#endif
+
+}  // namespace pelab::blas::detail

@@ -1,0 +1,176 @@
+// The libxsmm GEMM path (core/blas_small.cpp) against OpenBLAS and the double-precision reference, and
+// its results at 1 and 2 threads.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/blas.hpp"
+#include "core/blas_small.hpp"
+#include "core/parallel.hpp"
+#include "core/tensor.hpp"
+
+using namespace pelab;
+
+namespace {
+
+std::vector<float> lcg(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<float>(static_cast<double>(seed >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+  return v;
+}
+
+struct GemmShape {
+  std::size_t M, N, K;
+};
+
+// One product by `fn` on padded operands; checks every element against gemm_reference within the
+// rounding bound of a K-term float dot product (2 (K + 2) eps (|alpha| sum |a b| + |beta c|)) and the
+// padding past each row of C untouched. Returns C.
+std::vector<float> check_product(blas::GemmFn fn, bool ta, bool tb, const GemmShape& s, float alpha, float beta) {
+  const std::size_t lda = (ta ? s.M : s.K) + 3, ldb = (tb ? s.K : s.N) + 2, ldc = s.N + 5;
+  const auto A = lcg((ta ? s.K : s.M) * lda, 1 + s.M), B = lcg((tb ? s.N : s.K) * ldb, 2 + s.N);
+  std::vector<float> C = lcg(s.M * ldc, 3 + s.K);
+  std::vector<float> ref = C;
+  fn(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  blas::gemm_reference(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, ref.data(), ldc);
+  const double eps = std::numeric_limits<float>::epsilon();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < s.M; ++i)
+    for (std::size_t j = 0; j < ldc; ++j) {
+      if (j >= s.N) {
+        if (std::memcmp(&C[i * ldc + j], &ref[i * ldc + j], sizeof(float)) != 0) ++bad;
+        continue;
+      }
+      double mag = 0;
+      for (std::size_t k = 0; k < s.K; ++k)
+        mag += std::fabs(double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]));
+      const double bound = 2.0 * double(s.K + 2) * eps * (std::fabs(alpha) * mag + std::fabs(beta));
+      if (!(std::fabs(double(C[i * ldc + j]) - double(ref[i * ldc + j])) <= bound)) ++bad;
+    }
+  INFO("trans_a " << ta << " trans_b " << tb << " M " << s.M << " N " << s.N << " K " << s.K << " alpha " << alpha
+                  << " beta " << beta);
+  CHECK(bad == 0);
+  return C;
+}
+
+bool g_small_ran = true;
+void small_only(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, real alpha, const real* A,
+                std::size_t lda, const real* B, std::size_t ldb, real beta, real* C, std::size_t ldc) {
+  g_small_ran = blas::detail::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) && g_small_ran;
+}
+
+// The model's per-head and linear shapes at configs (a)-(c) (bench/README.md, "GEMM shapes"), odd sizes,
+// and products larger than one block (256) in every dimension, with edges.
+const GemmShape kShapes[] = {{32, 32, 16}, {32, 16, 32}, {128, 128, 32}, {128, 32, 128}, {1, 1, 1}, {17, 13, 29},
+                         {70, 90, 150}, {512, 64, 192}, {20, 64, 300}, {300, 270, 520}};
+
+}  // namespace
+
+TEST_CASE("the libxsmm path agrees with the reference: every transpose pair, alpha and beta, padded rows",
+          "[blas][libxsmm]") {
+  if (!blas::detail::small_gemm_built()) {
+    WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
+    return;
+  }
+  g_small_ran = true;
+  for (const GemmShape& s : kShapes)
+    for (int t = 0; t < 4; ++t)
+      for (const float alpha : {1.0f, 0.75f})
+        for (const float beta : {0.0f, 1.0f, 0.5f}) check_product(small_only, t & 1, t & 2, s, alpha, beta);
+  CHECK(g_small_ran);  // every product was computed by libxsmm, none handed back to OpenBLAS
+  blas::check_gemm_agrees(small_only);
+}
+
+TEST_CASE("the libxsmm path and OpenBLAS agree within float rounding of each other", "[blas][libxsmm]") {
+  if (!blas::detail::small_gemm_built()) {
+    WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
+    return;
+  }
+  for (const GemmShape& s : {GemmShape{128, 128, 32}, GemmShape{300, 270, 520}})
+    for (int t = 0; t < 4; ++t) {
+      const auto x = check_product(small_only, t & 1, t & 2, s, 0.5f, 1.0f);
+      const auto o = check_product(blas::gemm_openblas, t & 1, t & 2, s, 0.5f, 1.0f);
+      double worst = 0, scale = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        worst = std::max(worst, std::fabs(double(x[i]) - double(o[i])));
+        scale = std::max(scale, std::fabs(double(o[i])));
+      }
+      CHECK(worst <= 1e-5 * scale);  // both within K eps of the exact product
+    }
+}
+
+TEST_CASE("gemm through the libxsmm path gives the same bits at 1 and 2 threads", "[blas][libxsmm][threads]") {
+  if (blas::gemm_path() != blas::GemmPath::libxsmm) {
+    WARN("skipped: PELAB_GEMM selects OpenBLAS, or built without libxsmm");
+    return;
+  }
+  if (parallel::hardware_threads() < 2) {
+    WARN("skipped: one hardware thread");
+    return;
+  }
+  // Cut into 2 pieces by the plan (blas::gemm_pieces), through the scratch of trans_b and of alpha != 1.
+  const GemmShape shapes[] = {{1024, 256, 64}, {512, 1024, 96}, {600, 80, 700}};
+  for (const GemmShape& s : shapes)
+    for (int t = 0; t < 4; ++t)
+      for (const float alpha : {1.0f, 0.25f}) {
+        const bool ta = t & 1, tb = t & 2;
+        const std::size_t lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+        const auto A = lcg((ta ? s.K : s.M) * lda, 5), B = lcg((tb ? s.N : s.K) * ldb, 6), C0 = lcg(s.M * s.N, 7);
+        std::vector<std::vector<float>> out;
+        for (const int threads : {1, 2}) {
+          parallel::set_threads(threads);
+          std::vector<float> C = C0;
+          blas::gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 1.0f, C.data(), s.N);
+          out.push_back(C);
+        }
+        parallel::set_threads(1);
+        INFO("trans_a " << ta << " trans_b " << tb << " M " << s.M << " N " << s.N << " K " << s.K);
+        CHECK(blas::gemm_pieces(s.M, s.N, s.K) == 2);
+        CHECK(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
+      }
+}
+
+TEST_CASE("PELAB_GEMM is libxsmm or openblas, anything else an error naming the variable", "[blas][libxsmm]") {
+  CHECK(blas::gemm_path_from("openblas") == blas::GemmPath::openblas);
+  const auto dflt = blas::detail::small_gemm_name().empty() ? blas::GemmPath::openblas : blas::GemmPath::libxsmm;
+  CHECK(blas::gemm_path_from(nullptr) == dflt);
+  CHECK(blas::gemm_path_from("") == dflt);
+  if (dflt == blas::GemmPath::libxsmm) CHECK(blas::gemm_path_from("libxsmm") == blas::GemmPath::libxsmm);
+  try {
+    blas::gemm_path_from("mkl");
+    FAIL("no error for PELAB_GEMM=mkl");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("PELAB_GEMM") != std::string::npos);
+    CHECK(m.find("'mkl'") != std::string::npos);
+    CHECK(m.find("openblas") != std::string::npos);
+  }
+}
+
+TEST_CASE("the libxsmm path does not read C when beta is 0 (it may hold NaN), as BLAS", "[blas][libxsmm]") {
+  if (!blas::detail::small_gemm_built()) {
+    WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
+    return;
+  }
+  for (const GemmShape& s : {GemmShape{32, 16, 32}, GemmShape{300, 270, 520}})
+    for (int t = 0; t < 4; ++t)
+      for (const float alpha : {1.0f, 0.5f}) {
+        const bool ta = t & 1, tb = t & 2;
+        const std::size_t lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+        const auto A = lcg((ta ? s.K : s.M) * lda, 8), B = lcg((tb ? s.N : s.K) * ldb, 9);
+        std::vector<float> C(s.M * s.N, std::numeric_limits<float>::quiet_NaN());
+        REQUIRE(blas::detail::small_gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N));
+        std::size_t nan = 0;
+        for (float c : C) nan += std::isnan(c);
+        INFO("trans_a " << ta << " trans_b " << tb << " M " << s.M << " alpha " << alpha);
+        CHECK(nan == 0);
+      }
+}
