@@ -36,12 +36,13 @@ namespace {
 GemmFn g_serial_for_testing = nullptr;
 
 // The libxsmm path takes float; double (gradient checks) never gets there (gemm_path_from).
-bool small_gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
-                std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+[[maybe_unused]] bool small_gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                                 const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                                 std::size_t ldc) {
   return detail::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t, const double*,
-                std::size_t, double, double*, std::size_t) {
+[[maybe_unused]] bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t,
+                                 const double*, std::size_t, double, double*, std::size_t) {
   return false;
 }
 
@@ -80,15 +81,15 @@ GemmPath gemm_path_from(const char* env) {
   // Double (pelab_core_f64, gradient checks only) always runs OpenBLAS: the libxsmm path is float's.
   const bool is_float = std::is_same_v<real, float>, have_small = detail::small_gemm_built();
   const std::string v = env ? env : "";
-  if (v.empty() || v == "libxsmm") {
-    if (v == "libxsmm" && is_float && !have_small)
+  if (v.empty() || v == "openblas") return GemmPath::openblas;  // the default: the committed results' path
+  if (v == "libxsmm") {
+    if (is_float && !have_small)
       throw Error("environment variable PELAB_GEMM = 'libxsmm': this build has no libxsmm (configured with "
                   "-DPELAB_LIBXSMM=OFF); allowed: openblas, or leave it unset");
-    return is_float && have_small ? GemmPath::libxsmm : GemmPath::openblas;
+    return is_float ? GemmPath::libxsmm : GemmPath::openblas;
   }
-  if (v == "openblas") return GemmPath::openblas;
-  throw Error("environment variable PELAB_GEMM = '" + v + "': allowed values are libxsmm (" +
-              (have_small ? "the default" : "not in this build") + ") and openblas (every GEMM in OpenBLAS)");
+  throw Error("environment variable PELAB_GEMM = '" + v + "': allowed values are openblas (the default: every GEMM "
+              "in OpenBLAS) and libxsmm (" + (have_small ? "libxsmm's JIT kernels" : "not in this build") + ")");
 }
 
 std::string gemm_path_name() {

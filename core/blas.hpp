@@ -39,10 +39,11 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
                  std::size_t ldc);
 
 // Which code computes a piece (gemm_kernel), chosen once per process from the environment variable
-// PELAB_GEMM: `libxsmm` (the default when built with it, -DPELAB_LIBXSMM=ON: libxsmm's JIT kernels,
-// core/blas_small.cpp, about twice as fast as OpenBLAS on pelab's shapes on an AVX-512 CPU; OpenBLAS for
-// a shape libxsmm has no kernel for) or `openblas` (every product in OpenBLAS: the reference path, and
-// the only one when real is double). The path rounds differently, so it is part of a result's
+// PELAB_GEMM: `openblas` (the default: every product in OpenBLAS, the path every committed result was
+// made with, and the only one when real is double) or `libxsmm` (built with -DPELAB_LIBXSMM=ON:
+// libxsmm's JIT kernels, core/blas_small.cpp, about twice as fast as OpenBLAS on pelab's shapes on an
+// AVX-512 CPU; OpenBLAS for a shape libxsmm has no kernel for; opt-in until the committed results are
+// regenerated with it, since it rounds differently). The path rounds differently, so it is part of a result's
 // determinism contract like the OpenBLAS kernel, and the run header names it (blas_summary). Throws
 // pelab::Error naming PELAB_GEMM, its value and the allowed values when it is set to anything else.
 enum class GemmPath { libxsmm, openblas };

@@ -88,7 +88,10 @@ EncodingCost pope_cost(const Params& p, const ModelDims& d, const ForwardShape& 
   EncodingCost c;
   c.splits_heads = true;
   c.input.hold(table, 2);
-  c.layers.hold(Q, 2 * 3 * L).hold(2 * Q, 2 * L);
+  // Without a tape the products are freed as the next is made: at most three of q's size and one wide
+  // q or k at once.
+  if (s.training) c.layers.hold(Q, 2 * 3 * L).hold(2 * Q, 2 * L);
+  else c.layers.hold(Q, 3).hold(2 * Q, 1);
   if (s.training) c.layers.add_backward(2 * Q, 2).add_backward(Q, 4);
   if (p.get_string("phase_bias") != "none") {
     const double P = table * double(d.n_heads), small = double(d.n_heads * d.head_dim);

@@ -56,23 +56,8 @@ std::size_t measured_training(const RunSpec& spec) {
   return memory::stats().system_bytes - before;
 }
 
-std::size_t measured_evaluation(const RunSpec& spec, std::size_t n) {
-  memory::release_cache();
-  const std::size_t before = memory::stats().system_bytes;
-  {
-    Transformer m(spec.model);
-    Rng rng(1);
-    init_parameters(m, rng);
-    m.set_training(false);
-    EvalConfig ec = spec.config.eval;
-    ec.samples = ec.batch_size;  // one batch
-    evaluate_length(m, *spec.task, ec, eval_positions(spec.config), n, spec.config.min_len, spec.config.train_len);
-  }
-  return memory::stats().system_bytes - before;
-}
-
-// A forward without a tape that keeps every layer's attention maps (a probe), one batch.
-std::size_t measured_probe(const RunSpec& spec, std::size_t n, std::size_t batch) {
+// A forward without a tape of one batch, keeping every layer's attention maps (a probe) or not.
+std::size_t measured_forward(const RunSpec& spec, std::size_t n, std::size_t batch, bool maps_too) {
   memory::release_cache();
   const std::size_t before = memory::stats().system_bytes;
   {
@@ -86,10 +71,19 @@ std::size_t measured_probe(const RunSpec& spec, std::size_t n, std::size_t batch
     assign_positions(b, eval_positions(spec.config), prng);
     std::vector<Array> maps;
     ForwardOptions fo;
-    fo.attention_maps = &maps;
+    if (maps_too) fo.attention_maps = &maps;
+    if (b.has_digit_index()) fo.digit_index = &b.digit_index;
     const Tensor logits = m.forward(b.tokens, b.positions, fo);
   }
   return memory::stats().system_bytes - before;
+}
+std::size_t measured_probe(const RunSpec& spec, std::size_t n, std::size_t batch) {
+  return measured_forward(spec, n, batch, true);
+}
+// One forward of an eval batch (eval.batch_size rows), what ResourceModel::evaluation estimates;
+// evaluate_length may run those rows in several passes (experiments/eval/evaluate.cpp).
+std::size_t measured_evaluation(const RunSpec& spec, std::size_t n) {
+  return measured_forward(spec, n, spec.config.eval.batch_size, false);
 }
 
 // Every registered encoding with its defaults, and options that change what an encoding allocates.
