@@ -884,6 +884,13 @@ def claims_text(ind, claims, method, bar, agg):
     return "; ".join(parts)
 
 
+def baselines_text(facts, method, ood):
+    """Each baseline's median exact match (%) per length beyond training, marked when it fails the gate."""
+    return "; ".join(f"{b}: median " + ", ".join(f"{pct(facts[b]['per'][L]['median'])} at {L}" for L in ood)
+                     + ("" if facts[b]["gate"] else " (fails the competence gate: not compared)")
+                     for b in facts if b != method)
+
+
 ARITH_GATE = ("every group: {gate}; metric exact match (every answer digit and <EOS> right, greedy decoding) at "
               "{ind} digits. The method failing it makes the verdict not comparable; a baseline failing it is shown "
               "but not compared.")
@@ -910,8 +917,7 @@ def page_cho2024(run_dir, rows, config, quick):
                            ["coupling: ≥ 95% exact match up to", "200 digits (6.67x)",
                             "n/a" if claims["reach"] is None else f"{claims['reach']} digits ({claims['ratio']:.2f}x)"],
                            ["without coupling (random-start APE, NoPE)", "fails beyond the training lengths",
-                            "; ".join(f"{b}: {', '.join(pct(facts[b]['per'][L]['median']) for L in ood)} at {', '.join(map(str, ood))}"
-                                      for b in facts if b != "coupled")]])
+                            baselines_text(facts, "coupled", ood)]])
     tables = arith_table(ind, ood, facts, "arm")
     extra = ("Reproduces: the coupled arm's median exact match ≥ 95% at the first length(s) beyond training, and "
              "the coupled arm separated above the baseline at some length beyond training; partly: one of the two.")
@@ -937,8 +943,7 @@ def page_mcleish2024(run_dir, rows, config, quick):
                            ["Abacus: exact match beyond training", "up to 99% on 100-digit addition (5x; their best model)",
                             "best seed " + ", ".join(f"{L}: {pct(claims['value'][L])}" for L in ood)],
                            ["without Abacus (the same model, NoPE)", "far lower beyond 20 digits (Figure 1, left)",
-                            "; ".join(f"{b}: median " + ", ".join(pct(facts[b]['per'][L]['median']) for L in ood)
-                                      for b in facts if b != "abacus")]])
+                            baselines_text(facts, "abacus", ood)]])
     extra = ("Reproduces: the best Abacus seed ≥ 99% exact match at the first length(s) beyond training (the paper's "
              "'up to 99%' is its best model), and Abacus separated above the model without it at some length beyond "
              "training; partly: one of the two.")
@@ -974,8 +979,7 @@ def page_zhou2024(run_dir, rows, config, quick):
                            ["FIRE + randomized + reversed + index hints, best run", "> 98% exact match at 100 digits (2.5x)",
                             ", ".join(f"{L}: {pct(claims['value'][L])}" for L in ood)],
                            ["the same format with RoPE", "fails beyond the training length",
-                            "; ".join(f"{b}: median " + ", ".join(pct(facts[b]['per'][L]['median']) for L in ood)
-                                      for b in arms[1:])],
+                            baselines_text(facts, method, ood)],
                            ["spread over seeds", "large variance across weight-initialization and data-order seeds",
                             f"best − worst seed: {fmt_spread(ind) if spread_ind is None else f'{100 * spread_ind:.1f} points'} "
                             f"at {ind} (in dist.); " + ", ".join(f"{L}: {fmt_spread(L)}" for L in ood)]])

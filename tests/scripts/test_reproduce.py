@@ -162,7 +162,8 @@ def test_arithmetic(fresh, tmp):
     check("partly reproduces" in v and "baseline fails the competence gate" in v,
           f"cho2024: a baseline that did not learn is not compared ({v})")
     text = open(os.path.join(tmp, "c5", "RESULT.md")).read()
-    check("median 97.0" in text and "| baseline | 30.0" in text, "cho2024: the table has each arm's medians and gate")
+    check("median 97.0" in text and "| baseline | 30.0" in text and "(fails the competence gate: not compared)" in text,
+          "cho2024: the table has each arm's medians and gate; the comparison marks the baseline that failed it")
 
     fake_mcleish(fresh("m1"), 0.995, 0.02, spread=0.004)
     v = page("mcleish2024", os.path.join(tmp, "m1"))
