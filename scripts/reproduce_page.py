@@ -871,12 +871,19 @@ def claims_word(method_gate, claims):
     return "partly reproduces" if a or b else "does not reproduce"
 
 
-def claims_text(ind, claims, method, bar, agg):
+def claims_text(ind, claims, method, bar, agg, facts=None):
+    """The claims in words; when `facts` show the method failing the gate, that comes first."""
+    gate = ""
+    if facts is not None and not facts[method]["gate"]:
+        f = facts[method]
+        seeds = ", ".join(pct(x) for x in f["per"][ind]["seeds"])
+        gate = (f"{method}'s exact match (%) at {ind} digits is {mean_std(f['cell'])} (seeds: {seeds}), below the "
+                f"gate's {pct(f['thr'])}%; shown, not judged: ")
     ratio = "" if claims["reach"] is None else f", {claims['ratio']:.2f}x the training length"
     reach = ("below the bar already at the first length beyond training" if claims["reach"] is None
              else f"holds up to {claims['reach']} digits{ratio}")
     vals = ", ".join(f"{L}: {pct(v)}" for L, v in claims["value"].items())
-    parts = [f"{method}'s exact match ({agg} over seeds; % at {vals}) ≥ {100 * bar:.0f}% {reach}"]
+    parts = [f"{gate}{method}'s exact match ({agg} over seeds; % at {vals}) ≥ {100 * bar:.0f}% {reach}"]
     for b, ls in claims["sep"].items():
         parts.append(f"above {b} beyond the seed spread at " + (", ".join(map(str, ls)) + " digits" if ls else "no length (tie)"))
     for b in claims["failed"]:
@@ -911,7 +918,7 @@ def page_cho2024(run_dir, rows, config, quick):
     word = claims_word(facts["coupled"]["gate"], claims)
     verdict = (f"Cho et al.'s position-coupling claim {word} at toy scale (trained on 1..{ind} digits, tested up to "
                f"{max(ood)}; the paper: 1..30 digits, ≥ 95% up to 200, 6.67x): "
-               + claims_text(ind, claims, "coupled", 0.95, "median") + "." + provisional(rows))
+               + claims_text(ind, claims, "coupled", 0.95, "median", facts) + "." + provisional(rows))
     comparison = md_table(["", "Cho et al. 2024 (Figure 1; medians over runs)", "pelab (median over seeds)"],
                           [["trained on", "1..30 digits", f"1..{ind} digits"],
                            ["coupling: ≥ 95% exact match up to", "200 digits (6.67x)",
@@ -936,7 +943,7 @@ def page_mcleish2024(run_dir, rows, config, quick):
     med = ", ".join(f"{L}: {pct(facts['abacus']['per'][L]['median'])}" for L in ood)
     verdict = (f"McLeish et al.'s Abacus claim {word} at toy scale (trained on 1..{ind} digits, tested up to "
                f"{max(ood)}; the paper: 20 digits, up to 99% at 100): "
-               + claims_text(ind, claims, "abacus", 0.99, "best") + f"; abacus median over seeds {med}."
+               + claims_text(ind, claims, "abacus", 0.99, "best", facts) + f"; abacus median over seeds {med}."
                + provisional(rows))
     comparison = md_table(["", "McLeish et al. 2024 (abstract, Figure 1)", "pelab"],
                           [["trained on", "operands of up to 20 digits", f"operands of 1..{ind} digits"],
@@ -972,7 +979,7 @@ def page_zhou2024(run_dir, rows, config, quick):
               if wide else f"seeds span < {100 * ZHOU_SPREAD:.0f} points at every length beyond training")
     verdict = (f"Zhou et al.'s claim {word} at toy scale (trained on 1..{ind} digits, tested up to {max(ood)}; the "
                f"paper: 40 digits, > 98% at 100 with its best run): "
-               + claims_text(ind, claims, method, 0.98, "best") + f". Robustness: {robust}." + provisional(rows))
+               + claims_text(ind, claims, method, 0.98, "best", facts) + f". Robustness: {robust}." + provisional(rows))
     fmt_spread = lambda L: "n/a" if spread.get(L) is None else f"{100 * spread[L]:.1f} points"
     comparison = md_table(["", "Zhou et al. 2024 (Figure 1; abstract)", "pelab"],
                           [["trained on", "1..40 digits", f"1..{ind} digits"],
