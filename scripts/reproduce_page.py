@@ -924,8 +924,8 @@ def page_cho2024(run_dir, rows, config, quick):
                            ["coupling: ≥ 95% exact match up to", "200 digits (6.67x)",
                             f"not reached (median {pct(claims['value'][ood[0]])}% at {ood[0]} digits)" if claims["reach"] is None
                             else f"{claims['reach']} digits ({claims['ratio']:.2f}x)"],
-                           ["without coupling (paper: random-start APE, NoPE; pelab: the same table on ids 0..T-1)",
-                            "fails beyond the training lengths",
+                           ["without coupling (paper: Figure 1's baselines, NoPE among them; pelab: the same table on "
+                            "ids 0..T-1)", "fail beyond the training lengths",
                             baselines_text(facts, "coupled", ood)]])
     tables = arith_table(ind, ood, facts, "arm")
     extra = ("Reproduces: the coupled arm's median exact match ≥ 95% at the first length(s) beyond training, and "
@@ -951,7 +951,8 @@ def page_mcleish2024(run_dir, rows, config, quick):
                           [["trained on", "operands of up to 20 digits", f"operands of 1..{ind} digits"],
                            ["Abacus: exact match beyond training", "up to 99% on 100-digit addition (5x; their best model)",
                             "best seed " + ", ".join(f"{L}: {pct(claims['value'][L])}" for L in ood)],
-                           ["without Abacus (the same model, NoPE)", "far lower beyond 20 digits (Figure 1, left)",
+                           ["without Abacus (pelab: the same model, NoPE)", "lower beyond the training length (Figure 1, left: "
+                            "earlier state-of-the-art embeddings)",
                             baselines_text(facts, "abacus", ood)]])
     extra = ("Reproduces: the best Abacus seed ≥ 99% exact match at the first length(s) beyond training (the paper's "
              "'up to 99%' is its best model), and Abacus separated above the model without it at some length beyond "
