@@ -6,6 +6,9 @@
 #   --quick      the recipe's smaller variant (the `# reproduce.quick:` overrides in its header), in
 #                runs/reproduce/NAME-quick; the page says it is the quick variant and what it changes
 #   --page-only  do not train: write the page from an existing run directory
+# A recipe whose header has `# reproduce.arm: ARM [--set ...]` lines runs its sweep once per arm, with that
+# arm's overrides, into RUN_DIR/ARM (arms compare settings that one cartesian [sweep] grid cannot pair,
+# e.g. coupled position ids against plain ones, each of which needs its own position mode).
 # Environment: PELAB (binary, default build/pelab), REPRODUCE_OUT (run directory), REPRODUCE_RESULTS
 # (where the page copy goes, default experiments/results/reproduce).
 set -euo pipefail
@@ -42,6 +45,12 @@ if [ $quick = 1 ]; then
   [ -n "$line" ] || { echo "error: $config has no '# reproduce.quick:' line" >&2; exit 2; }
   read -r -a sets <<< "$line"
 fi
+arms=(); arm_sets=()  # arm i: its name and its overrides, one string each
+while IFS= read -r line; do
+  arm=${line%% *}; rest=""; [ "$arm" = "$line" ] || rest=${line#* }
+  [[ "$arm" =~ ^[a-z0-9_]+$ ]] || { echo "error: $config: '# reproduce.arm: $line': the arm's name must be [a-z0-9_]+" >&2; exit 2; }
+  arms+=("$arm"); arm_sets+=("$rest")
+done < <(sed -n 's/^# reproduce\.arm: //p' "$config")
 out=${REPRODUCE_OUT:-$root/runs/reproduce/$name$suffix}
 results=${REPRODUCE_RESULTS:-$root/experiments/results/reproduce}
 
@@ -49,7 +58,15 @@ if [ $page_only = 0 ]; then
   [ -x "$pelab" ] || { echo "error: no pelab binary at $pelab (build first: bash scripts/setup.sh)" >&2; exit 2; }
   mkdir -p "$out"
   start=$(date +%s.%N)
-  (cd "$root" && "$pelab" sweep "$config" --jobs "$jobs" --out "$out" ${sets[@]+"${sets[@]}"})
+  if [ ${#arms[@]} = 0 ]; then
+    (cd "$root" && "$pelab" sweep "$config" --jobs "$jobs" --out "$out" ${sets[@]+"${sets[@]}"})
+  else
+    for i in "${!arms[@]}"; do
+      read -r -a extra <<< "${arm_sets[$i]}"
+      (cd "$root" && "$pelab" sweep "$config" --jobs "$jobs" --out "$out/${arms[$i]}" \
+        ${extra[@]+"${extra[@]}"} ${sets[@]+"${sets[@]}"})
+    done
+  fi
   end=$(date +%s.%N)
   # CPU time of the finished children (the sweep and its cells): user + sys from `times`' second line,
   # taken in this shell (in a $(...) subshell `times` would see no children).
@@ -59,7 +76,10 @@ if [ $page_only = 0 ]; then
   printf '%s %.1f %s %s %s\n' "$(date -u +%FT%TZ)" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$cpu" "$jobs" "${sets[*]:-}" \
     >> "$out/reproduce_times.txt"
 fi
-[ -f "$out/summary.csv" ] || { echo "error: $out has no summary.csv (run the recipe first, without --page-only)" >&2; exit 2; }
+for d in ${arms[@]+"${arms[@]/#/$out/}"}; do
+  [ -f "$d/summary.csv" ] || { echo "error: $d has no summary.csv (run the recipe first, without --page-only)" >&2; exit 2; }
+done
+[ ${#arms[@]} != 0 ] || [ -f "$out/summary.csv" ] || { echo "error: $out has no summary.csv (run the recipe first, without --page-only)" >&2; exit 2; }
 mkdir -p "$results"
 /usr/bin/python3 "$root/scripts/reproduce_page.py" "$name" "$out" --quick "$quick" --config "$config" \
   --out "$out/RESULT.md" --copy "$results/$name$( [ $quick = 1 ] && echo .quick ).md"

@@ -768,11 +768,246 @@ def kazemnejad_checks(config, quick, ind, n):
                             "reproduce.")
 
 
+# ------------------------------------------------------------------------------ arithmetic (issue #24, item 3)
+# cho2024, mcleish2024, zhou2024: exact match on addition beyond the training length, a method against the same
+# model without it. A recipe may run as arms (`# reproduce.arm:` lines, scripts/reproduce.sh): one sweep per arm
+# in RUN_DIR/ARM, read here as one table with an "arm" column.
+
+def recipe_arms(config):
+    """[(arm, overrides)] of the recipe's `# reproduce.arm: ARM [--set ...]` lines ([] for a one-sweep recipe)."""
+    out = []
+    for line in open(config):
+        if line.startswith("# reproduce.arm:"):
+            name, _, rest = line.split(":", 1)[1].strip().partition(" ")
+            out.append((name, rest.strip()))
+    return out
+
+
+def read_arms(run_dir, config, reader):
+    """reader(dir) over the recipe's arms, each row tagged with its arm; reader(run_dir) without arms."""
+    arms = recipe_arms(config)
+    if not arms:
+        return reader(run_dir)
+    rows = []
+    for arm, _ in arms:
+        part = reader(os.path.join(run_dir, arm))
+        for r in part:
+            r["arm"] = arm
+        rows += part
+    return rows
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return None if n == 0 else s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def arith_facts(rows, results, key, groups):
+    """Per group (a value of `key`, e.g. arm or encoding.name): the competence gate on exact match at the largest
+    training length, and per length beyond it the seeds' exact match: (mean, sample std, n), median, best, worst.
+    -> (training length, lengths beyond, {group: facts})."""
+    ind, ood = max(lengths(rows, True)), lengths(rows, False)
+    kw = key.replace(".", "_", 1)
+    facts = {}
+    for g in groups:
+        c = cell(rows, "exact_match", ind, **{kw: g})
+        ok, thr = gate_accuracy(c)
+        per = {}
+        for L in [ind] + ood:
+            v = seed_scores(results, "exact_match", [L], **{kw: g})
+            per[L] = {"stats": mean_sd(v), "median": median(v), "best": max(v) if v else None,
+                      "worst": min(v) if v else None, "seeds": v}
+        facts[g] = {"cell": c, "gate": ok, "thr": thr, "per": per}
+    return ind, ood, facts
+
+
+def arith_table(ind, ood, facts, label):
+    """Exact match (%) per group and length: mean ± sample std (seeds), and the median over seeds."""
+    body = []
+    for g, f in facts.items():
+        row = [g, mean_std(f["cell"]) + ("" if f["gate"] else " ✗"), pct(f["thr"])]
+        for L in ood:
+            p = f["per"][L]
+            m, sd, n = p["stats"]
+            row.append("n/a" if m is None else f"{100 * m:.1f}" + ("" if sd is None else f" ± {100 * sd:.1f}")
+                       + f" ({n}); median {100 * p['median']:.1f}")
+        body.append(row)
+    return (f"Exact match (%) at the largest training length {ind} (✗ = fails the competence gate, whose threshold is "
+            f"the next column) and beyond it: mean ± sample std (seeds), and the median over seeds:\n\n"
+            + md_table([label, f"{ind} (in dist.)", "gate: needs ≥"] + [str(L) for L in ood], body))
+
+
+def extrapolation_claims(ind, ood, facts, method, baselines, bar, agg):
+    """Claim A: the method's exact match, aggregated over seeds as the paper does (agg: 'median', 'best' or 'mean'),
+    stays ≥ bar at every length beyond training up to `reach` (None: not even at the first). Claim B: beyond
+    training the method is above each baseline that passes the gate, beyond the seed spread (separated at some
+    length). -> dict with reach, the method's value per length, separated lengths per baseline, failed baselines."""
+    f = facts[method]
+    value = {L: (f["per"][L]["stats"][0] if agg == "mean" else f["per"][L][agg]) for L in ood}
+    reach = None
+    for L in ood:
+        if value[L] is None or value[L] < bar:
+            break
+        reach = L
+    sep, failed = {}, []
+    for b in baselines:
+        if not facts[b]["gate"]:
+            failed.append(b)
+            continue
+        sep[b] = [L for L in ood if separated(f["per"][L]["stats"], facts[b]["per"][L]["stats"])]
+    return {"reach": reach, "value": value, "sep": sep, "failed": failed, "ratio": None if reach is None else reach / ind}
+
+
+def claims_word(method_gate, claims):
+    """reproduces: A (reach beyond training) and B (separated from every comparable baseline); partly: one of them,
+    or A with no comparable baseline; does not reproduce: neither; not comparable: the method failed the gate."""
+    if not method_gate:
+        return NOT_COMPARABLE
+    a = claims["reach"] is not None
+    b = bool(claims["sep"]) and all(claims["sep"].values())
+    if a and b:
+        return "reproduces"
+    return "partly reproduces" if a or b else "does not reproduce"
+
+
+def claims_text(ind, claims, method, bar, agg, facts=None):
+    """The claims in words; when `facts` show the method failing the gate, that comes first."""
+    gate = ""
+    if facts is not None and not facts[method]["gate"]:
+        f = facts[method]
+        seeds = ", ".join(pct(x) for x in f["per"][ind]["seeds"])
+        gate = (f"{method}'s exact match (%) at {ind} digits is {mean_std(f['cell'])} (seeds: {seeds}), below the "
+                f"gate's {pct(f['thr'])}%; shown, not judged: ")
+    ratio = "" if claims["reach"] is None else f", {claims['ratio']:.2f}x the training length"
+    reach = ("below the bar already at the first length beyond training" if claims["reach"] is None
+             else f"holds up to {claims['reach']} digits{ratio}")
+    vals = ", ".join(f"{L}: {pct(v)}" for L, v in claims["value"].items())
+    parts = [f"{gate}{method}'s exact match ({agg} over seeds; % at {vals}) ≥ {100 * bar:.0f}% {reach}"]
+    for b, ls in claims["sep"].items():
+        parts.append(f"above {b} beyond the seed spread at " + (", ".join(map(str, ls)) + " digits" if ls else "no length (tie)"))
+    for b in claims["failed"]:
+        parts.append(f"{b} fails the competence gate (not comparable: the model did not learn the task)")
+    return "; ".join(parts)
+
+
+def baselines_text(facts, method, ood):
+    """Each baseline's median exact match (%) per length beyond training, marked when it fails the gate."""
+    return "; ".join(f"{b}: median " + ", ".join(f"{pct(facts[b]['per'][L]['median'])} at {L}" for L in ood)
+                     + ("" if facts[b]["gate"] else " (fails the competence gate: not compared)")
+                     for b in facts if b != method)
+
+
+ARITH_GATE = ("every group: {gate}; metric exact match (every answer digit and <EOS> right, greedy decoding) at "
+              "{ind} digits. The method failing it makes the verdict not comparable; a baseline failing it is shown "
+              "but not compared.")
+
+
+def arith_checks(config, quick, ind, extra):
+    return checks_text(ARITH_GATE.format(gate=GATE_ACC_TEXT, ind=ind),
+                       TIE_TEXT + " (score: a seed's exact match at one length, from results.csv). " + extra,
+                       budget_policy(config, quick))
+
+
+def page_cho2024(run_dir, rows, config, quick):
+    """Position coupling against the same model with plain (random-start) position ids: exact match beyond the
+    training length, median over seeds as Cho et al.'s Figure 1."""
+    results = read_arms(run_dir, config, read_results)
+    ind, ood, facts = arith_facts(rows, results, "arm", values_of(rows, "arm"))
+    claims = extrapolation_claims(ind, ood, facts, "coupled", [g for g in facts if g != "coupled"], 0.95, "median")
+    word = claims_word(facts["coupled"]["gate"], claims)
+    verdict = (f"Cho et al.'s position-coupling claim {word} at toy scale (trained on 1..{ind} digits, tested up to "
+               f"{max(ood)}; the paper: 1..30 digits, ≥ 95% up to 200, 6.67x): "
+               + claims_text(ind, claims, "coupled", 0.95, "median", facts) + "." + provisional(rows))
+    comparison = md_table(["", "Cho et al. 2024 (Figure 1; medians over runs)", "pelab (median over seeds)"],
+                          [["trained on", "1..30 digits", f"1..{ind} digits"],
+                           ["coupling: ≥ 95% exact match up to", "200 digits (6.67x)",
+                            f"not reached (median {pct(claims['value'][ood[0]])}% at {ood[0]} digits)" if claims["reach"] is None
+                            else f"{claims['reach']} digits ({claims['ratio']:.2f}x)"],
+                           ["without coupling (paper: Figure 1's baselines, NoPE among them; pelab: the same table on "
+                            "ids 0..T-1)", "fail beyond the training lengths",
+                            baselines_text(facts, "coupled", ood)]])
+    tables = arith_table(ind, ood, facts, "arm")
+    extra = ("Reproduces: the coupled arm's median exact match ≥ 95% at the first length(s) beyond training, and "
+             "the coupled arm separated above the baseline at some length beyond training; partly: one of the two.")
+    return verdict, comparison, tables, arith_checks(config, quick, ind, extra)
+
+
+def page_mcleish2024(run_dir, rows, config, quick):
+    """Abacus embeddings against the same model without them (NoPE attention in both): exact match beyond the
+    training length; the paper's headline is its best model ("up to 99%"), so claim A takes the best seed."""
+    results = read_results(run_dir)
+    ind, ood, facts = arith_facts(rows, results, "encoding.name", values_of(rows, "encoding.name"))
+    if "abacus" not in facts:
+        raise PageError("summary.csv has no encoding.name = abacus")
+    claims = extrapolation_claims(ind, ood, facts, "abacus", [g for g in facts if g != "abacus"], 0.99, "best")
+    word = claims_word(facts["abacus"]["gate"], claims)
+    med = ", ".join(f"{L}: {pct(facts['abacus']['per'][L]['median'])}" for L in ood)
+    verdict = (f"McLeish et al.'s Abacus claim {word} at toy scale (trained on 1..{ind} digits, tested up to "
+               f"{max(ood)}; the paper: 20 digits, up to 99% at 100): "
+               + claims_text(ind, claims, "abacus", 0.99, "best", facts) + f"; abacus median over seeds {med}."
+               + provisional(rows))
+    comparison = md_table(["", "McLeish et al. 2024 (abstract, Figure 1)", "pelab"],
+                          [["trained on", "operands of up to 20 digits", f"operands of 1..{ind} digits"],
+                           ["Abacus: exact match beyond training", "up to 99% on 100-digit addition (5x; their best model)",
+                            "best seed " + ", ".join(f"{L}: {pct(claims['value'][L])}" for L in ood)],
+                           ["without Abacus (pelab: the same model, NoPE)", "lower beyond the training length (Figure 1, left: "
+                            "earlier state-of-the-art embeddings)",
+                            baselines_text(facts, "abacus", ood)]])
+    extra = ("Reproduces: the best Abacus seed ≥ 99% exact match at the first length(s) beyond training (the paper's "
+             "'up to 99%' is its best model), and Abacus separated above the model without it at some length beyond "
+             "training; partly: one of the two.")
+    return verdict, comparison, arith_table(ind, ood, facts, "encoding"), arith_checks(config, quick, ind, extra)
+
+
+ZHOU_SPREAD = 0.20  # "not robust": at some length beyond training the seeds' exact match spans ≥ 20 points
+
+
+def page_zhou2024(run_dir, rows, config, quick):
+    """FIRE + randomized positions + reversed output + index hints against RoPE on the same format: the best seed
+    beyond the training length (their Figure 1 is their best run), the comparison with RoPE, and the spread over
+    seeds (their claim: length generalization is not robust to the seed)."""
+    results = read_arms(run_dir, config, read_results)
+    arms = values_of(rows, "arm")
+    method = arms[0]
+    ind, ood, facts = arith_facts(rows, results, "arm", arms)
+    claims = extrapolation_claims(ind, ood, facts, method, arms[1:], 0.98, "best")
+    word = claims_word(facts[method]["gate"], claims)
+    f = facts[method]["per"]
+    spread = {L: None if f[L]["best"] is None else f[L]["best"] - f[L]["worst"] for L in ood}
+    spread_ind = None if f[ind]["best"] is None else f[ind]["best"] - f[ind]["worst"]
+    wide = [L for L in ood if spread[L] is not None and spread[L] >= ZHOU_SPREAD]
+    robust = ("not comparable" if not facts[method]["gate"] else
+              f"seeds span ≥ {100 * ZHOU_SPREAD:.0f} points at {', '.join(map(str, wide))} digits (not robust, as the paper)"
+              if wide else f"seeds span < {100 * ZHOU_SPREAD:.0f} points at every length beyond training")
+    verdict = (f"Zhou et al.'s claim {word} at toy scale (trained on 1..{ind} digits, tested up to {max(ood)}; the "
+               f"paper: 40 digits, > 98% at 100 with its best run): "
+               + claims_text(ind, claims, method, 0.98, "best", facts) + f". Robustness: {robust}." + provisional(rows))
+    fmt_spread = lambda L: "n/a" if spread.get(L) is None else f"{100 * spread[L]:.1f} points"
+    comparison = md_table(["", "Zhou et al. 2024 (Figure 1; abstract)", "pelab"],
+                          [["trained on", "1..40 digits", f"1..{ind} digits"],
+                           ["FIRE + randomized + reversed + index hints, best run", "> 98% exact match at 100 digits (2.5x)",
+                            ", ".join(f"{L}: {pct(claims['value'][L])}" for L in ood)],
+                           ["the same format with RoPE", "fails beyond the training length",
+                            baselines_text(facts, method, ood)],
+                           ["spread over seeds", "large variance across weight-initialization and data-order seeds",
+                            f"best − worst seed: {fmt_spread(ind) if spread_ind is None else f'{100 * spread_ind:.1f} points'} "
+                            f"at {ind} (in dist.); " + ", ".join(f"{L}: {fmt_spread(L)}" for L in ood)]])
+    extra = ("Reproduces: the best seed of the method ≥ 98% exact match at the first length(s) beyond training, and "
+             "the method separated above RoPE at some length beyond training; partly: one of the two. The robustness "
+             f"claim is reported beside it (best − worst seed ≥ {100 * ZHOU_SPREAD:.0f} points at some length beyond "
+             "training) and does not change the verdict word.")
+    return verdict, comparison, arith_table(ind, ood, facts, "arm"), arith_checks(config, quick, ind, extra)
+
+
 RECIPES = {
     "format": ("NoPE and the sequence format (a finding of our own)", page_format),
     "ruoss": ("Ruoss et al. 2023, randomized positional encodings", page_ruoss),
     "press": ("Press et al. 2022, ALiBi: train short, test long", page_press),
     "kazemnejad": ("Kazemnejad et al. 2023, positional encodings and length generalization", page_kazemnejad),
+    "cho2024": ("Cho et al. 2024, position coupling for addition", page_cho2024),
+    "mcleish2024": ("McLeish et al. 2024, Abacus embeddings for addition", page_mcleish2024),
+    "zhou2024": ("Zhou et al. 2024, FIRE, randomized positions and index hints for addition", page_zhou2024),
 }
 
 
@@ -780,7 +1015,7 @@ def write_page(name, run_dir, config, quick, out, copy=None):
     if name not in RECIPES:
         raise PageError(f"unknown recipe '{name}'; known: {', '.join(RECIPES)}")
     title, fn = RECIPES[name]
-    rows = read_summary(run_dir)
+    rows = read_arms(run_dir, config, read_summary)
     verdict, comparison, tables, checks = fn(run_dir, rows, config, quick)
     times = read_times(run_dir)
     variant = (f"**quick variant** (`--quick`: {quick_overrides(config) or 'no overrides'}): fewer seeds and/or steps "
@@ -795,6 +1030,9 @@ def write_page(name, run_dir, config, quick, out, copy=None):
                   f"{times['last']}, on a machine with {os.cpu_count()} cores{used}")
     else:
         timing = "not recorded (no reproduce_times.txt: the sweep was not run by scripts/reproduce.sh)"
+    arms = [a for a, _ in recipe_arms(config)]
+    base = os.path.basename(os.path.normpath(run_dir))
+    sources = ", ".join(f"{base}/{a}/summary.csv" for a in arms) if arms else f"{base}/summary.csv"
     rel_config = os.path.relpath(config, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     header = config_header(config)
     text = f"""# Reproduction: {title}
@@ -822,19 +1060,27 @@ Time: {timing}.
 
 {tables}
 
-{{plot}}All numbers come from `{os.path.basename(os.path.normpath(run_dir))}/summary.csv` (and its eval.json / steps_to_target.csv); the
-full report with plots is `report.html` in the run directory. The verdict's thresholds are in
+{{plot}}All numbers come from `{sources}` (and {'their' if arms else 'its'} eval.json / steps_to_target.csv); the
+full report with plots is `report.html` in the run directory{' of each arm' if arms else ''}. The verdict's thresholds are in
 `scripts/reproduce_page.py` (page_{name}).
 """
-    # The report's main plot: linked from the run directory's page, copied beside the page's copy.
-    plot = next((p for p in ("loss_by_position.png", "length_generalization.png")
-                 if os.path.isfile(os.path.join(run_dir, "plots", p))), None)
-    pages = [(out, f"![{plot}](plots/{plot})\n\n" if plot else "")]
-    if copy:
-        png = os.path.splitext(os.path.basename(copy))[0] + "." + plot if plot else None
-        pages.append((copy, f"![{plot}]({png})\n\n" if plot else ""))
+    # The report's main plot (one per arm): linked from the run directory's page, copied beside the page's copy.
+    plots = []  # (sub-directory of run_dir, "" without arms; the plot's file name)
+    for sub in [a for a, _ in recipe_arms(config)] or [""]:
+        plot = next((p for p in ("loss_by_position.png", "length_generalization.png")
+                     if os.path.isfile(os.path.join(run_dir, sub, "plots", p))), None)
         if plot:
-            shutil.copyfile(os.path.join(run_dir, "plots", plot), os.path.join(os.path.dirname(copy) or ".", png))
+            plots.append((sub, plot))
+    caption = lambda sub, plot: f"{sub}: {plot}" if sub else plot
+    pages = [(out, "".join(f"![{caption(sub, p)}]({os.path.join(sub, 'plots', p)})\n\n" for sub, p in plots))]
+    if copy:
+        stem = os.path.splitext(os.path.basename(copy))[0]
+        links = ""
+        for sub, p in plots:
+            png = stem + (f".{sub}" if sub else "") + "." + p
+            links += f"![{caption(sub, p)}]({png})\n\n"
+            shutil.copyfile(os.path.join(run_dir, sub, "plots", p), os.path.join(os.path.dirname(copy) or ".", png))
+        pages.append((copy, links))
     for path, link in pages:
         with open(path + ".tmp", "w") as f:
             f.write(text.replace("{plot}", link))

@@ -121,6 +121,68 @@ def fake_kazemnejad(d, order, chance=0.0, spread=0.0, unlearned=()):
     write_runs(d, ["task.name", "encoding.name"], rows)
 
 
+ARITH_OOD = (10, 12, 16)
+
+
+def arith_cells(ind, ood, spread, vals=()):
+    """Exact match 8 (in distribution, 3 seeds at `ind`) and at ARITH_OOD (seeds at ood - spread, ood, ood + spread)."""
+    cells = [(vals, 8, True, "exact_match", [ind] * 3, 1e-8)]
+    return cells + [(vals, L, False, "exact_match", [ood - spread, ood, ood + spread], 1e-8) for L in ARITH_OOD]
+
+
+def fake_arms(d, arms):
+    """arms: {arm: (ind, ood, spread)}; one sweep directory per arm, as scripts/reproduce.sh writes them."""
+    for arm, (ind, ood, spread) in arms.items():
+        os.makedirs(os.path.join(d, arm))
+        write_runs(os.path.join(d, arm), [], arith_cells(ind, ood, spread))
+
+
+def fake_mcleish(d, abacus, none, spread=0.0):
+    write_runs(d, ["encoding.name"], arith_cells(1.0, abacus, spread, ("abacus",)) + arith_cells(1.0, none, spread, ("none",)))
+
+
+def test_arithmetic(fresh, tmp):
+    """cho2024, mcleish2024, zhou2024: the gate, claim A (the bar beyond training), claim B (above the baseline
+    beyond the seed spread), on fake run directories."""
+    fake_arms(fresh("c1"), {"coupled": (1.0, 0.97, 0.01), "baseline": (1.0, 0.0, 0.0)})
+    v = page("cho2024", os.path.join(tmp, "c1"))
+    check("claim reproduces" in v and "holds up to 16 digits, 2.00x" in v and "at 10, 12, 16 digits" in v,
+          f"cho2024: coupled ≥ 95% to 2x and above the baseline -> reproduces ({v})")
+    fake_arms(fresh("c2"), {"coupled": (1.0, 0.5, 0.01), "baseline": (1.0, 0.0, 0.0)})
+    v = page("cho2024", os.path.join(tmp, "c2"))
+    check("partly reproduces" in v and "below the bar already" in v, f"cho2024: above the baseline, below 95% -> partly ({v})")
+    fake_arms(fresh("c3"), {"coupled": (0.5, 0.97, 0.0), "baseline": (1.0, 0.0, 0.0)})
+    v = page("cho2024", os.path.join(tmp, "c3"))
+    check("not comparable: the model did not learn the task" in v and "at 8 digits is 50.0 ± 0.0 (3) (seeds: 50.0, 50.0, 50.0), below the gate's 80.0%" in v,
+          f"cho2024: coupled below the gate -> not comparable, with its numbers ({v})")
+    fake_arms(fresh("c4"), {"coupled": (1.0, 0.5, 0.4), "baseline": (1.0, 0.3, 0.0)})
+    v = page("cho2024", os.path.join(tmp, "c4"))
+    check("does not reproduce" in v and "no length (tie)" in v, f"cho2024: inside the seed spread -> tie ({v})")
+    fake_arms(fresh("c5"), {"coupled": (1.0, 0.97, 0.01), "baseline": (0.3, 0.0, 0.0)})
+    v = page("cho2024", os.path.join(tmp, "c5"))
+    check("partly reproduces" in v and "baseline fails the competence gate" in v,
+          f"cho2024: a baseline that did not learn is not compared ({v})")
+    text = open(os.path.join(tmp, "c5", "RESULT.md")).read()
+    check("median 97.0" in text and "| baseline | 30.0" in text and "(fails the competence gate: not compared)" in text,
+          "cho2024: the table has each arm's medians and gate; the comparison marks the baseline that failed it")
+
+    fake_mcleish(fresh("m1"), 0.995, 0.02, spread=0.004)
+    v = page("mcleish2024", os.path.join(tmp, "m1"))
+    check("claim reproduces" in v and "99.9" in v, f"mcleish2024: best seed ≥ 99% and above NoPE -> reproduces ({v})")
+    fake_mcleish(fresh("m2"), 0.2, 0.02, spread=0.3)
+    v = page("mcleish2024", os.path.join(tmp, "m2"))
+    check("does not reproduce" in v, f"mcleish2024: below the bar and inside the spread -> does not reproduce ({v})")
+
+    fake_arms(fresh("z1"), {"fire_randomized": (1.0, 0.6, 0.39), "rope": (1.0, 0.0, 0.0)})
+    v = page("zhou2024", os.path.join(tmp, "z1"))
+    check("claim reproduces" in v and "not robust" in v and "seeds span ≥ 20 points at 10, 12, 16" in v,
+          f"zhou2024: best seed 99%, separated from RoPE, wide spread -> reproduces, not robust ({v})")
+    fake_arms(fresh("z2"), {"fire_randomized": (0.0, 0.0, 0.0), "rope": (1.0, 0.0, 0.0)})
+    v = page("zhou2024", os.path.join(tmp, "z2"))
+    check("not comparable: the model did not learn the task" in v and "Robustness: not comparable" in v,
+          f"zhou2024: FIRE that did not learn -> not comparable ({v})")
+
+
 def main():
     pelab = sys.argv[1]
     names = sorted(f[:-5] for f in os.listdir(RECIPES) if f.endswith(".toml"))
@@ -131,10 +193,12 @@ def main():
         config = os.path.join(RECIPES, n + ".toml")
         header = rp.config_header(config)
         check("Scaled down" in header or "scaled down" in header, f"{n}: the header says what is scaled down")
-        for sets in ([], shlex.split(rp.quick_overrides(config))):
-            p = subprocess.run([pelab, "train", config] + sets, capture_output=True, text=True, cwd=ROOT)
-            check("defines a [sweep] grid of" in p.stderr + p.stdout,
-                  f"{n} {sets}: validates (got: {(p.stderr + p.stdout)[:300]})")
+        # A recipe with arms (`# reproduce.arm:` lines) validates with each arm's overrides.
+        for arm in [shlex.split(o) for _, o in rp.recipe_arms(config)] or [[]]:
+            for sets in ([], shlex.split(rp.quick_overrides(config))):
+                p = subprocess.run([pelab, "train", config] + arm + sets, capture_output=True, text=True, cwd=ROOT)
+                check("defines a [sweep] grid of" in p.stderr + p.stdout,
+                      f"{n} {arm + sets}: validates (got: {(p.stderr + p.stdout)[:300]})")
         check(rp.quick_overrides(config) != "", f"{n}: has a '# reproduce.quick:' line")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -241,6 +305,8 @@ def main():
         check(g == [["a", "b"], ["c", "d"]] and r == {"a": 1.5, "b": 1.5, "c": 3.5, "d": 3.5},
               f"tie ranks: overlapping a, b share 1.5; d has one seed, so it separates from nothing (got {g}, {r})")
 
+        test_arithmetic(fresh, tmp)
+
         # The script end to end on a fake run directory (--page-only trains nothing), and its errors.
         env = dict(os.environ, PELAB=pelab, REPRODUCE_OUT=os.path.join(tmp, "r1"), REPRODUCE_RESULTS=os.path.join(tmp, "res"))
         with open(os.path.join(tmp, "r1", "reproduce_times.txt"), "w") as f:
@@ -251,6 +317,15 @@ def main():
         copy = os.path.join(tmp, "res", "ruoss.quick.md")
         text = open(copy).read() if os.path.isfile(copy) else ""
         check("1.5 min wall, 2.8 min CPU" in text and "quick variant" in text, "the copied page has the times and the variant")
+        # A recipe with arms: the page reads RUN_DIR/ARM for each arm; a missing arm is an error naming it.
+        env_arms = dict(env, REPRODUCE_OUT=os.path.join(tmp, "c1"))
+        p = subprocess.run(["bash", sh, "cho2024", "--page-only"], capture_output=True, text=True, env=env_arms)
+        check(p.returncode == 0 and os.path.isfile(os.path.join(tmp, "res", "cho2024.md")),
+              f"reproduce.sh --page-only with arms: exit 0 and a page (got {p.returncode}: {p.stderr})")
+        os.rename(os.path.join(tmp, "c1", "baseline"), os.path.join(tmp, "c1", "other"))
+        p = subprocess.run(["bash", sh, "cho2024", "--page-only"], capture_output=True, text=True, env=env_arms)
+        check(p.returncode == 2 and "c1/baseline has no summary.csv" in p.stderr,
+              f"reproduce.sh with a missing arm: exit 2 naming it (got {p.returncode}: {p.stderr})")
         p = subprocess.run(["bash", sh, "kazemnejadd"], capture_output=True, text=True, env=env)
         check(p.returncode == 2 and "unknown recipe 'kazemnejadd'" in p.stderr and "kazemnejad" in p.stderr,
               f"unknown NAME: exit 2 naming the known recipes (got {p.returncode}: {p.stderr})")
