@@ -81,18 +81,24 @@ def main():
     print(f"{checked} logits comparisons bit-identical to the C++ forward of pelab eval")
 
 
+def trained(tmp, name, settings, steps, length):
+    """A tiny model (d_model 16, one layer) trained `steps` steps with `settings` (TOML from [model]'s causal on) in
+    tmp/name: the run directory and its model."""
+    config = os.path.join(tmp, name + ".toml")
+    with open(config, "w") as f:
+        f.write(f"[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\n{settings}"
+                f"[train]\nsteps = {steps}\nbatch_size = 8\n[eval]\nlengths = [{length}]\nsamples = 8\n")
+    run_dir = os.path.join(tmp, name)
+    helpers.cli("train", config, "--out", run_dir, "--quiet")
+    return run_dir, pelab.Run(run_dir).model()
+
+
 def check_abacus(tmp):
     """A model that reads digit indices (Abacus): examples() supplies them, logits() and attention() take them and
     equal the C++ forward given the same indices; without them, or given them for a model that reads none, a
     ValueError naming digit_index (the forward would silently read every token as a non-digit)."""
-    config = os.path.join(tmp, "abacus.toml")
-    with open(config, "w") as f:
-        f.write('[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\n[encoding]\nname = "abacus"\n'
-                '[task]\nname = "addition"\ntrain_len = 3\n[task.addition]\nreverse_digits = true\n'
-                '[train]\nsteps = 20\nbatch_size = 8\n[eval]\nlengths = [3]\nsamples = 8\n')
-    run_dir = os.path.join(tmp, "abacus")
-    helpers.cli("train", config, "--out", run_dir, "--quiet")
-    model = pelab.Run(run_dir).model()
+    run_dir, model = trained(tmp, "abacus", 'causal = true\n[encoding]\nname = "abacus"\n[task]\nname = "addition"\n'
+                                            'train_len = 3\n[task.addition]\nreverse_digits = true\n', steps=20, length=3)
     ex = model.examples(3, count=4)
     assert ex["digit_index"].shape == ex["tokens"].shape and ex["digit_index"].max() >= 3, ex["digit_index"]
     got = model.logits(ex["tokens"], ex["positions"], digit_index=ex["digit_index"])
@@ -124,14 +130,8 @@ def check_abacus(tmp):
 def check_blank(tmp):
     """A run in the blank output format: examples() give x and the blanks, logits() equal the C++ forward, and
     generate() refuses (nothing is fed back in that format)."""
-    config = os.path.join(tmp, "blank.toml")
-    with open(config, "w") as f:
-        f.write('[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\ncausal = false\n[encoding]\nname = "rope"\n'
-                '[task]\nname = "reverse_string"\ntrain_len = 4\noutput = "blank"\n'
-                '[train]\nsteps = 10\nbatch_size = 8\n[eval]\nlengths = [4]\nsamples = 8\n')
-    run_dir = os.path.join(tmp, "blank")
-    helpers.cli("train", config, "--out", run_dir, "--quiet")
-    model = pelab.Run(run_dir).model()
+    run_dir, model = trained(tmp, "blank", 'causal = false\n[encoding]\nname = "rope"\n[task]\nname = "reverse_string"\n'
+                                           'train_len = 4\noutput = "blank"\n', steps=10, length=4)
     ex = model.examples(4, count=3)
     got = model.logits(ex["tokens"], ex["positions"])
     want = reference_logits(run_dir, ex["tokens"], ex["positions"], [], tmp)
