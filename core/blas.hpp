@@ -43,8 +43,8 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
 // made with, and the only one when real is double) or `libxsmm` (built with -DPELAB_LIBXSMM=ON:
 // libxsmm's JIT kernels, core/blas_small.cpp, about twice as fast as OpenBLAS on pelab's shapes on an
 // AVX-512 CPU; OpenBLAS for a shape libxsmm has no kernel for; opt-in until the committed results are
-// regenerated with it, since it rounds differently). The path rounds differently, so it is part of a result's
-// determinism contract like the OpenBLAS kernel, and the run header names it (blas_summary). Throws
+// regenerated with it). The paths round differently, so the path is part of a result's determinism
+// contract like the OpenBLAS kernel, and the run header names it (blas_summary). Throws
 // pelab::Error naming PELAB_GEMM, its value and the allowed values when it is set to anything else.
 enum class GemmPath { libxsmm, openblas };
 GemmPath gemm_path();
