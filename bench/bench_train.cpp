@@ -4,12 +4,12 @@
 // sgemm (the kernel OPENBLAS_CORETYPE selects), and the same product by the GEMM path pelab runs
 // (blas::gemm_path: libxsmm's AVX-512 kernels can exceed OpenBLAS's AVX2 peak, so both are printed).
 //
-//   bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions MODE] [--steps N] [--warmup N]
+//   bench_train [--config a|b|c|all] [--encoding NAME[+SCALING]|all] [--positions MODE] [--steps N] [--warmup N]
 //               [--threads N] [--peak-gflops X] [--path-peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
-// encodings. --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
+// encodings. Any registered encoding can be named, with an [attention] scaling after a '+' (rope+ssmax). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
 // (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
 // path); offset too.
 //
@@ -46,6 +46,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -198,13 +199,25 @@ const BenchConfig& find_config(const std::string& name) {
   throw Error("--config: unknown configuration '" + name + "'; allowed: a, b, c, all");
 }
 
+// A cell's encoding, optionally with an [attention] scaling after a '+': "rope+ssmax" (SSMax is a
+// scaling, not an encoding: scripts/bench.sh compares it with rope alone).
+std::pair<std::string, std::string> split_scaling(const std::string& cell) {
+  const auto plus = cell.find('+');
+  if (plus == std::string::npos) return {cell, "none"};
+  const std::string scaling = cell.substr(plus + 1);
+  const auto& names = attention_scaling_names();
+  if (std::find(names.begin(), names.end(), scaling) == names.end())
+    throw Error("--encoding '" + cell + "': unknown scaling '" + scaling + "' after '+'");
+  return {cell.substr(0, plus), scaling};
+}
+
 ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encoding, const PositionConfig& pc) {
   ModelConfig mc;
   mc.vocab = kVocab;
   mc.d_model = bc.d_model;
   mc.n_layers = bc.n_layers;
   mc.n_heads = bc.n_heads;
-  mc.encoding = encoding;
+  std::tie(mc.encoding, mc.attention.scaling) = split_scaling(encoding);
   mc.train_seq_len = bc.seq;
   if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows
   return mc;
@@ -413,7 +426,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME|all] [--positions contiguous|offset|"
+      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME[+SCALING]|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
                   "[--path-peak-gflops X]\n                   [--peak-only] [--json] [--gemm-shapes]\n");
       std::exit(0);
@@ -465,7 +478,7 @@ int main(int argc, char** argv) {
     if (o.encoding == "all") {
       encodings = kEncodings;
     } else {
-      EncodingRegistry::instance().get(o.encoding);  // throws listing the known names
+      EncodingRegistry::instance().get(split_scaling(o.encoding).first);  // throws listing the known names
       encodings.push_back(o.encoding);
     }
 

@@ -7,10 +7,13 @@
 # the min and median of the per-round median step times, the ratios of the minima and of the medians,
 # and "noisy: rerun" instead of a ratio when a side's round medians spread by more than 10%; then, per
 # config with rope in the run, pelab's step time of every encoding relative to rope's (the relative
-# encodings' speed bound: t5, fire, kerple, xpos, cope at most 1.3x, shaw at most 1.6x; the last
-# measurement is in docs/performance.md). See bench/README.md.
+# encodings' speed bound: t5, fire, kerple, xpos, cope at most 1.3x, shaw at most 1.6x; the frontier
+# methods at most 1.5x, path and dape 3x; the last measurement is in docs/performance.md). The frontier
+# methods (--encoding frontier: fox, stick_breaking, selective, dape, dynamic_bias, path, pope, hope, fope,
+# transformer_xl and rope+ssmax, SSMax as rope's [attention] scaling) have no fast PyTorch twin in
+# bench_torch.py: pelab's side only, against rope. `all` is both lists. See bench/README.md.
 #
-#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all] [--rounds N (>= 3)]
+#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all|frontier] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
 #                    [--torch-coretype K]
 # PyTorch's OpenBLAS kernel: --torch-coretype K, else pelab's when pelab's GEMMs are OpenBLAS's
@@ -39,16 +42,19 @@ done
 [[ $rounds =~ ^[0-9]+$ ]] && ((rounds >= 3)) || { echo "bench.sh: --rounds must be an integer >= 3, got '$rounds'" >&2; exit 2; }
 case "$config" in a|b|c) configs=$config ;; all) configs="a b c" ;;
   *) echo "bench.sh: --config must be a, b, c or all, got '$config'" >&2; exit 2 ;; esac
-all_encodings="none learned sinusoidal rope alibi t5 shaw fire kerple xpos cope"
-if [ "$encoding" = all ]; then
-  encodings=$all_encodings
-else
-  encodings=${encoding//,/ }
-  for e in $encodings; do
-    [[ " $all_encodings " == *" $e "* ]] ||
-      { echo "bench.sh: --encoding takes all or a comma-separated list of: ${all_encodings// /, }; got '$e'" >&2; exit 2; }
-  done
-fi
+torch_encodings="none learned sinusoidal rope alibi t5 shaw fire kerple xpos cope"  # bench_torch.py has these
+frontier_encodings="fox stick_breaking selective dape dynamic_bias path pope hope fope transformer_xl rope+ssmax"
+all_encodings="$torch_encodings $frontier_encodings"
+case "$encoding" in
+  all) encodings=$all_encodings ;;
+  frontier) encodings="rope $frontier_encodings" ;;
+  *)
+    encodings=${encoding//,/ }
+    for e in $encodings; do
+      [[ " $all_encodings " == *" $e "* ]] ||
+        { echo "bench.sh: --encoding takes all, frontier or a comma-separated list of: ${all_encodings// /, }; got '$e'" >&2; exit 2; }
+    done ;;
+esac
 case "$variant" in ref|eager|script|trace|eager_avx512|script_avx512|best) ;;
   *) echo "bench.sh: --variant must be ref, eager, script, trace, eager_avx512, script_avx512 or best, got '$variant'" >&2; exit 2 ;; esac
 [[ -z $torch_core || $torch_core =~ ^[A-Za-z0-9]+$ ]] ||
@@ -126,7 +132,7 @@ echo "rounds:         $rounds per cell, pelab and PyTorch alternately, each run 
 echo "load average:   $load_before (before)"
 echo
 
-fmt='%-3s %-10s | %8s %8s %5s | %8s %8s %5s | %-16s %-12s | %7s %7s\n'
+fmt='%-3s %-14s | %8s %8s %5s | %8s %8s %5s | %-16s %-12s | %7s %7s\n'
 printf "$fmt" cfg encoding "pelab ms" "" "" "torch ms" "" "" "speed ratio" "cpu ratio" "pelab" "torch"
 printf "$fmt" "" "" min median sprd min median sprd "min / median" median "tok/s" "tok/s"
 rows=()
@@ -143,7 +149,7 @@ for c in $configs; do
         -v d="$(jget "$p" tensor_sys_allocs)" -v e="$p_heap" -v f="$(jget "$p" heap_delta_kb)" -v g="$p_drss" \
         -v h="$(jget "$p" rss_delta_mb)" 'function mx(x, y) { return x > y ? x : y }
         BEGIN { print mx(a, b), mx(c, d), mx(e, f), mx(g, h) }')
-      if ((have_torch)); then
+      if ((have_torch)) && [[ " $torch_encodings " == *" $e "* ]]; then
         check_flag=(--no-check)
         ((r == 1)) && check_flag=()  # the fast path is checked against pelab_ref once per cell
         t=$("${torch_env[@]}" "$python" bench/bench_torch.py --config "$c" --encoding "$e" --threads "$threads" --variant "$variant" \
@@ -158,7 +164,7 @@ for c in $configs; do
     read -r p_min p_med p_spread < <(stats "${p_ms[@]}")
     read -r _ p_cmed p_cspread < <(stats "${p_cpu[@]}")
     B=$(jget "$p_last" batch) T=$(jget "$p_last" seq)
-    if ((have_torch)); then
+    if ((${#t_ms[@]})); then
       read -r t_min t_med t_spread < <(stats "${t_ms[@]}")
       read -r _ t_cmed t_cspread < <(stats "${t_cpu[@]}")
       read -r ratio cratio < <(awk -v pm="$p_min" -v pd="$p_med" -v ps="$p_spread" -v tm="$t_min" -v td="$t_med" \
@@ -180,15 +186,15 @@ load_after=$(loadavg)
 
 echo
 echo "memory (worst over the rounds; peak RSS of the cell's own process) and pelab's GEMM throughput at its median step:"
-fmt2='%-3s %-10s | %8s %8s %5s | %6s %10s %8s %8s | %8s | %7s %5s %5s\n'
+fmt2='%-3s %-14s | %8s %8s %5s | %6s %10s %8s %8s | %8s | %7s %5s %5s\n'
 printf "$fmt2" cfg encoding "pelab" "torch" "ratio" "steps" "new tensor" "heap" "pelab" "torch" "pelab" "util" "path"
 printf "$fmt2" "" "" "RSS MB" "RSS MB" "" "" "buffers" "kB" "dRSS MB" "dRSS MB" "GFLOP/s" "%" "%"
 for row in "${rows[@]}"; do
-  IFS='|' read -r c e p p_rss p_alloc p_heap p_drss t_rss t_drss p_med _ _ _ _ _ <<<"$row"
+  IFS='|' read -r c e p p_rss p_alloc p_heap p_drss t_rss t_drss p_med _ t_var _ _ _ <<<"$row"
   gf=$(awk -v f="$(jget "$p" flops_per_step)" -v m="$p_med" 'BEGIN { printf "%.2f", f / m / 1e6 }')
   util=$(awk -v g="$gf" -v pk="$peak" 'BEGIN { printf "%.1f", 100 * g / pk }')
   putil=$(awk -v g="$gf" -v pk="$path_peak" 'BEGIN { printf "%.1f", 100 * g / pk }')
-  if ((have_torch)); then
+  if [ -n "$t_var" ]; then  # PyTorch ran this cell
     t_r=$(printf '%.1f' "$t_rss") r_r=$(awk -v a="$p_rss" -v b="$t_rss" 'BEGIN { printf "%.2f", a / b }')
     t_d=$(printf '%+.3f' "$t_drss")
   else
@@ -200,15 +206,18 @@ done
 # Each encoding against rope, pelab side, same config of the same run (medians of the per-run medians).
 if [[ " $encodings " == *" rope "* ]] && [ "$encodings" != rope ]; then
   echo
-  echo "pelab step time relative to rope (same config, same run): wall and CPU medians; bound 1.3x, shaw 1.6x"
-  fmt3='%-3s %-10s | %9s %9s | %9s %9s | %-6s %s\n'
+  echo "pelab step time relative to rope (same config, same run): wall and CPU medians; bound 1.3x, shaw 1.6x, frontier 1.5x, path and dape 3x"
+  fmt3='%-3s %-14s | %9s %9s | %9s %9s | %-6s %s\n'
   printf "$fmt3" cfg encoding "wall ms" "vs rope" "cpu ms" "vs rope" bound verdict
   for row in "${rows[@]}"; do
     IFS='|' read -r c e _ _ _ _ _ _ _ p_med _ _ p_cmed p_cspread p_spread <<<"$row"
     rope_row=""
     for r2 in "${rows[@]}"; do [[ $r2 == "$c|rope|"* ]] && rope_row=$r2; done
     IFS='|' read -r _ _ _ _ _ _ _ _ _ r_med _ _ r_cmed r_cspread r_spread <<<"$rope_row"
-    case "$e" in shaw) bound=1.6 ;; t5|fire|kerple|xpos|cope) bound=1.3 ;; *) bound="" ;; esac
+    case "$e" in
+      shaw) bound=1.6 ;; t5|fire|kerple|xpos|cope) bound=1.3 ;; path|dape) bound=3.0 ;;
+      fox|stick_breaking|selective|dynamic_bias|pope|hope|fope|transformer_xl|rope+ssmax) bound=1.5 ;; *) bound="" ;;
+    esac
     printf "$fmt3" "$c" "$e" "$(printf '%.3f' "$p_med")" \
       "$(awk -v a="$p_med" -v b="$r_med" -v s="$p_spread" -v t="$r_spread" -v l="$noise_limit" \
          'BEGIN { if (s > l || t > l) print "noisy"; else printf "%.2f", a / b }')" \
@@ -226,7 +235,11 @@ if ((have_torch)); then
   echo "PyTorch side, checked once per cell against tests/pytorch/pelab_ref.py before timing:"
   for row in "${rows[@]}"; do
     IFS='|' read -r c e _ _ _ _ _ _ _ _ check v _ _ _ <<<"$row"
-    printf '%-3s %-10s %-6s %s\n' "$c" "$e" "$v" "${check:-(variant ref: pelab_ref itself)}"
+    if [[ " $torch_encodings " == *" $e "* ]]; then
+      printf '%-3s %-14s %-6s %s\n' "$c" "$e" "$v" "${check:-(variant ref: pelab_ref itself)}"
+    else
+      printf '%-3s %-14s %-6s %s\n' "$c" "$e" "-" "(pelab only: no PyTorch twin in bench_torch.py)"
+    fi
   done
 fi
 echo
