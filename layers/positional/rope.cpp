@@ -79,8 +79,10 @@ class Rope : public PositionalEncoding {
   Rope(std::size_t rot, double base, RotaryLayout layout, RopeScaling sc)
       : rot_(rot), base_(base), layout_(layout), sc_(std::move(sc)) {}
 
-  // Tables are built once per forward and shared by every layer; rebuilt if other positions come in.
+  // Tables are built once and shared by every layer; rebuilt when other positions come in (training
+  // with contiguous ids builds them once).
   void begin_forward(const IndexArray& positions) override {
+    if (tables_ && same_positions(positions)) return;
     if (sc_.method == "none") {
       tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, rot_, base_));
     } else {
@@ -95,14 +97,16 @@ class Rope : public PositionalEncoding {
   }
   void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
     const IndexArray& positions = ctx.positions;
-    if (!tables_ || positions.shape() != positions_.shape() ||
-        !std::equal(positions.begin(), positions.end(), positions_.begin()))
-      begin_forward(positions);
+    if (!tables_ || !same_positions(positions)) begin_forward(positions);
     q = rotary(q, tables_, layout_);
     k = rotary(k, tables_, layout_);
   }
 
  private:
+  bool same_positions(const IndexArray& p) const {
+    return p.shape() == positions_.shape() && std::equal(p.begin(), p.end(), positions_.begin());
+  }
+
   std::size_t rot_;
   double base_;
   RotaryLayout layout_;
