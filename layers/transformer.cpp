@@ -39,6 +39,17 @@ ModelDims ModelConfig::dims() const {
   return d;
 }
 
+ModelDims ModelConfig::dims_for(const std::string& name) const {
+  ModelDims d = dims();
+  if (layer_encodings.empty()) return d;
+  const std::vector<std::string> names = layer_encoding_names();
+  for (std::size_t l = 0; l < names.size(); ++l)
+    if (names[l] == name) d.layers.push_back(l);
+  d.every_layer = d.layers.size() == n_layers;
+  if (d.every_layer) d.layers.clear();
+  return d;
+}
+
 void ModelConfig::validate() const {
   auto fail = [](const std::string& m) { throw Error("model: " + m); };
   if (vocab == 0) fail("vocab is 0 (the task sets it)");
@@ -46,8 +57,8 @@ void ModelConfig::validate() const {
   if (d_model % n_heads != 0)
     fail("d_model " + std::to_string(d_model) + " is not divisible by n_heads " + std::to_string(n_heads));
   if (dropout < 0 || dropout >= 1) fail("dropout must be in [0, 1)");
-  resolve_encoding_params(encoding, encoding_params, dims());  // throws on bad encoding settings
-  for (const std::string& name : extra_encoding_names()) resolve_encoding_params(name, params_of(name), dims());
+  resolve_encoding_params(encoding, encoding_params, dims_for(encoding));  // throws on bad encoding settings
+  for (const std::string& name : extra_encoding_names()) resolve_encoding_params(name, params_of(name), dims_for(name));
   const auto& names = attention_scaling_names();
   if (std::find(names.begin(), names.end(), attention.scaling) == names.end())
     fail("attention.scaling '" + attention.scaling + "' is not one of: none, fixed, log_length, learned, ssmax");
@@ -107,7 +118,8 @@ void ModelConfig::check_encoding_heads() const {
   ForwardShape s;
   s.tokens = 2;
   for (const std::string& name : names) {
-    const EncodingCost c = encoding_cost(name, resolve_encoding_params(name, params_of(name), dims()), dims(), s);
+    const ModelDims d = dims_for(name);
+    const EncodingCost c = encoding_cost(name, resolve_encoding_params(name, params_of(name), d), d, s);
     if (c.relative_buckets > 0 || c.keeps_logits)
       throw Error("model: encoding.heads = " + std::to_string(encoding_heads) + " cannot restrict '" + name +
                   "' to some heads: " + (c.keeps_logits ? "it replaces the softmax of every head" :
@@ -330,7 +342,7 @@ Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionCo
 
 Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
-  const ModelDims dims = cfg_.dims();
+  const ModelDims dims = cfg_.dims_for(cfg_.encoding);
   // The encoding is built first (it decides the token width) but registered second: parameter order
   // (checkpoints, the init stream) stays tok_emb, pos, blocks.
   const Params ep = resolve_encoding_params(cfg_.encoding, cfg_.encoding_params, dims);
@@ -341,7 +353,7 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
                 "' makes them " + std::to_string(width) + " wide");
   tok_emb_ = &add_module("tok_emb", std::make_unique<Embedding>(cfg_.vocab, width));
   pos_ = &add_module("pos", std::move(pos));
-  add_layer_encodings(dims);
+  add_layer_encodings();
   const std::vector<std::size_t> windows = layer_windows(cfg_.attention.window, cfg_.n_layers);
   for (std::size_t i = 0; i < cfg_.n_layers; ++i)
     blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_, windows[i])));
@@ -351,9 +363,10 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
 
 // The layout's other encodings, registered after "pos" as "pos_<name>" (names never collide with
 // "pos.<param>"), and each layer's encoding.
-void Transformer::add_layer_encodings(const ModelDims& dims) {
+void Transformer::add_layer_encodings() {
   const std::vector<std::string> extra = cfg_.extra_encoding_names();
   for (const std::string& name : extra) {
+    const ModelDims dims = cfg_.dims_for(name);
     const Params p = resolve_encoding_params(name, cfg_.params_of(name), dims);
     extra_pos_.push_back(&add_module("pos_" + name, make_encoding(name, p, dims)));
   }
@@ -368,8 +381,8 @@ namespace {
 // tables and per-layer buffers (each counted as if it ran in every layer: an upper bound), and what
 // the attention must do for any of them (split heads, relative buckets, keep the logits).
 EncodingCost with_layout(const ModelConfig& cfg, EncodingCost enc, const ForwardShape& s) {
-  const ModelDims dims = cfg.dims();
   for (const std::string& name : cfg.extra_encoding_names()) {
+    const ModelDims dims = cfg.dims_for(name);
     const EncodingCost e = encoding_cost(name, resolve_encoding_params(name, cfg.params_of(name), dims), dims, s);
     enc.parameters += e.parameters;
     enc.splits_heads = enc.splits_heads || e.splits_heads;

@@ -49,6 +49,8 @@ struct ModelConfig : ModelSettings {
   std::size_t max_position = 0;       // training position ids are < this; 0 = train_seq_len (contiguous ids)
 
   ModelDims dims() const;
+  // dims() as the encoding `name` sees it: with the layers the layout gives it (ModelDims::layers).
+  ModelDims dims_for(const std::string& name) const;
   std::size_t log_length_base() const;  // attention.log_length_base, or train_seq_len when 0
   // The n_layers encoding names of the layout (each `encoding` without one), and the distinct names
   // other than `encoding` in order of first use; throw Error naming encoding.layers when malformed.
@@ -148,7 +150,7 @@ class Transformer : public Module {
   }
 
  private:
-  void add_layer_encodings(const ModelDims& dims);
+  void add_layer_encodings();
   ModelConfig cfg_;
   Embedding* tok_emb_;
   PositionalEncoding* pos_;

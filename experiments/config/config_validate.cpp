@@ -220,7 +220,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
          "[model] d_model " + num(m.d_model) + " is not divisible by n_heads " + num(m.n_heads) +
              "; expected d_model to be a multiple of n_heads");
   try {
-    resolve_encoding_params(cfg.encoding, m.encoding_params, m.dims());
+    resolve_encoding_params(cfg.encoding, m.encoding_params, m.dims_for(cfg.encoding));
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "encoding '" + cfg.encoding + "': ");
     auto paths = param_paths(cfg, "encoding." + cfg.encoding + ".");

@@ -31,7 +31,7 @@ std::size_t optimizer_buffers(const TrainConfig& t) {
 }
 
 EncodingCost encoding_cost_of(const ModelConfig& m, const ForwardShape& s) {
-  const ModelDims d = m.dims();
+  const ModelDims d = m.dims_for(m.encoding);
   return encoding_cost(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d, s);
 }
 

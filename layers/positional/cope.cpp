@@ -50,9 +50,9 @@ class Cope : public PositionalEncoding {
  public:
   Cope(const ModelDims& dims, std::size_t npos, bool shared_layers)
       : shared_layers_(shared_layers), scale_(real(1) / std::sqrt(real(dims.head_dim))) {
-    const std::size_t tables = shared_layers ? 1 : dims.n_layers;
-    for (std::size_t l = 0; l < tables; ++l)  // pos.tables.<l>.weight
-      tables_.push_back(&add_module("tables." + std::to_string(l), std::make_unique<CopeTable>(npos, dims.head_dim)));
+    for (std::size_t l = 0; l < (shared_layers ? 1 : dims.n_layers); ++l)  // pos.tables.<l>.weight; null: not run
+      tables_.push_back(!dims.makes_table(l, shared_layers) ? nullptr :
+                        &add_module("tables." + std::to_string(l), std::make_unique<CopeTable>(npos, dims.head_dim)));
   }
 
   // Each query's counts depend on its own row only: a query tile gives its rows (no tape).
@@ -103,7 +103,7 @@ class Cope : public PositionalEncoding {
 // (T, T) is kept. Backward: three (B, H, T, T) gradients at once, z's and q's. Without a tape past one
 // tile: the same for one tile's rows (B, H, rows, T) and its mask (T, rows).
 static EncodingCost cope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t npos = positions_count(p, d), tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
+  const std::size_t npos = positions_count(p, d), tables = d.table_count(p.get_bool("shared_layers"));
   const double rows = double(s.bias_query_rows()), N = double(s.batch) * rows;  // query rows (all T when training)
   const double X = N * double(d.n_heads * s.tokens), Z = N * double(d.n_heads * npos);
   EncodingCost c;

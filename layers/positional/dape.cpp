@@ -34,21 +34,25 @@ class Dape : public PositionalEncoding {
  public:
   Dape(const ModelDims& dims, const std::string& base, std::size_t width) : H_(dims.n_heads) {
     base_ = &add_module("base", make_encoding(base, resolve_encoding_params(base, {}, dims), dims));
-    for (std::size_t l = 0; l < dims.n_layers; ++l)
-      mlps_.push_back(&add_module("mlps." + std::to_string(l), std::make_unique<DapeMlp>(H_, width)));
+    for (std::size_t l = 0; l < dims.n_layers; ++l)  // null: a layer the layout gives another encoding
+      mlps_.push_back(!dims.runs_in(l) ? nullptr :
+                      &add_module("mlps." + std::to_string(l), std::make_unique<DapeMlp>(H_, width)));
   }
   void begin_forward(const IndexArray& positions) override { base_->begin_forward(positions); }
+  // Each pair's correction reads only that pair's scores and biases: a query tile's rows need q's rows
+  // alone, and both bases give their bias by tiles.
+  bool bias_by_query_rows() const override { return base_->bias_by_query_rows(); }
 
-  // (B, H, T, T)
+  // (B, H, Tq, Tk): every query and key, or a tile's query rows (q holds only those) against its keys
   Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) override {
-    const std::size_t B = q.size(0), T = q.size(2), hs = q.size(3);
-    const Tensor S = mul_scalar(matmul(q, k, false, true), real(1) / std::sqrt(real(hs)));  // (B, H, T, T)
-    const Tensor Bias = broadcast_to(base_->attention_bias(Tensor(), Tensor(), ctx), {B, H_, T, T});
-    const Tensor x = permute(concat({S, Bias}, 1), {0, 2, 3, 1});  // (B, T, T, 2H)
+    const std::size_t B = q.size(0), Tq = q.size(2), Tk = k.size(2), hs = q.size(3);
+    const Tensor S = mul_scalar(matmul(q, k, false, true), real(1) / std::sqrt(real(hs)));  // (B, H, Tq, Tk)
+    const Tensor Bias = broadcast_to(base_->attention_bias(Tensor(), Tensor(), ctx), {B, H_, Tq, Tk});
+    const Tensor x = permute(concat({S, Bias}, 1), {0, 2, 3, 1});  // (B, Tq, Tk, 2H)
     const DapeMlp& m = *mlps_.at(ctx.layer);
     const Tensor h = m.fc->forward(x);
     const Tensor f = m.out->forward(sub(relu(h), mul_scalar(relu(neg(h)), kSlope)));  // LeakyReLU: (B, T, T, H)
-    return add(Bias, permute(f, {0, 3, 1, 2}));
+    return add(Bias, permute(f, {0, 3, 1, 2}));  // (B, H, Tq, Tk)
   }
 
  private:
@@ -57,19 +61,19 @@ class Dape : public PositionalEncoding {
   std::vector<DapeMlp*> mlps_;
 };
 
-// The base encoding's cost, then per layer (X = B H T T, W = B T T width): the scores, the broadcast
-// bias, their concatenation and its permuted copy (2X each), the hidden layer and the LeakyReLU's five
-// temporaries (W), the output, its permuted copy and the sum. A tape keeps the MLP's inputs (2X, W),
-// the two ReLUs' outputs (W) and the bias (X) of every layer.
+// The base encoding's cost, then per layer (X = B H Tq T, W = B Tq T width; Tq the bias's query rows: T
+// with a tape, one tile without): the scores, the broadcast bias, their concatenation and its permuted
+// copy (2X each), the hidden layer and the LeakyReLU's five temporaries (W), the output, its permuted
+// copy and the sum. A tape keeps the MLP's inputs (2X, W), the two ReLUs' outputs (W) and the bias (X)
+// of every layer.
 EncodingCost dape_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::string base = p.get_string("base");
   const std::size_t width = std::size_t(p.get_int("width"));
-  ForwardShape whole = s;
-  whole.attention_maps = true;  // DAPE asks its base for the whole bias, never by tiles
-  EncodingCost c = encoding_cost(base, resolve_encoding_params(base, {}, d), d, whole);
-  const double X = double(s.batch * d.n_heads * s.tokens * s.tokens), W = double(s.batch * s.tokens * s.tokens * width);
+  EncodingCost c = encoding_cost(base, resolve_encoding_params(base, {}, d), d, s);
+  const double rows = double(s.bias_query_rows()), T = double(s.tokens);
+  const double X = double(s.batch * d.n_heads) * rows * T, W = double(s.batch * width) * rows * T;
   const double L = double(d.n_layers);
-  c.parameters += d.n_layers * ((2 * d.n_heads + 1) * width + (width + 1) * d.n_heads);
+  c.parameters += d.layers_run() * ((2 * d.n_heads + 1) * width + (width + 1) * d.n_heads);
   c.splits_heads = true;
   if (s.training) {
     c.layers.hold(2 * X, L).hold(W, 3 * L).hold(X, L).add_scratch(X, 3).add_scratch(2 * X).add_scratch(W, 3);

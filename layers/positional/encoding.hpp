@@ -82,6 +82,17 @@ struct ModelDims {
                                   // [train] max_position for offset/randomized): tables size from it
   bool causal = true;             // false: bidirectional attention (e.g. T5's two-sided buckets)
   bool tie_embeddings = false;    // the LM head reuses the token table: it must then be d_model wide
+  // The layers this encoding runs in (ascending) when an [encoding] layers layout gives some to other
+  // encodings; every_layer otherwise. An encoding with per-layer parameters makes them for these layers
+  // only, named by the layer's own index, so no parameter exists that no layer reads.
+  bool every_layer = true;
+  std::vector<std::size_t> layers;  // when !every_layer; may be empty ([encoding] name not in the layout)
+  bool runs_in(std::size_t layer) const;
+  std::size_t layers_run() const;  // how many layers it runs in
+  // Per-layer tables (one per layer, or one `shared` by the layers): whether slot l is made (a layer
+  // the encoding runs in; the shared slot 0 if it runs in any), and how many are.
+  bool makes_table(std::size_t l, bool shared) const { return shared ? l == 0 && layers_run() > 0 : runs_in(l); }
+  std::size_t table_count(bool shared) const { return layers_run() == 0 ? 0 : shared ? 1 : layers_run(); }
 };
 
 // Query rows [begin, end) against keys [0, keys) of one attention layer: the tile a tape-free forward asks

@@ -41,9 +41,9 @@ class Fire : public PositionalEncoding {
   bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Fire(const ModelDims& dims, std::size_t hidden, double init_c, double init_L, bool per_head, bool shared_layers)
       : init_L_(static_cast<real>(init_L)), shared_layers_(shared_layers) {
-    const std::size_t tables = shared_layers ? 1 : dims.n_layers;
-    for (std::size_t l = 0; l < tables; ++l)
-      tables_.push_back(&add_module("tables." + std::to_string(l),
+    for (std::size_t l = 0; l < (shared_layers ? 1 : dims.n_layers); ++l)  // null: a layer it does not run in
+      tables_.push_back(!dims.makes_table(l, shared_layers) ? nullptr :
+                        &add_module("tables." + std::to_string(l),
                                     std::make_unique<FireTable>(hidden, per_head ? dims.n_heads : 1, init_c)));
   }
 
@@ -99,7 +99,7 @@ class Fire : public PositionalEncoding {
 // T, H or 1), freed once permuted into the bias, kept until the next forward. Without a tape: the bias
 // kept, at most three pair tables and both hiddens at once. Backward: two of each size.
 static EncodingCost fire_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
+  const std::size_t tables = d.table_count(p.get_bool("shared_layers"));
   const std::size_t hidden = std::size_t(p.get_int("hidden")), outputs = p.get_bool("per_head") ? d.n_heads : 1;
   const double D = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = D * double(outputs), hid = D * double(hidden);
   EncodingCost c;

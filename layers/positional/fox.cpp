@@ -30,8 +30,9 @@ struct ForgetGate : Module {
 class Fox : public PositionalEncoding {
  public:
   Fox(const ModelDims& dims, double bias_init) : H_(dims.n_heads) {
-    for (std::size_t l = 0; l < dims.n_layers; ++l)
-      gates_.push_back(&add_module("gates." + std::to_string(l),
+    for (std::size_t l = 0; l < dims.n_layers; ++l)  // null: a layer the layout gives another encoding
+      gates_.push_back(!dims.runs_in(l) ? nullptr :
+                       &add_module("gates." + std::to_string(l),
                                    std::make_unique<ForgetGate>(dims.d_model, dims.n_heads, bias_init)));
   }
   bool leaves_qk_alone() const override { return true; }  // the bias reads x, not q or k
@@ -89,7 +90,7 @@ EncodingCost fox_cost(const Params&, const ModelDims& d, const ForwardShape& s) 
   const double N = double(s.batch * s.tokens), H = double(d.n_heads);
   const double X = double(s.batch) * H * double(s.bias_query_rows() * s.tokens);
   EncodingCost c;
-  c.parameters = d.n_layers * d.n_heads * (d.d_model + 1);
+  c.parameters = d.layers_run() * d.n_heads * (d.d_model + 1);
   c.bias_tiles = s.bias_query_rows() < s.tokens;
   c.layers.hold(N * H, s.training ? 5.0 * double(d.n_layers) : 5.0).hold(X);
   if (s.training) c.layers.add_backward(X).add_backward(N * H, 4);

@@ -43,14 +43,15 @@ class Kerple : public PositionalEncoding {
   bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Kerple(const ModelDims& dims, bool power, bool shared_layers)
       : H_(dims.n_heads), power_(power), shared_layers_(shared_layers) {
-    const std::size_t tables = shared_layers ? 1 : dims.n_layers;
-    for (std::size_t l = 0; l < tables; ++l)
-      tables_.push_back(&add_module("tables." + std::to_string(l), std::make_unique<KerpleTable>(H_, power)));
+    for (std::size_t l = 0; l < (shared_layers ? 1 : dims.n_layers); ++l)  // null: a layer it does not run in
+      tables_.push_back(!dims.makes_table(l, shared_layers) ? nullptr :
+                        &add_module("tables." + std::to_string(l), std::make_unique<KerpleTable>(H_, power)));
   }
 
   void begin_forward(const IndexArray& positions) override {
     biases_.clear();
     for (KerpleTable* t : tables_) {  // the projection onto the allowed range
+      if (!t) continue;
       project(t->r1, kEps, std::numeric_limits<real>::infinity());
       project(t->r2, kEps, power_ ? kMaxPower : std::numeric_limits<real>::infinity());
     }
@@ -107,7 +108,7 @@ class Kerple : public PositionalEncoding {
 // r2 d, 1 + r2 d and its log (the last two saved), power d^r2 (saved). Backward: the bias's gradient
 // and one more.
 static EncodingCost kerple_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
+  const std::size_t tables = d.table_count(p.get_bool("shared_layers"));
   const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = pairs * double(d.n_heads);
   const bool power = p.get_string("variant") == "power";
   const double saved = s.training ? (power ? 1 : 2) : 0, temporaries = power ? 1 : 3;

@@ -40,8 +40,9 @@ struct PathLayer : Module {
 class Path : public PositionalEncoding {
  public:
   Path(const ModelDims& dims) : H_(dims.n_heads) {
-    for (std::size_t l = 0; l < dims.n_layers; ++l)
-      layers_.push_back(&add_module("layers." + std::to_string(l), std::make_unique<PathLayer>(dims.d_model, H_)));
+    for (std::size_t l = 0; l < dims.n_layers; ++l)  // null: a layer the layout gives another encoding
+      layers_.push_back(!dims.runs_in(l) ? nullptr :
+                        &add_module("layers." + std::to_string(l), std::make_unique<PathLayer>(dims.d_model, H_)));
   }
 
   // (B, H, T, T)
@@ -112,7 +113,7 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
   const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
   const double Kt = B * H * T * hs, X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
   EncodingCost c;
-  c.parameters = d.n_layers * (kRank * d.d_model * 2 + d.d_model * kConv + d.n_heads * d.d_model + d.n_heads);
+  c.parameters = d.layers_run() * (kRank * d.d_model * 2 + d.d_model * kConv + d.n_heads * d.d_model + d.n_heads);
   c.splits_heads = true;
   if (s.training) {
     c.layers.hold(Kt, 1.2 * T * L).hold(X, 3 * L).hold(N, 8 * L).hold(B * H * hs, 2 * T * L);

@@ -10,7 +10,7 @@
 // phase bias on the keys' phases, one per head and frequency, clamped to [-2 pi, 0] in every forward;
 // phase_bias = "none" (the default) leaves it out (delta = 0), "zeros" starts it at 0 (their default),
 // "uniform" draws it from U(-2 pi, 0) (their bias_uniform_init). Here each layer has its own delta
-// (pos.phase_bias, (n_layers, H, hs)); PoPE-pytorch leaves the sharing to the caller. A function of id
+// (pos.phase_bias, (n_layers, H, hs); under a layout one row per layer that runs pope); PoPE-pytorch leaves the sharing to the caller. A function of id
 // differences only: relative.
 #include <cmath>
 
@@ -26,9 +26,10 @@ namespace {
 class Pope : public PositionalEncoding {
  public:
   Pope(double base, const ModelDims& d, const std::string& phase_bias) : base_(base), hs_(d.head_dim) {
-    if (phase_bias == "none") return;
+    if (phase_bias == "none" || d.layers_run() == 0) return;
     const bool uniform = phase_bias == "uniform";
-    delta_ = add_parameter("phase_bias", {d.n_layers, d.n_heads, d.head_dim}, ParamKind::bias,
+    for (std::size_t l = 0, row = 0; l < d.n_layers; ++l) row_.push_back(d.runs_in(l) ? row++ : kNoRow);
+    delta_ = add_parameter("phase_bias", {d.layers_run(), d.n_heads, d.head_dim}, ParamKind::bias,
                            [uniform](Array& v, Rng& rng) {
                              for (auto& x : v) x = uniform ? real(-2 * M_PI * rng.uniform()) : real(0);
                            });
@@ -66,7 +67,9 @@ class Pope : public PositionalEncoding {
     }
     // The keys' phase p theta_c + delta_hc: cos and sin by the angle-sum identities, (rows, H, T, hs).
     const std::size_t H = delta_.size(1);
-    const Tensor d = clamp(reshape(slice(delta_, 0, ctx.layer, ctx.layer + 1), {1, H, 1, hs_}), real(-2 * M_PI), 0);
+    const std::size_t row = row_.at(ctx.layer);
+    if (row == kNoRow) throw Error("pope: layer " + std::to_string(ctx.layer) + " is not one of the layout's pope layers");
+    const Tensor d = clamp(reshape(slice(delta_, 0, row, row + 1), {1, H, 1, hs_}), real(-2 * M_PI), 0);
     const Tensor cd = cos(d), sd = sin(d);  // (1, H, 1, hs)
     k = polar(k, sub(mul(cos_, cd), mul(sin_, sd)), add(mul(sin_, cd), mul(cos_, sd)));
   }
@@ -76,7 +79,9 @@ class Pope : public PositionalEncoding {
   std::size_t hs_;
   SeenPositions seen_;
   Tensor cos_, sin_;
-  Tensor delta_;  // (n_layers, H, hs) or undefined (phase_bias = "none")
+  static constexpr std::size_t kNoRow = std::size_t(-1);
+  Tensor delta_;               // (layers it runs in, H, hs) or undefined (phase_bias = "none")
+  std::vector<std::size_t> row_;  // per layer its row of delta_, kNoRow where the layout runs another encoding
 };
 
 // The tables (rows, 1, T, hs) twice; per layer softplus, the two products and the concatenation for q
@@ -95,7 +100,7 @@ EncodingCost pope_cost(const Params& p, const ModelDims& d, const ForwardShape& 
   if (s.training) c.layers.add_backward(2 * Q, 2).add_backward(Q, 4);
   if (p.get_string("phase_bias") != "none") {
     const double P = table * double(d.n_heads), small = double(d.n_heads * d.head_dim);
-    c.parameters = d.n_layers * d.n_heads * d.head_dim;
+    c.parameters = d.layers_run() * d.n_heads * d.head_dim;
     c.layers.hold(P, 2 * L).add_scratch(P, 4).add_scratch(small, 5);
     if (s.training) c.layers.add_backward(P, 6);
   }

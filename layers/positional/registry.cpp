@@ -4,6 +4,12 @@
 
 namespace pelab {
 
+bool ModelDims::runs_in(std::size_t layer) const {
+  return layer < n_layers && (every_layer || std::binary_search(layers.begin(), layers.end(), layer));
+}
+
+std::size_t ModelDims::layers_run() const { return every_layer ? n_layers : layers.size(); }
+
 EncodingRegistry& EncodingRegistry::instance() {
   static EncodingRegistry r;  // function-local: safe from static-initialization order
   return r;

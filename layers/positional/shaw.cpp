@@ -30,8 +30,9 @@ class Shaw : public PositionalEncoding {
   bool leaves_qk_alone() const override { return true; }  // the attention runs on the packed q, k, v
   Shaw(const ModelDims& dims, std::int64_t clip, bool values) : clip_(clip) {
     const std::size_t buckets = std::size_t(2 * clip + 1);
-    for (std::size_t l = 0; l < dims.n_layers; ++l)  // pos.tables.<l>.key, pos.tables.<l>.value
-      tables_.push_back(&add_module("tables." + std::to_string(l),
+    for (std::size_t l = 0; l < dims.n_layers; ++l)  // pos.tables.<l>.key, pos.tables.<l>.value; null: not run
+      tables_.push_back(!dims.runs_in(l) ? nullptr :
+                        &add_module("tables." + std::to_string(l),
                                     std::make_unique<ShawTables>(buckets, dims.head_dim, values)));
   }
 
@@ -79,7 +80,7 @@ class Shaw : public PositionalEncoding {
 static EncodingCost shaw_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t k = std::size_t(p.get_int("clip")), span = s.tokens ? s.tokens - 1 : 0;
   EncodingCost c;
-  c.parameters = d.n_layers * (2 * k + 1) * d.head_dim * (p.get_bool("values") ? 2 : 1);
+  c.parameters = d.layers_run() * (2 * k + 1) * d.head_dim * (p.get_bool("values") ? 2 : 1);
   c.relative_buckets = d.causal ? std::min(k, span) + 1 : 2 * std::min(k, span) + 1;
   c.input.untracked = double(s.pair_rows() * s.tokens * s.tokens) * sizeof(std::int32_t);
   return c;

@@ -46,9 +46,10 @@ class T5Bias : public PositionalEncoding {
   T5Bias(const ModelDims& dims, std::int32_t num_buckets, std::int32_t max_distance, bool shared_layers)
       : num_buckets_(num_buckets), max_distance_(max_distance), bidirectional_(!dims.causal),
         shared_layers_(shared_layers) {
-    const std::size_t tables = shared_layers ? 1 : dims.n_layers;
-    for (std::size_t l = 0; l < tables; ++l)  // pos.tables.<l>.weight (num_buckets, H), an embedding table
-      tables_.push_back(&add_module("tables." + std::to_string(l),
+    // pos.tables.<l>.weight (num_buckets, H), an embedding table; null: a layer it does not run in
+    for (std::size_t l = 0; l < (shared_layers ? 1 : dims.n_layers); ++l)
+      tables_.push_back(!dims.makes_table(l, shared_layers) ? nullptr :
+                        &add_module("tables." + std::to_string(l),
                                     std::make_unique<Embedding>(std::size_t(num_buckets), dims.n_heads)));
     // One bucket per distance 0..max_distance on each side; every larger distance has the last one.
     for (std::int64_t n = 0; n <= max_distance; ++n) {
@@ -128,7 +129,7 @@ void check(const Params& p, const ModelDims& dims) {
 // once permuted into the bias (rows, H, T, T), kept until the next forward. Backward: the bias's
 // gradient (summed over the layers sharing it) and the gathered one's.
 static EncodingCost t5_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t tables = p.get_bool("shared_layers") ? 1 : d.n_layers;
+  const std::size_t tables = d.table_count(p.get_bool("shared_layers"));
   const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = pairs * double(d.n_heads);
   EncodingCost c;
   c.parameters = tables * Embedding::parameter_count(std::size_t(p.get_int("num_buckets")), d.n_heads);

@@ -72,8 +72,9 @@ class TransformerXl : public PositionalEncoding {
   TransformerXl(const ModelDims& dims, double base)
       : H_(dims.n_heads), hs_(dims.head_dim), width_(table_width(dims)), base_(base), causal_(dims.causal),
         scale_(real(1) / std::sqrt(real(dims.head_dim))) {
-    for (std::size_t l = 0; l < dims.n_layers; ++l)  // pos.layers.<l>.weight, .u, .v
-      layers_.push_back(&add_module("layers." + std::to_string(l), std::make_unique<XlLayer>(H_, hs_, width_)));
+    for (std::size_t l = 0; l < dims.n_layers; ++l)  // pos.layers.<l>.weight, .u, .v; null: not run there
+      layers_.push_back(!dims.runs_in(l) ? nullptr :
+                        &add_module("layers." + std::to_string(l), std::make_unique<XlLayer>(H_, hs_, width_)));
   }
 
   bool bias_by_query_rows() const override { return true; }
@@ -231,7 +232,7 @@ static EncodingCost transformer_xl_cost(const Params&, const ModelDims& d, const
   const double X = double(s.batch * d.n_heads) * rows * double(s.tokens);  // one bias
   const double Z = double(s.batch * d.n_heads) * rows * R, K = double(s.batch) * C * R, N = double(s.batch) * rows;
   EncodingCost c;
-  c.parameters = d.n_layers * d.n_heads * d.head_dim * (table_width(d) + 2);
+  c.parameters = d.layers_run() * d.n_heads * d.head_dim * (table_width(d) + 2);
   c.splits_heads = true;
   c.bias_tiles = s.bias_query_rows() < s.tokens;
   if (s.training) {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <regex>
 
 #include "core/tape.hpp"
 #include "model_helpers.hpp"
@@ -94,4 +95,46 @@ TEST_CASE("encoding.heads keeps the encoding to the first heads and refuses what
   const IndexArray t = random_tokens(1, 6, all.vocab, rng);
   const Array la = logits_of(*ma, t), lz = logits_of(*mz, t);
   CHECK(std::equal(la.begin(), la.end(), lz.begin()));
+}
+
+TEST_CASE("a layout makes an encoding's per-layer parameters for its own layers only, each read by a layer", "[layout]") {
+  Rng rng(5);
+  const IndexArray tok = random_tokens(2, 6, 11, rng);
+  for (const std::string& name : EncodingRegistry::instance().names()) {
+    if (EncodingRegistry::instance().get(name).input_level || name == "none") continue;
+    INFO(name);
+    ModelConfig c = small_config("none");
+    c.n_layers = 4;
+    c.layer_encodings = "none," + name;  // layers 1 and 3
+    auto m = make_model(c);
+    const Params defaults = resolve_encoding_params(name, {}, c.dims_for(name));
+    const bool shared = defaults.values().count("shared_layers") && defaults.get_bool("shared_layers");
+    Tensor logits = m->forward(tok, default_positions(2, 6));
+    Array seed(logits.shape());
+    for (auto& v : seed) v = static_cast<real>(rng.normal());
+    logits.backward(seed);
+    for (const auto& p : m->parameters()) {
+      if (p.name.rfind("pos_" + name + ".", 0) != 0) continue;
+      INFO(p.name);
+      // a per-layer set is named by the layer's own index: never layer 0 or 2, which run NoPE (a table
+      // shared by the layers is tables.0)
+      std::smatch layer;
+      if (!shared && std::regex_search(p.name, layer, std::regex(R"(\.(gates|tables|layers|mlps)\.([0-9]+)\.)")))
+        CHECK((layer[2] == "1" || layer[2] == "3"));
+      REQUIRE(p.tensor.has_grad());
+      double norm = 0;
+      for (real g : p.tensor.grad()) norm += std::abs(double(g));
+      CHECK(norm > 0);
+    }
+    const ModelDims d = c.dims_for(name);
+    CHECK(d.layers == std::vector<std::size_t>{1, 3});
+    const ModelDims main = c.dims_for(c.encoding);
+    const EncodingCost enc = encoding_cost(c.encoding, resolve_encoding_params(c.encoding, {}, main), main, ForwardShape{});
+    CHECK(Transformer::parameter_count(c, enc) == m->num_parameters());
+  }
+  // The model-wide encoding in no layer of the layout makes no parameters.
+  ModelConfig c = small_config("fire");
+  c.layer_encodings = "none,rope";
+  auto m = make_model(c);
+  for (const auto& p : m->parameters()) CHECK(p.name.rfind("pos.", 0) != 0);
 }
