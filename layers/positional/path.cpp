@@ -12,9 +12,11 @@
 // on top of the attention's own q_i . k_j / sqrt(hs). [attention] scalings multiply only the plain term:
 // use PaTH with scaling = "none". The blocked (UT-transform) form of the paper is not implemented.
 // Position ids are never read: relative.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "core/ops/attention.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/path_keys.hpp"
@@ -82,20 +84,28 @@ class Path : public PositionalEncoding {
   std::vector<PathLayer*> layers_;
 };
 
-// Per layer, when training: the recurrence keeps per token its keys (B, H, T, hs) (saved by the products
-// that read them; measured about 1.2 per token), so O(T^2 hs) in all; without a tape a few at a time. The logits and
-// the plain product (B, H, T, T) (four such at once without a tape, as measured), w's projections (B, T, C) a few times.
+// Per layer, when training: w's chain keeps its (B, T, C) steps (the up projection, two shifted copies, the
+// convolution, its sigmoid, w before and after the norm: 7) and the (B, T, 32) down projection; beta's a few
+// (B, T, H). The fused op keeps nothing of its own (q, k, w, beta are held already) and returns the bias
+// (B, H, T, T), which the attention holds only when it recomputes its weights (past kKeepProbsBytes). Its
+// forward scratch is 2 T hs + T per thread, its backward's T (T - 1) / 2 + 4 T hs + 3 T per thread; backward
+// also holds the bias's gradient (B, H, T, T) and a few (B, T, C). Without a tape the same buffers are
+// scratch, a few at a time.
 EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
   const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
-  const double Kt = B * H * T * hs, X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
+  const double X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
+  const double threads = double(std::max<std::size_t>(1, s.threads));
   EncodingCost c;
   c.parameters = d.n_layers * (kRank * d.d_model * 2 + d.d_model * kConv + d.n_heads * d.d_model + d.n_heads);
   c.splits_heads = true;
+  c.layers.add_scratch(threads * (2 * T * hs + T));
   if (s.training) {
-    c.layers.hold(Kt, 1.2 * T * L).hold(X, 3 * L).hold(N, 8 * L).hold(B * H * hs, 2 * T * L);
-    c.layers.add_backward(Kt, 3).add_backward(X, 3).add_backward(N, 4);
+    c.layers.hold(N, 7 * L).hold(B * T * double(kRank), L).hold(B * T * H, 6 * L);
+    if (attention_keeps_probs(s.batch, d.n_heads, s.tokens, s.tokens, false)) c.layers.add_scratch(X);
+    else c.layers.hold(X, L);
+    c.layers.add_backward(X).add_backward(N, 4).add_backward(threads * (T * (T - 1) / 2 + 4 * T * hs + 3 * T));
   } else {
-    c.layers.hold(Kt, 3).hold(X, 4).hold(N, 6).add_scratch(B * H * hs, 4).add_scratch(B * H * T, 2);
+    c.layers.add_scratch(X).add_scratch(N, 4).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);
   }
   return c;
 }
