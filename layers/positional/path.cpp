@@ -5,16 +5,21 @@
 // with w_t and beta_t computed from the layer's input x_t as the authors' code (flash-linear-attention
 // fla/layers/path_attn.py): w = a low-rank projection C -> 32 -> C, a causal depthwise convolution of
 // width 3 with SiLU, then L2-normalized per head; beta = 2 sigmoid(Linear(x)) in (0, 2) per head. Only
-// the keys are transformed. Written as the naive O(T^2 hs) recurrence of the authors' decoding path
-// (each arriving token transforms every earlier key), which is the tested reference; pelab returns it
-// as an additive bias, q_i . (k_j^(i) - k_j) / sqrt(hs), on top of the attention's own q_i . k_j /
-// sqrt(hs). [attention] scalings multiply only the plain term: use PaTH with scaling = "none". The
-// blocked (UT-transform) form of the paper is not implemented. Position ids are never read: relative.
+// the keys are transformed. Computed as the authors' decoding recurrence (each arriving token transforms
+// every earlier key), O(T^2 hs) per (batch, head), in one fused op (core/ops/path_keys.hpp): its tape node
+// saves q, k, w and beta only, and backward recomputes the keys per (batch, head) in a per-thread scratch
+// of about T^2 / 2 + 4 T hs reals. pelab returns it as an additive bias, q_i . (k_j^(i) - k_j) / sqrt(hs),
+// on top of the attention's own q_i . k_j / sqrt(hs). [attention] scalings multiply only the plain term:
+// use PaTH with scaling = "none". The blocked (UT-transform) form of the paper is not implemented.
+// Position ids are never read: relative.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "core/ops/attention.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/matmul.hpp"
+#include "core/ops/path_keys.hpp"
 #include "core/ops/reduce.hpp"
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
@@ -53,19 +58,7 @@ class Path : public PositionalEncoding {
     const std::size_t B = q.size(0), T = q.size(2), hs = q.size(3);
     const Tensor w = directions(p, x, B, T);                                          // (B, H, T, hs)
     const Tensor beta = permute(mul_scalar(sigmoid(linear(x, p.beta_w, p.beta_b)), 2), {0, 2, 1});  // (B, H, T)
-    Tensor K = k;  // each key as the current query sees it
-    std::vector<Tensor> rows;
-    for (std::size_t i = 0; i < T; ++i) {
-      if (i > 0) {  // token i transforms the keys j < i: K_j -= beta_i (K_j . w_i) w_i
-        const Tensor wi = slice(w, 2, i, i + 1);                                      // (B, H, 1, hs)
-        const Tensor bi = reshape(slice(beta, 2, i, i + 1), {B, H_, 1, 1});
-        const Tensor dot = mul(sum(mul(K, wi), {3}, true), earlier(T, i));            // (B, H, T, 1)
-        K = sub(K, mul(mul(dot, bi), wi));
-      }
-      rows.push_back(matmul(slice(q, 2, i, i + 1), K, false, true));                  // (B, H, 1, T)
-    }
-    const Tensor moved = sub(concat(rows, 2), matmul(q, k, false, true));            // (B, H, T, T)
-    return mul_scalar(moved, real(1) / std::sqrt(real(hs)));
+    return path_key_bias(q, k, w, beta, real(1) / std::sqrt(real(hs)));  // (B, H, T, T)
   }
 
  private:
@@ -88,38 +81,32 @@ class Path : public PositionalEncoding {
     const Tensor w = permute(reshape(a, {B, T, H_, C / H_}), {0, 2, 1, 3});          // (B, H, T, hs)
     return div(w, sqrt(add_scalar(sum(mul(w, w), {3}, true), kNormEps)));
   }
-  // (1, 1, T, 1): 1 for the keys j < i; built once per length T
-  const Tensor& earlier(std::size_t T, std::size_t i) {
-    if (earlier_.size() != T) {
-      earlier_.clear();
-      for (std::size_t t = 0; t < T; ++t) {
-        Array m(Shape{1, 1, T, 1});
-        for (std::size_t j = 0; j < T; ++j) m(0, 0, j, 0) = real(j < t);
-        earlier_.push_back(Tensor(std::move(m)));
-      }
-    }
-    return earlier_[i];
-  }
-
   std::size_t H_;
   std::vector<PathLayer*> layers_;
-  std::vector<Tensor> earlier_;  // earlier(T, i) for every i of the last T
 };
 
-// Per layer, when training: the recurrence keeps per token its keys (B, H, T, hs) (saved by the products
-// that read them; measured about 1.2 per token), so O(T^2 hs) in all; without a tape a few at a time. The logits and
-// the plain product (B, H, T, T) (four such at once without a tape, as measured), w's projections (B, T, C) a few times.
+// Per layer, when training: w's chain keeps its (B, T, C) steps (the up projection, two shifted copies, the
+// convolution, its sigmoid, w before and after the norm: 7) and the (B, T, 32) down projection; beta's a few
+// (B, T, H). The fused op keeps nothing of its own (q, k, w, beta are held already) and returns the bias
+// (B, H, T, T), which the attention holds only when it recomputes its weights (past kKeepProbsBytes). Its
+// forward scratch is 2 T hs + T per thread, its backward's T (T - 1) / 2 + 4 T hs + 3 T per thread; backward
+// also holds the bias's gradient (B, H, T, T) and a few (B, T, C). Without a tape the same buffers are
+// scratch, a few at a time.
 EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
   const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
-  const double Kt = B * H * T * hs, X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
+  const double X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
+  const double threads = double(std::max<std::size_t>(1, s.threads));
   EncodingCost c;
   c.parameters = d.layers_run() * (kRank * d.d_model * 2 + d.d_model * kConv + d.n_heads * d.d_model + d.n_heads);
   c.splits_heads = true;
+  c.layers.add_scratch(threads * (2 * T * hs + T));
   if (s.training) {
-    c.layers.hold(Kt, 1.2 * T * L).hold(X, 3 * L).hold(N, 8 * L).hold(B * H * hs, 2 * T * L);
-    c.layers.add_backward(Kt, 3).add_backward(X, 3).add_backward(N, 4);
+    c.layers.hold(N, 7 * L).hold(B * T * double(kRank), L).hold(B * T * H, 6 * L);
+    if (attention_keeps_probs(s.batch, d.n_heads, s.tokens, s.tokens, false)) c.layers.add_scratch(X);
+    else c.layers.hold(X, L);
+    c.layers.add_backward(X).add_backward(N, 4).add_backward(threads * (T * (T - 1) / 2 + 4 * T * hs + 3 * T));
   } else {
-    c.layers.hold(Kt, 3).hold(X, 4).hold(N, 6).add_scratch(B * H * hs, 4).add_scratch(B * H * T, 2);
+    c.layers.add_scratch(X).add_scratch(N, 4).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);
   }
   return c;
 }
