@@ -159,8 +159,9 @@ class Model {
 
   // Seconds of each of `repeats` forward passes on inputs converted once, timed around the C++ call alone:
   // the C++ side of bench/bench_python_logits.py.
-  std::vector<double> forward_seconds(const py::object& tokens, const py::object& positions, int repeats) {
-    const Inputs in = inputs(tokens, positions, py::none(), false);
+  std::vector<double> forward_seconds(const py::object& tokens, const py::object& positions,
+                                      const py::object& digit_index, int repeats) {
+    const Inputs in = inputs(tokens, positions, digit_index, false);
     std::vector<double> seconds;
     py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
@@ -302,7 +303,7 @@ void bind_model(py::module_& m) {
            "the next max_new token ids after a prompt (text in the task's notation, or ids), read at positions 0, 1, ...: "
            "greedy at temperature 0, else sampled from softmax(logits / temperature)")
       .def("_forward_seconds", &Model::forward_seconds, py::arg("tokens"), py::arg("positions") = py::none(),
-           py::arg("repeats") = 1, "seconds of each C++ forward pass alone (bench/bench_python_logits.py)")
+           py::arg("digit_index") = py::none(), py::arg("repeats") = 1, "seconds of each C++ forward pass alone (bench/bench_python_logits.py)")
       .def("decode", &Model::decode, py::arg("ids"), "token ids as text in the task's notation")
       .def("examples", &Model::examples, py::arg("n"), py::arg("count") = 1, py::arg("seed") = py::none(),
            "held-out examples of problem size n as evaluation draws them: tokens, targets, positions, mask, and "
