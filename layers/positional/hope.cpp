@@ -2,7 +2,9 @@
 // Positional Encoding Without Long-Term Decay for Enhanced Context Awareness and Extrapolation",
 // arXiv 2410.21216): RoPE whose low-frequency components are replaced by position-independent ones, so
 // that only high-frequency signals carry position. The abstract says that much; the cut-off could not be
-// read from the paper's method section or from authors' code (none was found, see docs/encodings.md).
+// read from the paper's method section or from authors' code (none was found). Two third parties state
+// the rule below: Levy, Videau et al., "RoPE is dead, long live RoPE" (their Eq. 2 and HoPE baseline),
+// and the praxis port (praxis/encoding/hope.py at e7a642e); docs/encodings.md quotes both.
 // The rule here: pair i keeps RoPE's theta_i = base^(-2i/hs) when it turns at least one full period within
 // the training length L (theta_i >= 2 pi / L) and is left unrotated otherwise (theta_i = 0: q . k on those
 // dims), the same floor as FoPE's clipping (fope.cpp). `length` sets L (0: the training position range).
