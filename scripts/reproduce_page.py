@@ -1133,8 +1133,9 @@ def deletang_claim_texts(gain, levels, groups, tasks):
     else:
         rr, rc = gain["rep"]["randomized"], gain["rep"]["contiguous"]
         sd = lambda s: "" if s[1] is None else f" ± {100 * s[1]:.1f}"
+        on = list(dict.fromkeys(t for t, _ in gain["pairs"]))
         a = (f"gain of the max {100 * gain['gain_max']:+.1f} points (of the mean {100 * gain['gain_mean']:+.1f}) over "
-             f"{len(gain['pairs'])} pair(s); per seed, the pairs' average is {pct(rr[0])}{sd(rr)} randomized against "
+             f"{len(gain['pairs'])} pair(s) on {len(on)} of {len(tasks)} tasks ({', '.join(on)}); per seed, the pairs' average is {pct(rr[0])}{sd(rr)} randomized against "
              f"{pct(rc[0])}{sd(rc)} contiguous ({rr[2]} seeds): " + ("separated" if gain["sep"] else "a tie (seeds)")
              + f"; {len(gain['sep_pairs'])} pair(s) with a gain the seeds separate")
     if levels["held"] is None:
@@ -1199,6 +1200,11 @@ def page_deletang(run_dir, rows, config, quick):
         budget_policy(config, quick))
     return verdict, comparison, deletang_table(groups, tasks, encs, ind, ood), checks
 
+
+# Recipes whose report's main plot is not copied beside the page: one axes for every group is unreadable there.
+NO_MAIN_PLOT = {"deletang": "The report's main plot (one curve per task × encoding × positions, 150 of them) is not "
+                            "copied here; `report.html` in the run directory has one plot per group "
+                            "(`plots/beyond_*.png`)."}
 
 RECIPES = {
     "format": ("NoPE and the sequence format (a finding of our own)", page_format),
@@ -1270,10 +1276,11 @@ full report with plots is `report.html` in the run directory{' of each arm' if a
     for sub in [a for a, _ in recipe_arms(config)] or [""]:
         plot = next((p for p in ("loss_by_position.png", "length_generalization.png")
                      if os.path.isfile(os.path.join(run_dir, sub, "plots", p))), None)
-        if plot:
+        if plot and name not in NO_MAIN_PLOT:
             plots.append((sub, plot))
     caption = lambda sub, plot: f"{sub}: {plot}" if sub else plot
-    pages = [(out, "".join(f"![{caption(sub, p)}]({os.path.join(sub, 'plots', p)})\n\n" for sub, p in plots))]
+    note = f"{NO_MAIN_PLOT[name]}\n\n" if name in NO_MAIN_PLOT else ""
+    pages = [(out, note + "".join(f"![{caption(sub, p)}]({os.path.join(sub, 'plots', p)})\n\n" for sub, p in plots))]
     if copy:
         stem = os.path.splitext(os.path.basename(copy))[0]
         links = ""
@@ -1281,7 +1288,7 @@ full report with plots is `report.html` in the run directory{' of each arm' if a
             png = stem + (f".{sub}" if sub else "") + "." + p
             links += f"![{caption(sub, p)}]({png})\n\n"
             shutil.copyfile(os.path.join(run_dir, sub, "plots", p), os.path.join(os.path.dirname(copy) or ".", png))
-        pages.append((copy, links))
+        pages.append((copy, note + links))
     for path, link in pages:
         with open(path + ".tmp", "w") as f:
             f.write(text.replace("{plot}", link))

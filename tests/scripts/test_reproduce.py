@@ -211,7 +211,7 @@ def test_deletang(fresh, tmp):
     fake_deletang(fresh("d1"), 0.55, 0.75)
     v = page("deletang", os.path.join(tmp, "d1"))
     check("41..500): reproduces;" in v and "gain of the max +20.0 points" in v and "(of the mean +20.0)" in v
-          and "over 6 pair(s)" in v and ": separated" in v and "6 pair(s) with a gain the seeds separate" in v,
+          and "over 6 pair(s) on 3 of 3 tasks (even_pairs, reverse_string, duplicate_string)" in v and ": separated" in v and "6 pair(s) with a gain the seeds separate" in v,
           f"deletang: randomized above contiguous beyond the spread, non-regular fail -> reproduces ({v})")
     text = open(os.path.join(tmp, "d1", "RESULT.md")).read()
     check("| duplicate_string | CS | rope | 99.0 ± 0.0 (3) |" in text and "56.0 / 55.0 ± 1.0 (3)" in text
