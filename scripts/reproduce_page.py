@@ -1000,6 +1000,212 @@ def page_zhou2024(run_dir, rows, config, quick):
     return verdict, comparison, arith_table(ind, ood, facts, "arm"), arith_checks(config, quick, ind, extra)
 
 
+# ------------------------------------------------------------------------ Chomsky hierarchy (issue #24, item 3)
+# deletang: Delétang et al. 2023 (arXiv 2207.02098) and Ruoss et al. 2023 (arXiv 2305.16843) on the 15 tasks of the
+# suite in the blank output format. A run (one seed x one learning rate) scores its token accuracy averaged over the
+# sizes above training (eval.json's "ood", the papers' score); a group (task x encoding x positions) aggregates its
+# runs as the papers' tables do, the max, with the mean beside it.
+
+CHOMSKY_LEVEL = {"even_pairs": "R", "modular_arithmetic": "R", "parity_check": "R", "cycle_navigation": "R",
+                 "stack_manipulation": "DCF", "reverse_string": "DCF", "modular_arithmetic_brackets": "DCF",
+                 "solve_equation": "DCF"}  # the suite's other seven tasks are context-sensitive (docs/tasks.md)
+RUOSS_GAIN = 0.12  # Ruoss et al.'s abstract: randomized positions raise test accuracy by 12.0 points on average
+MODES = ("contiguous", "randomized")
+
+
+def run_scores(results, metric, lens, **group):
+    """Per run, keyed (seed, learning rate): the mean of `metric` over the eval lengths `lens` (a run missing one of
+    them is left out). results.csv rows; group keys given with '.' as '_'."""
+    by_run = {}
+    for r in results:
+        if r["metric"] != metric or int(r["eval_len"]) not in lens or r["value"] == "":
+            continue
+        if all(r.get(k.replace("_", ".", 1)) == v for k, v in group.items()):
+            by_run.setdefault((r["seed"], r.get("train.lr", "")), {})[int(r["eval_len"])] = float(r["value"])
+    return {k: sum(v.values()) / len(v) for k, v in by_run.items() if len(v) == len(lens)}
+
+
+def deletang_groups(rows, results):
+    """Per (task, encoding, positions): the competence gate on the token accuracy at the largest training size (the
+    best learning rate's mean over seeds: the papers pick the best learning rate too); the max of the OOD score over
+    every run (seeds x learning rates, the papers' aggregation); the best learning rate's OOD score per seed and its
+    (mean, sample std, n); the mean chance level over the OOD sizes."""
+    ind, ood = max(lengths(rows, True)), lengths(rows, False)
+    lrs = values_of(rows, "train.lr") or [None]
+    out = {}
+    for task in values_of(rows, "task.name"):
+        for enc in values_of(rows, "encoding.name"):
+            for pos in values_of(rows, "train.positions"):
+                kw = {"task_name": task, "encoding_name": enc, "train_positions": pos}
+                by_lr = [cell(rows, "token_acc", ind, **kw, **({} if lr is None else {"train_lr": lr})) for lr in lrs]
+                best = max((c for c in by_lr if c is not None and c["mean"] is not None), key=lambda c: c["mean"],
+                           default=None)
+                ok, thr = gate_accuracy(best)
+                first = {} if lrs[0] is None else {"train_lr": lrs[0]}
+                chance = [c["chance"] for c in (cell(rows, "token_acc", L, **kw, **first) for L in ood)
+                          if c is not None and c["chance"] is not None]
+                every = run_scores(results, "token_acc", ood, **kw)
+                lr = None if best is None else best.get("train.lr")
+                runs = {s: v for (s, r), v in every.items() if lr is None or r == lr}  # the best lr's seeds
+                out[(task, enc, pos)] = {"cell": best, "gate": ok, "thr": thr, "runs": runs, "lr": lr,
+                                         "max": max(every.values(), default=None), "stats": mean_sd(list(runs.values())),
+                                         "chance": sum(chance) / len(chance) if chance else None}
+    return out
+
+
+def deletang_gain(groups, tasks, encs):
+    """Claim A (Ruoss et al.): randomized − contiguous beyond the training length, averaged over the (task, encoding)
+    pairs whose two groups pass the gate (NoPE is left out: it reads no ids, so it is the control). The gain of the
+    max (the papers' aggregation) and of the mean; the seed-level test compares, per seed (each group at its best
+    learning rate), the average over those pairs of randomized against contiguous. Holds: separated and a gain of the max ≥ half the
+    paper's +12.0 points; half: separated and a positive gain below that."""
+    pairs = [(t, e) for t in tasks for e in encs if e != "none"
+             and all(groups[(t, e, p)]["gate"] and groups[(t, e, p)]["max"] is not None for p in MODES)]
+    if not pairs:
+        return None
+    avg = lambda f: sum(f(t, e) for t, e in pairs) / len(pairs)
+    gain_max = avg(lambda t, e: groups[(t, e, "randomized")]["max"] - groups[(t, e, "contiguous")]["max"])
+    gain_mean = avg(lambda t, e: groups[(t, e, "randomized")]["stats"][0] - groups[(t, e, "contiguous")]["stats"][0])
+    common = set.intersection(*(set(groups[(t, e, p)]["runs"]) for t, e in pairs for p in MODES))
+    rep = {p: mean_sd([avg(lambda t, e: groups[(t, e, p)]["runs"][k]) for k in sorted(common)]) for p in MODES}
+    sep = separated(rep["randomized"], rep["contiguous"])
+    held = 1 if sep and gain_max >= RUOSS_GAIN / 2 else 0.5 if sep and gain_max > 0 else 0
+    per_pair = [(t, e) for t, e in pairs if separated(groups[(t, e, "randomized")]["stats"], groups[(t, e, "contiguous")]["stats"])]
+    return {"pairs": pairs, "gain_max": gain_max, "gain_mean": gain_mean, "rep": rep, "sep": sep, "held": held,
+            "sep_pairs": per_pair}
+
+
+def deletang_levels(groups, tasks, encs):
+    """Claim B (Delétang et al.): with contiguous ids no non-regular task generalizes. A (task, encoding) that passes
+    the gate generalizes when its seeds' OOD mean − sample std reaches the bar chance + 0.8 × (1 − chance) (the gate's
+    rule, beyond the training length), fails when even their max is below it, and is unclear (seeds) otherwise.
+    Holds: every comparable non-regular pair fails; half: none generalizes but some are unclear."""
+    status = {}
+    for t in tasks:
+        for e in encs:
+            g = groups[(t, e, "contiguous")]
+            if not g["gate"] or g["max"] is None:
+                continue
+            bar = gate_threshold(g["chance"])
+            m, sd, n = g["stats"]
+            status[(t, e)] = ("generalizes" if n >= 2 and m - sd >= bar else "fails" if g["max"] < bar
+                              else "unclear (seeds)")
+    nonreg = [k for k in status if CHOMSKY_LEVEL.get(k[0], "CS") != "R"]
+    if not nonreg:
+        return {"status": status, "held": None, "nonreg": []}
+    gen = [k for k in nonreg if status[k] == "generalizes"]
+    unclear = [k for k in nonreg if status[k] == "unclear (seeds)"]
+    return {"status": status, "nonreg": nonreg, "gen": gen, "unclear": unclear,
+            "held": 0 if gen else 0.5 if unclear else 1}
+
+
+def deletang_table(groups, tasks, encs, ind, ood):
+    """Per task × encoding: the gate for both position modes and the OOD token accuracy (max, mean ± std over runs)."""
+    fmt = lambda g: ("n/a" if g["max"] is None else f"{pct(g['max'])} / {pct(g['stats'][0])}"
+                     + ("" if g["stats"][1] is None else f" ± {pct(g['stats'][1])}") + f" ({g['stats'][2]})")
+    body = []
+    for t in tasks:
+        for e in encs:
+            c, r = groups[(t, e, "contiguous")], groups[(t, e, "randomized")]
+            both = c["gate"] and r["gate"] and c["max"] is not None and r["max"] is not None
+            state = ("not comparable (gate)" if not both else "gain" if separated(r["stats"], c["stats"])
+                     else "loss" if separated(c["stats"], r["stats"]) else "tie (seeds)")
+            body.append([t, CHOMSKY_LEVEL.get(t, "CS"), e, mean_std(c["cell"]) + ("" if c["gate"] else " ✗"),
+                         mean_std(r["cell"]) + ("" if r["gate"] else " ✗"), pct(c["thr"] or r["thr"]), fmt(c), fmt(r),
+                         "n/a" if not both else f"{100 * (r['max'] - c['max']):+.1f}", state])
+    return (f"Token accuracy (%). In distribution: size {ind}, the best learning rate's mean ± sample std over seeds "
+            "(✗ = fails the competence gate, whose threshold is the next column). Beyond training: each run's (seed × "
+            f"learning rate) token accuracy averaged over sizes {ood[0]}–{ood[-1]}, shown as the max over every run (the "
+            "papers' aggregation) / the mean ± sample std over the seeds of the best learning rate (seeds). Gain = "
+            "randomized − contiguous of the max, in points; the last column applies the tie rule to the seeds' scores:\n\n"
+            + md_table(["task", "level", "encoding", "in-dist contiguous", "in-dist randomized", "gate: needs ≥",
+                        "OOD contiguous: max / mean", "OOD randomized: max / mean", "gain (max, points)", "seeds"], body))
+
+
+DELETANG_MISSING = ("not found in a stored primary source (the per-task tables, Delétang et al.'s Table 2 and Ruoss et "
+                    "al.'s Table 1, could not be read from the papers here), so not cited")
+
+
+def deletang_claim_texts(gain, levels, groups, tasks):
+    """The two claims in words, and the NoPE control (its ids are unused, so its gain should be nil)."""
+    if gain is None:
+        a = "not comparable: no (task, encoding) pair passes the gate in both position modes"
+    else:
+        rr, rc = gain["rep"]["randomized"], gain["rep"]["contiguous"]
+        sd = lambda s: "" if s[1] is None else f" ± {100 * s[1]:.1f}"
+        on = list(dict.fromkeys(t for t, _ in gain["pairs"]))
+        a = (f"gain of the max {100 * gain['gain_max']:+.1f} points (of the mean {100 * gain['gain_mean']:+.1f}) over "
+             f"{len(gain['pairs'])} pair(s) on {len(on)} of {len(tasks)} tasks ({', '.join(on)}); per seed, the pairs' average is {pct(rr[0])}{sd(rr)} randomized against "
+             f"{pct(rc[0])}{sd(rc)} contiguous ({rr[2]} seeds): " + ("separated" if gain["sep"] else "a tie (seeds)")
+             + f"; {len(gain['sep_pairs'])} pair(s) with a gain the seeds separate")
+    if levels["held"] is None:
+        b = "not comparable: no non-regular task passes the gate with contiguous ids"
+    else:
+        st = levels["status"]
+        b = (f"{len(levels['nonreg'])} non-regular task × encoding pair(s) pass the gate with contiguous ids: "
+             + ", ".join(f"{t} × {e} {st[(t, e)]}" for t, e in levels["nonreg"])
+             + "; regular pairs that generalize: "
+             + (", ".join(f"{t} × {e}" for (t, e), s in st.items() if CHOMSKY_LEVEL.get(t) == "R" and s == "generalizes")
+                or "none"))
+    ctrl = [groups[(t, "none", p)]["max"] for t in tasks for p in MODES if (t, "none", p) in groups]
+    control = "n/a"
+    if ctrl and None not in ctrl:
+        diffs = [groups[(t, "none", "randomized")]["max"] - groups[(t, "none", "contiguous")]["max"] for t in tasks]
+        control = f"randomized − contiguous of the max {100 * sum(diffs) / len(diffs):+.1f} points on average over {len(tasks)} tasks"
+    return a, b, control
+
+
+def page_deletang(run_dir, rows, config, quick):
+    """Ruoss et al.'s randomized-positions gain (claim A) and Delétang et al.'s failure of transformers on non-regular
+    tasks (claim B) on the Chomsky-hierarchy suite, after the competence gate per task × encoding × positions."""
+    results = read_results(run_dir)
+    ind, ood = max(lengths(rows, True)), lengths(rows, False)
+    tasks, encs = values_of(rows, "task.name"), values_of(rows, "encoding.name")
+    groups = deletang_groups(rows, results)
+    gain, levels = deletang_gain(groups, tasks, encs), deletang_levels(groups, tasks, encs)
+    judged = [h for h in (None if gain is None else gain["held"], levels["held"]) if h is not None]
+    word = NOT_COMPARABLE if not judged else verdict_word(sum(judged), 2)
+    a, b, control = deletang_claim_texts(gain, levels, groups, tasks)
+    skipped = 2 - len(judged)
+    verdict = (f"Delétang et al.'s and Ruoss et al.'s length-generalization claims on the Chomsky-hierarchy suite, at toy "
+               f"scale (trained on sizes 1..{ind}, tested on {ood[0]}..{ood[-1]}; the papers: 1..40 and 41..500): "
+               f"{word.removeprefix('is ')}; "
+               f"(A) randomized positions raise the OOD token accuracy: {a}; (B) with contiguous ids no non-regular task "
+               f"generalizes: {b}" + (f"; {skipped} claim(s) not comparable (the competence gate)" if skipped else "")
+               + "." + provisional(rows))
+    comparison = md_table(
+        ["claim", "the papers", "pelab (token accuracy, sizes " + f"{ood[0]}–{ood[-1]})"],
+        [["(A) randomized − contiguous beyond the training length, averaged over tasks and encodings",
+          "+12.0 points (Ruoss et al. 2023, abstract; 6000 models, 15 tasks, accuracy over sizes 41–500)", a],
+         ["(B) transformers fail on non-regular tasks",
+          "\"RNNs and Transformers fail to generalize on non-regular tasks\" (Delétang et al. 2023, abstract; "
+          "20 910 models, 15 tasks)", b],
+         ["per task and encoding (Delétang et al. Table 2, Ruoss et al. Table 1)", DELETANG_MISSING,
+          "the table below"],
+         ["NoPE control (reads no ids)", "—", control]])
+    checks = checks_text(
+        f"every task × encoding × positions group: {GATE_ACC_TEXT}; metric token accuracy at size {ind}, the best "
+        "learning rate's mean over seeds. A pair enters claim A only when both of its groups pass; claim B reads only "
+        "the contiguous groups that pass. The papers' per-run score is then compared as they aggregate it: the max over "
+        "seeds × learning rates, the mean beside it.",
+        TIE_TEXT + " (score: a seed's token accuracy averaged over the sizes beyond training, from results.csv, at "
+                   "the group's best learning rate by the gate's in-distribution accuracy). Claim A holds when, per "
+                   "seed, the comparable pairs' average "
+                   "is separated above with randomized ids and the gain of the max is ≥ +6.0 points (half the paper's "
+                   "+12.0; a separated smaller positive gain counts half). Claim B holds when no comparable non-regular "
+                   "task × encoding generalizes (seeds' mean − std ≥ chance + 0.8 × (1 − chance) beyond training) and "
+                   "each one's max stays below that bar (some between: half). Reproduces: both hold; partly "
+                   "reproduces: one, or halves; does not reproduce: neither (a claim not comparable counts as not "
+                   "held); not comparable: neither claim has a group that passes the gate.",
+        budget_policy(config, quick))
+    return verdict, comparison, deletang_table(groups, tasks, encs, ind, ood), checks
+
+
+# Recipes whose report's main plot is not copied beside the page: one axes for every group is unreadable there.
+NO_MAIN_PLOT = {"deletang": "The report's main plot (one curve per task × encoding × positions, 150 of them) is not "
+                            "copied here; `report.html` in the run directory has one plot per group "
+                            "(`plots/beyond_*.png`)."}
+
 RECIPES = {
     "format": ("NoPE and the sequence format (a finding of our own)", page_format),
     "ruoss": ("Ruoss et al. 2023, randomized positional encodings", page_ruoss),
@@ -1008,6 +1214,7 @@ RECIPES = {
     "cho2024": ("Cho et al. 2024, position coupling for addition", page_cho2024),
     "mcleish2024": ("McLeish et al. 2024, Abacus embeddings for addition", page_mcleish2024),
     "zhou2024": ("Zhou et al. 2024, FIRE, randomized positions and index hints for addition", page_zhou2024),
+    "deletang": ("Delétang et al. 2023 and Ruoss et al. 2023, the Chomsky-hierarchy suite", page_deletang),
 }
 
 
@@ -1069,10 +1276,11 @@ full report with plots is `report.html` in the run directory{' of each arm' if a
     for sub in [a for a, _ in recipe_arms(config)] or [""]:
         plot = next((p for p in ("loss_by_position.png", "length_generalization.png")
                      if os.path.isfile(os.path.join(run_dir, sub, "plots", p))), None)
-        if plot:
+        if plot and name not in NO_MAIN_PLOT:
             plots.append((sub, plot))
     caption = lambda sub, plot: f"{sub}: {plot}" if sub else plot
-    pages = [(out, "".join(f"![{caption(sub, p)}]({os.path.join(sub, 'plots', p)})\n\n" for sub, p in plots))]
+    note = f"{NO_MAIN_PLOT[name]}\n\n" if name in NO_MAIN_PLOT else ""
+    pages = [(out, note + "".join(f"![{caption(sub, p)}]({os.path.join(sub, 'plots', p)})\n\n" for sub, p in plots))]
     if copy:
         stem = os.path.splitext(os.path.basename(copy))[0]
         links = ""
@@ -1080,7 +1288,7 @@ full report with plots is `report.html` in the run directory{' of each arm' if a
             png = stem + (f".{sub}" if sub else "") + "." + p
             links += f"![{caption(sub, p)}]({png})\n\n"
             shutil.copyfile(os.path.join(run_dir, sub, "plots", p), os.path.join(os.path.dirname(copy) or ".", png))
-        pages.append((copy, links))
+        pages.append((copy, note + links))
     for path, link in pages:
         with open(path + ".tmp", "w") as f:
             f.write(text.replace("{plot}", link))

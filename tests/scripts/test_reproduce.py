@@ -183,6 +183,66 @@ def test_arithmetic(fresh, tmp):
           f"zhou2024: FIRE that did not learn -> not comparable ({v})")
 
 
+
+DL_TASKS = ("even_pairs", "reverse_string", "duplicate_string")  # regular, DCF, CS
+
+
+def fake_deletang(d, contiguous, randomized, spread=0.01, ind=0.99, chance=0.5):
+    """The deletang grid on 3 tasks x {none, rope, transformer_xl} x both position modes x 2 learning rates x 3 seeds:
+    in distribution (size 10) `ind` at lr 1e-3 and 0.5 at lr 1e-4 (so the gate must pick the best learning rate);
+    beyond it (sizes 20, 30) seeds at -spread, 0, +spread around `contiguous` or `randomized` (lr 1e-4: 0.5), NoPE
+    the same in both modes."""
+    rows = []
+    for task in DL_TASKS:
+        for enc in ("none", "rope", "transformer_xl"):
+            for pos in ("contiguous", "randomized"):
+                m = contiguous if pos == "contiguous" or enc == "none" else randomized
+                for lr, good in (("0.001", True), ("0.0001", False)):
+                    v = (task, enc, pos, lr)
+                    rows.append((v, 10, True, "token_acc", [ind if good else 0.5] * 3, chance))
+                    for L in (20, 30):
+                        rows.append((v, L, False, "token_acc", [m - spread, m, m + spread] if good else [0.5] * 3, chance))
+    write_runs(d, ["task.name", "encoding.name", "train.positions", "train.lr"], rows)
+
+
+def test_deletang(fresh, tmp):
+    """deletang: claim A (randomized gain beyond the seed spread), claim B (no non-regular task generalizes with
+    contiguous ids), the gate, the papers' max and the mean beside it."""
+    fake_deletang(fresh("d1"), 0.55, 0.75)
+    v = page("deletang", os.path.join(tmp, "d1"))
+    check("41..500): reproduces;" in v and "gain of the max +20.0 points" in v and "(of the mean +20.0)" in v
+          and "over 6 pair(s) on 3 of 3 tasks (even_pairs, reverse_string, duplicate_string)" in v and ": separated" in v and "6 pair(s) with a gain the seeds separate" in v,
+          f"deletang: randomized above contiguous beyond the spread, non-regular fail -> reproduces ({v})")
+    text = open(os.path.join(tmp, "d1", "RESULT.md")).read()
+    check("| duplicate_string | CS | rope | 99.0 ± 0.0 (3) |" in text and "56.0 / 55.0 ± 1.0 (3)" in text
+          and "| +20.0 | gain |" in text and "not found in a stored primary source" in text,
+          "deletang: the table has the gate (best lr), the max over every run / the best lr's mean, the gain; the page "
+          "says what of the papers is missing")
+    check("+0.0 points on average over 3 tasks" in text, "deletang: the NoPE control (no ids) shows no gain")
+    fake_deletang(fresh("d2"), 0.55, 0.6, spread=0.2)
+    v = page("deletang", os.path.join(tmp, "d2"))
+    check("41..500): partly reproduces;" in v and "a tie (seeds)" in v and "0 pair(s) with a gain the seeds separate" in v,
+          f"deletang: a gain inside the seed spread is a tie, claim B still holds -> partly ({v})")
+    fake_deletang(fresh("d3"), 0.95, 0.95, spread=0.005)
+    v = page("deletang", os.path.join(tmp, "d3"))
+    check("does not reproduce" in v and "reverse_string × rope generalizes" in v and "a tie (seeds)" in v,
+          f"deletang: no gain and a non-regular task generalizing -> does not reproduce ({v})")
+    fake_deletang(fresh("d4"), 0.55, 0.75, ind=0.6)
+    v = page("deletang", os.path.join(tmp, "d4"))
+    check("not comparable: the model did not learn the task" in v and "no (task, encoding) pair passes" in v
+          and "no non-regular task passes the gate" in v, f"deletang: nothing learned -> not comparable ({v})")
+    # Claim B's bar follows the chance level: 89-91% beyond training generalizes against chance 20% (bar 84%), is
+    # unclear against chance 50% (bar 90%: the max passes it, mean - std does not).
+    fake_deletang(fresh("d5"), 0.9, 0.9, chance=0.2)
+    v = page("deletang", os.path.join(tmp, "d5"))
+    check("41..500): does not reproduce;" in v and "duplicate_string × rope generalizes" in v,
+          f"deletang: 90% against chance 20% generalizes -> B fails ({v})")
+    fake_deletang(fresh("d6"), 0.9, 0.9)
+    v = page("deletang", os.path.join(tmp, "d6"))
+    check("41..500): partly reproduces;" in v and "duplicate_string × rope unclear (seeds)" in v,
+          f"deletang: 90% against chance 50% is unclear -> B counts half ({v})")
+
+
 def main():
     pelab = sys.argv[1]
     names = sorted(f[:-5] for f in os.listdir(RECIPES) if f.endswith(".toml"))
@@ -306,6 +366,7 @@ def main():
               f"tie ranks: overlapping a, b share 1.5; d has one seed, so it separates from nothing (got {g}, {r})")
 
         test_arithmetic(fresh, tmp)
+        test_deletang(fresh, tmp)
 
         # The script end to end on a fake run directory (--page-only trains nothing), and its errors.
         env = dict(os.environ, PELAB=pelab, REPRODUCE_OUT=os.path.join(tmp, "r1"), REPRODUCE_RESULTS=os.path.join(tmp, "res"))
