@@ -10,8 +10,8 @@
 // phase bias on the keys' phases, one per head and frequency, clamped to [-2 pi, 0] in every forward;
 // phase_bias = "none" (the default) leaves it out (delta = 0), "zeros" starts it at 0 (their default),
 // "uniform" draws it from U(-2 pi, 0) (their bias_uniform_init). Here each layer has its own delta
-// (pos.phase_bias, (n_layers, H, hs); under a layout one row per layer that runs pope); PoPE-pytorch leaves the sharing to the caller. A function of id
-// differences only: relative.
+// (pos.phase_bias, (n_layers, H, hs); under a layout one row per layer that runs pope); PoPE-pytorch
+// leaves the sharing to the caller. A function of id differences only: relative.
 #include <cmath>
 
 #include "core/ops/elementwise.hpp"
@@ -68,7 +68,8 @@ class Pope : public PositionalEncoding {
     // The keys' phase p theta_c + delta_hc: cos and sin by the angle-sum identities, (rows, H, T, hs).
     const std::size_t H = delta_.size(1);
     const std::size_t row = row_.at(ctx.layer);
-    if (row == kNoRow) throw Error("pope: layer " + std::to_string(ctx.layer) + " is not one of the layout's pope layers");
+    if (row == kNoRow)
+      throw Error("pope: layer " + std::to_string(ctx.layer) + " is not one of the layout's pope layers");
     const Tensor d = clamp(reshape(slice(delta_, 0, row, row + 1), {1, H, 1, hs_}), real(-2 * M_PI), 0);
     const Tensor cd = cos(d), sd = sin(d);  // (1, H, 1, hs)
     k = polar(k, sub(mul(cos_, cd), mul(sin_, sd)), add(mul(sin_, cd), mul(cos_, sd)));
