@@ -29,7 +29,7 @@ def fail(msg):
 
 
 def read_cell(path):
-    """(group label, seed) from a cell's cell.toml [cell.assignment] (flat `"key" = value` lines)."""
+    """The group label (the assignment without the seed) from a cell's cell.toml [cell.assignment]."""
     assignment, inside = {}, False
     with open(os.path.join(path, "cell.toml")) as f:
         for line in f:
@@ -39,16 +39,16 @@ def read_cell(path):
             elif inside and "=" in line:
                 k, v = (s.strip() for s in line.split("=", 1))
                 assignment[k.strip('"')] = v.strip('"')
-    seed = assignment.pop("train.seed", "?")
-    label = ", ".join(f"{k}={v}" for k, v in sorted(assignment.items())) or "all"
-    return label, seed
+    assignment.pop("train.seed", None)
+    return ", ".join(f"{k}={v}" for k, v in sorted(assignment.items())) or "all"
 
 
 def first_fit(path, metric, target):
-    """(fit step or None, metric at the training length, metric beyond) of one run."""
+    """((fit step or None, metric at the training length, metric beyond) at first fit, metric beyond at the
+    budget's end) of one run."""
     with open(os.path.join(path, "eval.json")) as f:
         ev = json.load(f)
-    train_len = ev["train_len"]
+    train_len, end = ev["train_len"], ev["ood"][metric]
     with open(os.path.join(path, "metrics.jsonl")) as f:
         records = [json.loads(line) for line in f if line.strip()]
     for r in records:
@@ -56,18 +56,12 @@ def first_fit(path, metric, target):
             continue
         if not r.get("beyond"):
             if r["step"] == ev["steps"]:  # the fit is the last step: the final evaluation is the first fit
-                return r["step"], r[metric], ev["ood"][metric]
+                return (r["step"], r[metric], end), end
             fail(f"{path}: step {r['step']} has no 'beyond' records ([eval] beyond_samples = 0, or an older run)")
         beyond = [b[metric] for b in r["beyond"] if b.get("samples") and b.get(metric) is not None]
-        return r["step"], r[metric], sum(beyond) / len(beyond) if beyond else math.nan
+        return (r["step"], r[metric], sum(beyond) / len(beyond) if beyond else math.nan), end
     at = {row["length"]: row for row in ev["results"]}
-    return None, at.get(train_len, {}).get(metric, math.nan), ev["ood"][metric]
-
-
-def budget_end(path, metric):
-    with open(os.path.join(path, "eval.json")) as f:
-        ev = json.load(f)
-    return ev["ood"][metric]
+    return (None, at.get(train_len, {}).get(metric, math.nan), end), end
 
 
 def stats(xs):
@@ -94,8 +88,7 @@ def main():
         cell = os.path.join(a.run_dir, name)
         if not os.path.isfile(os.path.join(cell, "eval.json")):
             continue
-        label, _ = read_cell(cell)
-        groups.setdefault(label, []).append((first_fit(cell, a.metric, a.target), budget_end(cell, a.metric)))
+        groups.setdefault(read_cell(cell), []).append(first_fit(cell, a.metric, a.target))
     if not groups:
         fail(f"{a.run_dir}: no finished run (a cell directory with eval.json)")
     print(f"First fit (first held-out evaluation with {a.metric} >= {100 * a.target:g}% at the training length; "
