@@ -10,6 +10,7 @@
 #include "core/ops/heads.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/query_scale.hpp"
+#include "core/ops/rotary.hpp"
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
 #include "core/tape.hpp"
@@ -178,6 +179,10 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
     o.rel = pe.relative_kv(ctx);
     return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
   }
+  if (packed && !some_heads() && !scales_queries() && !tiles) {
+    if (const auto r = pe.rotary_qk(ctx))  // a rotation only (RoPE, HoPE, xPos): q, k rotated in place
+      return proj->forward(attention_packed(rotary_qkv(qkv_out, n_heads, r->q, r->k, r->layout), n_heads, o));
+  }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
   encode_some_heads(q, k, pe, ctx);
@@ -257,7 +262,10 @@ Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
 ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
                                         bool maps) {
   const double B = double(s.batch), T = double(s.tokens), N = B * T, C = double(cfg.d_model), H = double(cfg.n_heads);
-  const bool split = enc.splits_heads || enc.bias_tiles || cfg.attention.scaling != "none", train = s.training;
+  const bool some_heads = cfg.encoding_heads > 0 && cfg.encoding_heads < cfg.n_heads;
+  const bool split = enc.splits_heads || enc.bias_tiles || cfg.attention.scaling != "none" ||
+                     (enc.rotates_qk && some_heads),
+             train = s.training;
   ForwardCost c;
   if (split) {
     c.add_scratch(N * 3 * C).saved(train, N * C, 3).add_scratch(N * C).saved(train, N * C);
@@ -265,6 +273,10 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
   } else {
     c.saved(train, N * 3 * C).saved(train, N * C);
   }
+  // A rotation's copies (rotary_qk): of q and k, the split ones freed; or of the projection (rotary_qkv),
+  // which attention saves in its place, and in backward the gradient of each.
+  if (enc.rotates_qk && split) c.add_scratch(N * C, 2);
+  if (enc.rotates_qk && !split) c.add_scratch(N * 3 * C).add_backward(N * 3 * C);
   const double R = double(enc.relative_buckets), threads = double(std::max<std::size_t>(1, s.threads));
   if (enc.bias_tiles) c.add_scratch(N * C, 2);  // by tiles: every tile's output, and their concatenation
   // Training keeps P (and stick-breaking's logits) up to kKeepProbsBytes; past it, one block of each per
@@ -386,6 +398,7 @@ EncodingCost with_layout(const ModelConfig& cfg, EncodingCost enc, const Forward
     const EncodingCost e = encoding_cost(name, resolve_encoding_params(name, cfg.params_of(name), dims), dims, s);
     enc.parameters += e.parameters;
     enc.splits_heads = enc.splits_heads || e.splits_heads;
+    enc.rotates_qk = enc.rotates_qk || e.rotates_qk;
     enc.relative_buckets = std::max(enc.relative_buckets, e.relative_buckets);
     enc.keeps_logits = enc.keeps_logits || e.keeps_logits;
     enc.bias_tiles = enc.bias_tiles || e.bias_tiles;

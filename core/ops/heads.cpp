@@ -21,24 +21,28 @@ Tensor split_heads(const Tensor& x, std::size_t H, std::size_t n_chunks, std::si
   Tensor out = detail::empty({B, H, T, hs});
   const real* px = x.data();
   real* po = out.mutable_data();
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t t = 0; t < T; ++t) {
-      const real* row = px + (b * T + t) * W + index * C;
-      for (std::size_t h = 0; h < H; ++h) std::copy(row + h * hs, row + (h + 1) * hs, po + ((b * H + h) * T + t) * hs);
-    }
+  detail::for_rows(B, T * C, [&](std::size_t b0, std::size_t b1) {  // copies: the same bits in any pieces
+    for (std::size_t b = b0; b < b1; ++b)
+      for (std::size_t t = 0; t < T; ++t) {
+        const real* row = px + (b * T + t) * W + index * C;
+        for (std::size_t h = 0; h < H; ++h) std::copy(row + h * hs, row + (h + 1) * hs, po + ((b * H + h) * T + t) * hs);
+      }
+  });
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     tape.record(op, out, {x}, {}, [B, T, W, H, C, hs, index](const BackwardCtx& c) {
       real* gx = c.grad(0);
       const real* pg = c.grad_out().data();
-      for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < T; ++t) {
-          real* row = gx + (b * T + t) * W + index * C;
-          for (std::size_t h = 0; h < H; ++h) {
-            const real* src = pg + ((b * H + h) * T + t) * hs;
-            for (std::size_t i = 0; i < hs; ++i) row[h * hs + i] += src[i];
+      detail::for_rows(B, T * C, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t b = b0; b < b1; ++b)
+          for (std::size_t t = 0; t < T; ++t) {
+            real* row = gx + (b * T + t) * W + index * C;
+            for (std::size_t h = 0; h < H; ++h) {
+              const real* src = pg + ((b * H + h) * T + t) * hs;
+              for (std::size_t i = 0; i < hs; ++i) row[h * hs + i] += src[i];
+            }
           }
-        }
+      });
     });
   }
   return out;
@@ -52,24 +56,30 @@ Tensor merge_heads(const Tensor& x) {
   Tensor out = detail::empty({B, T, C});
   const real* px = x.data();
   real* po = out.mutable_data();
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t t = 0; t < T; ++t) {
-        const real* src = px + ((b * H + h) * T + t) * hs;
-        std::copy(src, src + hs, po + (b * T + t) * C + h * hs);
-      }
+  detail::for_rows(B, T * C, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t t = 0; t < T; ++t) {
+          const real* src = px + ((b * H + h) * T + t) * hs;
+          std::copy(src, src + hs, po + (b * T + t) * C + h * hs);
+        }
+  });
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     tape.record(op, out, {x}, {}, [B, H, T, hs, C](const BackwardCtx& c) {
-      real* gx = c.grad(0);
+      bool fresh = false;
+      real* gx = c.grad_write(0, fresh);  // every element written
       const real* pg = c.grad_out().data();
-      for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-          for (std::size_t t = 0; t < T; ++t) {
-            const real* src = pg + (b * T + t) * C + h * hs;
-            real* dst = gx + ((b * H + h) * T + t) * hs;
-            for (std::size_t i = 0; i < hs; ++i) dst[i] += src[i];
-          }
+      detail::for_rows(B, T * C, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t b = b0; b < b1; ++b)
+          for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t) {
+              const real* src = pg + (b * T + t) * C + h * hs;
+              real* dst = gx + ((b * H + h) * T + t) * hs;
+              if (fresh) std::copy(src, src + hs, dst);
+              else for (std::size_t i = 0; i < hs; ++i) dst[i] += src[i];
+            }
+      });
     });
   }
   return out;

@@ -77,6 +77,41 @@ inline void rotate_row(const real* in, real* out, const real* c, const real* s, 
   }
   for (std::size_t d = 2 * P; d < hs; ++d) out[d] = accumulate ? out[d] + in[d] : in[d];
 }
+
+// Every head row of x (B, H, T, hs), row (b, h, t) by the tables at (b, t); rows in parallel pieces.
+void rotate_heads(const real* in, real* out, const RotaryTables& tb, std::size_t B, std::size_t H, std::size_t T,
+                  std::size_t hs, RotaryLayout layout, real dir, bool accumulate) {
+  const std::size_t P = tb.n_pairs();
+  detail::for_rows(B * H * T, hs, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t b = r / (H * T), t = r % T, a = (b * T + t) * P;
+      rotate_row(in + r * hs, out + r * hs, tb.cos.data() + a, tb.sin.data() + a, P, hs, layout, dir, accumulate);
+    }
+  });
+}
+
+// rotary_qkv's rows: N = B T tokens of [q | k | v], each 3 H hs wide; the tables' row is the token's.
+struct QkvRows {
+  const RotaryTables *q, *k;
+  std::size_t N, H, hs;
+  RotaryLayout layout;
+};
+
+void rotate_qkv_rows(const QkvRows& r, const real* in, real* out, real dir, bool accumulate) {
+  const std::size_t C = r.H * r.hs, W = 3 * C, P = r.q->n_pairs();
+  detail::for_rows(r.N, W, [&](std::size_t n0, std::size_t n1) {
+    for (std::size_t n = n0; n < n1; ++n) {
+      const real *x = in + n * W, *cq = r.q->cos.data() + n * P, *sq = r.q->sin.data() + n * P;
+      const real *ck = r.k->cos.data() + n * P, *sk = r.k->sin.data() + n * P;
+      real* y = out + n * W;
+      for (std::size_t h = 0; h < r.H; ++h) {
+        rotate_row(x + h * r.hs, y + h * r.hs, cq, sq, P, r.hs, r.layout, dir, accumulate);
+        rotate_row(x + C + h * r.hs, y + C + h * r.hs, ck, sk, P, r.hs, r.layout, dir, accumulate);
+      }
+      for (std::size_t i = 2 * C; i < W; ++i) y[i] = accumulate ? y[i] + x[i] : x[i];  // v
+    }
+  });
+}
 }  // namespace
 
 Tensor rotary(const Tensor& x, std::shared_ptr<const RotaryTables> tables, RotaryLayout layout) {
@@ -92,26 +127,42 @@ Tensor rotary(const Tensor& x, std::shared_ptr<const RotaryTables> tables, Rotar
   detail::require(2 * P <= hs, op,
                   std::to_string(2 * P) + " rotated dims exceed the head size " + std::to_string(hs));
   Tensor out = detail::empty(x.shape());
-  const real* px = x.data();
-  real* po = out.mutable_data();
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t t = 0; t < T; ++t) {
-        const std::size_t row = ((b * H + h) * T + t) * hs, a = (b * T + t) * P;
-        rotate_row(px + row, po + row, tb.cos.data() + a, tb.sin.data() + a, P, hs, layout, 1, false);
-      }
+  rotate_heads(x.data(), out.mutable_data(), tb, B, H, T, hs, layout, 1, false);
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    tape.record(op, out, {x}, {}, [tables, layout, B, H, T, hs, P](const BackwardCtx& c) {
-      const RotaryTables& tb = *tables;
-      real* gx = c.grad(0);
-      const real* pg = c.grad_out().data();
-      for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-          for (std::size_t t = 0; t < T; ++t) {
-            const std::size_t row = ((b * H + h) * T + t) * hs, a = (b * T + t) * P;
-            rotate_row(pg + row, gx + row, tb.cos.data() + a, tb.sin.data() + a, P, hs, layout, -1, true);
-          }
+    tape.record(op, out, {x}, {}, [tables, layout, B, H, T, hs](const BackwardCtx& c) {
+      bool fresh = false;
+      real* gx = c.grad_write(0, fresh);  // every element written
+      rotate_heads(c.grad_out().data(), gx, *tables, B, H, T, hs, layout, -1, !fresh);
+    });
+  }
+  return out;
+}
+
+Tensor rotary_qkv(const Tensor& qkv, std::size_t n_heads, std::shared_ptr<const RotaryTables> q_tables,
+                  std::shared_ptr<const RotaryTables> k_tables, RotaryLayout layout) {
+  const char* op = "rotary_qkv";
+  detail::require_defined(qkv, op, "qkv");
+  detail::require(q_tables && k_tables, op, "no angle tables");
+  detail::require(qkv.ndim() == 3, op, "input must be (B, T, 3 C), got " + shape_str(qkv.shape()));
+  const std::size_t B = qkv.size(0), T = qkv.size(1), W = qkv.size(2), H = n_heads;
+  detail::require(H > 0 && W % (3 * H) == 0, op,
+                  "last dim of " + shape_str(qkv.shape()) + " is not 3 chunks x " + std::to_string(H) + " heads");
+  const std::size_t hs = W / (3 * H), P = q_tables->n_pairs();
+  for (const RotaryTables* tb : {q_tables.get(), k_tables.get()})
+    detail::require(tb->cos.dimension() == 3 && tb->cos.shape()[0] == B && tb->cos.shape()[1] == T &&
+                        tb->cos.shape()[2] == P && tb->sin.shape() == tb->cos.shape(),
+                    op, "angle tables " + shape_str(tb->cos.shape()) + " do not match input " + shape_str(qkv.shape()));
+  detail::require(2 * P <= hs, op, std::to_string(2 * P) + " rotated dims exceed the head size " + std::to_string(hs));
+  Tensor out = detail::empty(qkv.shape());
+  const QkvRows rows{q_tables.get(), k_tables.get(), B * T, H, hs, layout};
+  rotate_qkv_rows(rows, qkv.data(), out.mutable_data(), 1, false);
+  Tape& tape = Tape::current();
+  if (tape.should_record({&qkv})) {
+    tape.record(op, out, {qkv}, {}, [q_tables, k_tables, rows](const BackwardCtx& c) {
+      bool fresh = false;
+      real* g = c.grad_write(0, fresh);  // every element written; the tables live as long as the node
+      rotate_qkv_rows(rows, c.grad_out().data(), g, -1, !fresh);
     });
   }
   return out;

@@ -41,4 +41,12 @@ void scale_rotary_tables(RotaryTables& tables, const IndexArray& positions,
 // The tables are shared (not copied) with the tape: build them once per forward, use them in every layer.
 Tensor rotary(const Tensor& x, std::shared_ptr<const RotaryTables> tables, RotaryLayout layout);
 
+// qkv (B, T, 3C), C = n_heads * hs, as the fused projection gives it: the heads of the q chunk rotated
+// by q_tables and those of the k chunk by k_tables, each as rotary() rotates a head (the same
+// arithmetic, so the same bits), and the v chunk copied. Attention reads the result in place
+// (attention_packed), so no head is split off and no output merged (layers/transformer.cpp). q_tables
+// and k_tables may be one table (RoPE) or two (xPos's scales).
+Tensor rotary_qkv(const Tensor& qkv, std::size_t n_heads, std::shared_ptr<const RotaryTables> q_tables,
+                  std::shared_ptr<const RotaryTables> k_tables, RotaryLayout layout);
+
 }  // namespace pelab

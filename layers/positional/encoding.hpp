@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "core/ops/attention.hpp"  // RelativeKV
+#include "core/ops/rotary.hpp"     // RotaryTables
 #include "core/rng.hpp"
 #include "layers/memory_cost.hpp"
 #include "layers/module.hpp"
@@ -100,6 +101,12 @@ struct ModelDims {
 struct QueryTile {
   std::size_t begin = 0, end = 0, keys = 0;
   bool active() const { return end > 0; }
+};
+
+// PositionalEncoding::rotary_qk: q's and k's rotation tables (one table twice for RoPE), and the pairing.
+struct RotaryQK {
+  std::shared_ptr<const RotaryTables> q, k;
+  RotaryLayout layout = RotaryLayout::interleaved;
 };
 
 // What an encoding sees inside one attention layer.
@@ -152,6 +159,12 @@ class PositionalEncoding : public Module {
   // does not read q or k (it is then called with undefined q, k). The default, false, is right for
   // every encoding; tests/layers/test_fast_paths.cpp checks every encoding that says true.
   virtual bool leaves_qk_alone() const { return false; }
+  // When encode_qk is exactly q = rotary(q, tables.q), k = rotary(k, tables.k) in every head and the
+  // encoding adds nothing else to the attention (no bias, no relative_kv, no normalizer): those tables.
+  // The model then rotates the fused projection in one op (core/ops/rotary.hpp rotary_qkv) and runs
+  // attention_packed on it, instead of splitting heads (a speed-up only, the same bits). nullopt by
+  // default; tests/layers/test_fast_paths.cpp checks every encoding that gives tables.
+  virtual std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) { return std::nullopt; }
   // Why this encoding cannot represent position ids up to max_position, or nullopt if it can.
   // Evaluation reports such lengths as "n/a" with this reason instead of failing.
   virtual std::optional<std::string> unsupported(std::int64_t max_position) const { return std::nullopt; }
@@ -188,7 +201,8 @@ struct ForwardShape {
 struct EncodingCost {
   std::size_t parameters = 0;     // its own parameters (count)
   std::size_t token_width = 0;    // token embedding columns (token_width()); 0 = d_model
-  bool splits_heads = false;      // leaves_qk_alone() is false: the attention runs on split q, k, v
+  bool splits_heads = false;      // neither leaves_qk_alone() nor rotary_qk(): attention runs on split q, k, v
+  bool rotates_qk = false;        // rotary_qk() gives tables: the attention rotates the packed projection
   std::size_t relative_buckets = 0;  // buckets a layer's relative_kv spans (Shaw); 0: none
   bool keeps_logits = false;      // its normalizer keeps the (B, H, T, T) logits for backward (stick-breaking)
   bool bias_tiles = false;        // the forward asks for its bias by query tiles (bias_query_rows() < T)

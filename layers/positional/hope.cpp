@@ -49,10 +49,14 @@ class Hope : public PositionalEncoding {
     tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, inv_freq_));
     seen_.set(positions);
   }
-  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+  std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) override {
     if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
-    q = rotary(q, tables_, layout_);
-    k = rotary(k, tables_, layout_);
+    return RotaryQK{tables_, tables_, layout_};
+  }
+  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+    const RotaryQK r = *rotary_qk(ctx);
+    q = rotary(q, r.q, r.layout);
+    k = rotary(k, r.k, r.layout);
   }
 
  private:
@@ -66,9 +70,8 @@ class Hope : public PositionalEncoding {
 EncodingCost hope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const double N = double(s.batch * s.tokens);
   EncodingCost c;
-  c.splits_heads = true;
+  c.rotates_qk = true;
   c.input.hold(N * double(kept_inv_freq(p, d).size()), 2);
-  c.layers.add_scratch(N * double(d.d_model), 2);
   return c;
 }
 

@@ -95,11 +95,14 @@ class Rope : public PositionalEncoding {
     }
     positions_ = positions;
   }
+  std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) override {
+    if (!tables_ || !same_positions(ctx.positions)) begin_forward(ctx.positions);
+    return RotaryQK{tables_, tables_, layout_};
+  }
   void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
-    const IndexArray& positions = ctx.positions;
-    if (!tables_ || !same_positions(positions)) begin_forward(positions);
-    q = rotary(q, tables_, layout_);
-    k = rotary(k, tables_, layout_);
+    const RotaryQK r = *rotary_qk(ctx);
+    q = rotary(q, r.q, r.layout);
+    k = rotary(k, r.k, r.layout);
   }
 
  private:
@@ -115,14 +118,13 @@ class Rope : public PositionalEncoding {
   IndexArray positions_;
 };
 
-// cos and sin tables (B, T, rot/2), kept while the ids repeat; every layer rotates copies of q and k,
-// freeing the split ones (the rotated ones are saved: SelfAttention::forward_cost).
+// cos and sin tables (B, T, rot/2), kept while the ids repeat; every layer rotates a copy of the
+// projection (or of q and k: SelfAttention::forward_cost).
 static EncodingCost rope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const double N = double(s.batch * s.tokens);
   EncodingCost c;
-  c.splits_heads = true;
+  c.rotates_qk = true;
   c.input.hold(N * double(rotated_dims(p, d) / 2), 2);
-  c.layers.add_scratch(N * double(d.d_model), 2);
   return c;
 }
 

@@ -65,10 +65,14 @@ class XPos : public PositionalEncoding {
            "), beyond float range; use a larger scale_base";
   }
 
-  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+  std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) override {
     if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
-    q = rotary(q, q_tables_, RotaryLayout::interleaved);
-    k = rotary(k, k_tables_, RotaryLayout::interleaved);
+    return RotaryQK{q_tables_, k_tables_, RotaryLayout::interleaved};
+  }
+  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
+    const RotaryQK r = *rotary_qk(ctx);
+    q = rotary(q, r.q, r.layout);
+    k = rotary(k, r.k, r.layout);
   }
 
  private:
@@ -80,15 +84,14 @@ class XPos : public PositionalEncoding {
 
 }  // namespace
 
-// q's and k's cos and sin tables (B, T, hs/2), kept while the ids repeat; every layer rotates copies of
-// q and k, freeing the split ones (the rotated ones are saved: SelfAttention::forward_cost).
+// q's and k's cos and sin tables (B, T, hs/2), kept while the ids repeat; every layer rotates a copy of
+// the projection (or of q and k: SelfAttention::forward_cost).
 static EncodingCost xpos_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
   const double N = double(s.batch * s.tokens);
   EncodingCost c;
-  c.splits_heads = true;
+  c.rotates_qk = true;
   c.input.hold(N * double(d.head_dim / 2), 4);
   c.input.untracked = N * sizeof(std::int32_t);  // the centred ids
-  c.layers.add_scratch(N * double(d.d_model), 2);
   return c;
 }
 

@@ -1,7 +1,10 @@
 // rotary: values against the rotation formula for both layouts, norm preservation, gradients.
 #include <cmath>
 
+#include "core/ops/elementwise.hpp"
+#include "core/ops/heads.hpp"
 #include "core/ops/rotary.hpp"
+#include "core/ops/shape.hpp"
 #include "gradcheck.hpp"
 
 using namespace pelab;
@@ -61,6 +64,71 @@ TEST_CASE("rotary errors", "[rotary][errors]") {
   auto tb = std::make_shared<RotaryTables>(rotary_tables(pos, 8, 10000.0));
   CHECK_THROWS_WITH(rotary(Tensor::zeros({2, 3, 4, 8}), tb, RotaryLayout::half), Catch::Contains("rotary"));
   CHECK_THROWS_WITH(rotary(Tensor::zeros({2, 3, 5, 6}), tb, RotaryLayout::half), Catch::Contains("head size"));
+}
+
+namespace {
+// rotary_qkv's reference: split q, k, v off the projection, rotate q and k as rotary() does, put back.
+Tensor split_rotate_merge(const Tensor& qkv, std::size_t H, std::shared_ptr<const RotaryTables> tq,
+                          std::shared_ptr<const RotaryTables> tk, RotaryLayout layout) {
+  const Tensor q = rotary(split_heads(qkv, H, 3, 0), tq, layout), k = rotary(split_heads(qkv, H, 3, 1), tk, layout);
+  return concat({merge_heads(q), merge_heads(k), merge_heads(split_heads(qkv, H, 3, 2))}, 2);  // (B, T, 3C)
+}
+}  // namespace
+
+TEST_CASE("rotary_qkv: the split-rotate-merge result bit for bit, values and gradient, both layouts, two tables",
+          "[rotary]") {
+  Rng rng(8);
+  const std::size_t B = 3, T = 5, H = 2, hs = 6;
+  const IndexArray pos = positions(B, T, 4);
+  Tensor qkv = randn({B, T, 3 * H * hs}, rng);
+  const Tensor g = randn({B, T, 3 * H * hs}, rng, 1, false);
+  for (std::size_t rot : {std::size_t(6), std::size_t(4)})
+    for (auto layout : {RotaryLayout::interleaved, RotaryLayout::half})
+      for (bool two : {false, true}) {
+        INFO("rot " << rot << ", half " << (layout == RotaryLayout::half) << ", two tables " << two);
+        auto tq = std::make_shared<RotaryTables>(rotary_tables(pos, rot, 100.0));
+        auto tk = two ? std::make_shared<RotaryTables>(*tq) : tq;
+        if (two) scale_rotary_tables(*tk, pos, [](std::int32_t p, std::size_t i) { return 1.0 + 0.1 * p - 0.05 * i; });
+        std::vector<Array> got, want;
+        for (bool fused : {true, false}) {
+          qkv.zero_grad();
+          const Tensor y = fused ? rotary_qkv(qkv, H, tq, tk, layout) : split_rotate_merge(qkv, H, tq, tk, layout);
+          y.backward(g.value());
+          (fused ? got : want) = {y.value(), qkv.grad()};
+        }
+        for (std::size_t i = 0; i < 2; ++i) {
+          REQUIRE(got[i].shape() == want[i].shape());
+          const bool equal = got[i] == want[i];  // the same arithmetic per element: equal, not close
+          CHECK(equal);
+        }
+      }
+}
+
+TEST_CASE("rotary_qkv gradient by central differences, and a second use accumulates", "[rotary][grad]") {
+  Rng rng(9);
+  const IndexArray pos = positions(2, 4, 3);
+  Tensor qkv = randn({2, 4, 3 * 2 * 4}, rng);
+  auto tq = std::make_shared<RotaryTables>(rotary_tables(pos, 4, 50.0));
+  auto tk = std::make_shared<RotaryTables>(*tq);
+  scale_rotary_tables(*tk, pos, [](std::int32_t p, std::size_t) { return 0.9 + 0.05 * p; });
+  for (auto layout : {RotaryLayout::interleaved, RotaryLayout::half}) {
+    gradcheck([&](const std::vector<Tensor>& in) { return rotary_qkv(in[0], 2, tq, tk, layout); }, {qkv});
+    gradcheck([&](const std::vector<Tensor>& in) {  // the second backward adds to the first's gradient
+      return add(rotary_qkv(in[0], 2, tq, tk, layout), mul(in[0], in[0]));
+    }, {qkv});
+  }
+}
+
+TEST_CASE("rotary_qkv errors name the op and the shapes", "[rotary][errors]") {
+  const IndexArray pos = positions(2, 5, 0);
+  auto tb = std::make_shared<RotaryTables>(rotary_tables(pos, 4, 10000.0));
+  CHECK_THROWS_WITH(rotary_qkv(Tensor::zeros({2, 5, 20}), 3, tb, tb, RotaryLayout::half),
+                    Catch::Contains("rotary_qkv") && Catch::Contains("3 chunks x 3 heads"));
+  CHECK_THROWS_WITH(rotary_qkv(Tensor::zeros({2, 4, 24}), 2, tb, tb, RotaryLayout::half),
+                    Catch::Contains("do not match input (2, 4, 24)"));
+  CHECK_THROWS_WITH(rotary_qkv(Tensor::zeros({2, 5, 6}), 1, tb, tb, RotaryLayout::half), Catch::Contains("head size 2"));
+  CHECK_THROWS_WITH(rotary_qkv(Tensor::zeros({2, 5, 24}), 2, tb, nullptr, RotaryLayout::half),
+                    Catch::Contains("no angle tables"));
 }
 
 TEST_CASE("rotary_tables with explicit frequencies: the (rot, base) form is the same tables, bit for bit", "[rotary]") {

@@ -115,7 +115,11 @@ TEST_CASE("every encoding declares its parameters, token width and head split as
     INFO(name << " " << (sets.empty() ? "" : sets[0]));
     CHECK(c.parameters == enc->num_parameters());
     CHECK((c.token_width ? c.token_width : d.d_model) == enc->token_width(d.d_model));
-    CHECK(c.splits_heads == !enc->leaves_qk_alone());
+    const IndexArray pos = default_positions(4, 20);
+    enc->begin_forward(pos);
+    const bool rotates = enc->rotary_qk(AttentionContext{pos, 0, true}).has_value();
+    CHECK(c.rotates_qk == rotates);
+    CHECK(c.splits_heads == (!enc->leaves_qk_alone() && !rotates));
   }
 }
 

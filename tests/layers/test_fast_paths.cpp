@@ -102,3 +102,93 @@ TEST_CASE("the packed attention path computes what the split-heads path computes
     }
   }
 }
+
+namespace {
+// Encodings (with parameter variants) whose q/k transform is a rotation: rotary_qk gives tables.
+struct RotaryCase {
+  std::string name;
+  std::map<std::string, Value> params;
+};
+std::vector<RotaryCase> rotary_cases() {
+  std::vector<RotaryCase> out;
+  const ModelDims dims = test::small_config("none").dims();
+  const IndexArray pos = default_positions(2, 6);
+  for (const std::string& name : EncodingRegistry::instance().names()) {
+    auto enc = make_encoding(name, resolve_encoding_params(name, {}, dims), dims);
+    enc->begin_forward(pos);
+    if (enc->rotary_qk(AttentionContext{pos, 0, true})) out.push_back({name, {}});
+  }
+  out.push_back({"rope", {{"layout", Value(std::string("half"))}, {"fraction", Value(0.5)}}});
+  out.push_back({"rope", {{"scaling", Value(std::string("yarn"))}, {"factor", Value(4.0)}}});
+  return out;
+}
+}  // namespace
+
+TEST_CASE("an encoding that gives rotary tables rotates q and k by them and adds nothing else to attention",
+          "[fast_paths][positional]") {
+  const std::vector<RotaryCase> cases = rotary_cases();
+  std::vector<std::string> names;
+  for (const RotaryCase& c : cases) names.push_back(c.name);
+  for (const std::string want : {"rope", "xpos", "hope"}) CHECK(std::count(names.begin(), names.end(), want) >= 1);
+  Rng rng(4);
+  for (const RotaryCase& c : cases) {
+    INFO(c.name << " with " << c.params.size() << " parameters set");
+    const ModelDims dims = test::small_config(c.name, c.params).dims();
+    auto enc = make_encoding(c.name, resolve_encoding_params(c.name, c.params, dims), dims);
+    IndexArray pos = default_positions(2, 6);
+    pos(1, 0) = 3;  // rows with different ids
+    for (std::size_t t = 1; t < 6; ++t) pos(1, t) = pos(1, t - 1) + 2;
+    enc->begin_forward(pos);
+    Array qa(Shape{2, dims.n_heads, 6, dims.head_dim}), ka(qa.shape());
+    for (auto& v : qa) v = static_cast<real>(rng.normal());
+    for (auto& v : ka) v = static_cast<real>(rng.normal());
+    for (std::size_t layer = 0; layer < dims.n_layers; ++layer) {
+      const AttentionContext ctx{pos, layer, false};
+      const auto r = enc->rotary_qk(ctx);
+      REQUIRE(r);
+      Tensor q(qa), k(ka);
+      enc->encode_qk(q, k, ctx);
+      const bool q_same = q.value() == rotary(Tensor(qa), r->q, r->layout).value();
+      const bool k_same = k.value() == rotary(Tensor(ka), r->k, r->layout).value();
+      CHECK(q_same);
+      CHECK(k_same);
+      CHECK_FALSE(enc->attention_bias(q, k, ctx).defined());
+      CHECK_FALSE(enc->relative_kv(ctx).defined());
+      AttentionOptions o;
+      enc->choose_normalizer(o);
+      CHECK(o.normalizer == Normalizer::softmax);
+    }
+  }
+}
+
+TEST_CASE("the rotated packed projection computes what split heads compute, bit for bit", "[fast_paths][positional]") {
+  for (const RotaryCase& c : rotary_cases()) {
+    INFO(c.name << " with " << c.params.size() << " parameters set");
+    const ModelConfig cfg = test::small_config(c.name, c.params);
+    auto fast = test::make_model(cfg, 5), ref = test::make_model(cfg, 5);
+    ref->set_packed_attention(false);
+    Rng rng(9);
+    const IndexArray tokens = test::random_tokens(3, 9, cfg.vocab, rng);
+    const IndexArray targets = test::random_tokens(3, 9, cfg.vocab, rng);
+    IndexArray pos = default_positions(3, 9);
+    for (std::size_t t = 0; t < 9; ++t) pos(2, t) = static_cast<std::int32_t>(3 * t + 1);
+    std::vector<Array> loss;
+    for (auto* m : {fast.get(), ref.get()}) {
+      Tape::current().clear();
+      m->zero_grad();
+      const Tensor l = cross_entropy(m->forward(tokens, pos), targets);
+      l.backward();
+      loss.push_back(l.value());
+    }
+    const bool same_loss = loss[0] == loss[1];
+    CHECK(same_loss);
+    const auto pf = fast->parameters(), pr = ref->parameters();
+    REQUIRE(pf.size() == pr.size());
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+      INFO(pf[i].name);
+      REQUIRE(pf[i].tensor.has_grad() == pr[i].tensor.has_grad());
+      const bool same = !pf[i].tensor.has_grad() || pf[i].tensor.grad() == pr[i].tensor.grad();
+      CHECK(same);
+    }
+  }
+}
