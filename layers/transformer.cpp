@@ -218,10 +218,11 @@ Tensor SelfAttention::attention_by_tiles(const Tensor& q, const Tensor& qs, cons
     AttentionContext tile = ctx;
     tile.tile = {from, from + n, T};
     o.bias = bias_in_some_heads(pe.attention_bias(slice(q, 2, from, from + n), k, tile));  // (.., n, T)
+    o.rel = pe.relative_kv(tile);  // Shaw: the tile's bucket rows (1 or B, n, T)
     o.query_offset = std::ptrdiff_t(from);
     const Tensor out = attention(slice(qs, 2, from, from + n), k, v, o);  // (B, H, n, hv)
     outs.push_back(from < i0 ? slice(out, 2, i0 - from, i1 - from) : out);
-    o.bias = Tensor();  // freed before the next tile's is built: one tile's bias at a time
+    o.bias = Tensor(), o.rel = RelativeKV();  // freed before the next tile's are built: one tile's at a time
   }
   return concat(outs, 2);
 }

@@ -144,7 +144,8 @@ class PositionalEncoding : public Module {
   // Additive attention-logit bias (B or 1, H or 1, Tq, Tk), or an undefined Tensor for none.
   virtual Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) { return Tensor(); }
   // True when attention_bias honours ctx.tile: (B or 1, H or 1, end - begin, keys) for those rows, from
-  // the position ids alone (q and k are the tile's). A forward without a tape then asks for the bias
+  // the position ids alone (q and k are the tile's), and relative_kv too (an index (B or 1, end - begin,
+  // keys)). A forward without a tape then asks for the bias
   // tile by tile (layers/transformer.cpp), so neither the bias nor a (T, T) table of it ever exists and
   // evaluation memory grows with T, not T^2. The full bias is then built lazily in attention_bias, not in
   // begin_forward. tests/layers/test_streaming_forward.cpp checks every encoding either way.

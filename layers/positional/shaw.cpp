@@ -4,10 +4,12 @@
 // in two tables a^K, a^V (2k + 1, hs) per layer, shared by the heads (as in the paper):
 //   logits_ij = (q_i . k_j + q_i . a^K[c_ij]) / sqrt(hs),   out_i = sum_j P_ij (v_j + a^V[c_ij]).
 // `values = false` keeps the key term only. The fused attention core (core/ops/attention.hpp) does the
-// work without materialising (B, H, T, T, hs); this file only builds the bucket index table, once per
-// forward, from the position ids: (1, T, T) when every row has the same ids, else (B, T, T). Distances
-// past the clip share the edge buckets, so any length (and a clip longer than any length) works. A
-// function of id differences only: relative. Under a causal mask only c_ij <= k is ever read.
+// work without materialising (B, H, T, T, hs); this file only builds the bucket index table from the
+// position ids: (1, T, T) when every row has the same ids, else (B, T, T), once per forward and kept
+// while the ids repeat; without a tape, past one query tile, a tile's rows (1 or B, rows, T) per call
+// instead (bias_by_query_rows), so no (T, T) table exists in evaluation. Distances past the clip share
+// the edge buckets, so any length (and a clip longer than any length) works. A function of id
+// differences only: relative. Under a causal mask only c_ij <= k is ever read.
 #include <algorithm>
 #include <memory>
 
@@ -36,37 +38,49 @@ class Shaw : public PositionalEncoding {
                                     std::make_unique<ShawTables>(buckets, dims.head_dim, values)));
   }
 
-  // The bucket of every (query, key) pair, kept while the same ids come back (the tables' values
-  // change every step, the index does not).
-  void begin_forward(const IndexArray& positions) override {
-    if (seen_.same(positions)) return;
-    const bool shared = rows_share_positions(positions);
-    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
-    auto index = std::make_shared<IndexArray>(Shape{rows, T, T});  // (rows, Tq, Tk)
-    std::int32_t* out = index->data();
-    for (std::size_t b = 0; b < rows; ++b) {
-      const std::int32_t* p = positions.data() + b * T;
-      for (std::size_t i = 0; i < T; ++i)
-        for (std::size_t j = 0; j < T; ++j) {
-          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
-          *out++ = static_cast<std::int32_t>(std::clamp(rel, -clip_, clip_) + clip_);
-        }
-    }
-    index_ = std::move(index);
-    seen_.set(positions);
-  }
+  bool bias_by_query_rows() const override { return true; }  // relative_kv honours ctx.tile
 
+  // The bucket of every (query, key) pair, built on the first layer's call and kept while the same ids
+  // come back (the tables' values change every step, the index does not); a query tile's rows per call.
   RelativeKV relative_kv(const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
+    std::shared_ptr<const IndexArray> index;
+    if (ctx.tile.active()) {
+      index = std::make_shared<IndexArray>(buckets(ctx.positions, ctx.tile));
+    } else {
+      if (!seen_.same(ctx.positions)) {
+        index_ = std::make_shared<IndexArray>(buckets(ctx.positions, QueryTile{}));
+        seen_.set(ctx.positions);
+      }
+      index = index_;
+    }
     const ShawTables& t = *tables_.at(ctx.layer);
     RelativeKV r;
-    r.index = index_;
+    r.index = std::move(index);
     r.key = t.key;
     r.value = t.value;  // undefined when keys only
     return r;
   }
 
  private:
+  // (rows, i1 - i0, keys): rows 1 when every row has the same ids, else B; query rows [i0, i1) against
+  // keys [0, keys) of the tile, or every pair when it is inactive.
+  IndexArray buckets(const IndexArray& positions, const QueryTile& tile) const {
+    const std::size_t T = positions.shape()[1], rows = rows_share_positions(positions) ? 1 : positions.shape()[0];
+    const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
+    const std::size_t keys = tile.active() ? tile.keys : T;
+    IndexArray index(Shape{rows, i1 - i0, keys});
+    std::int32_t* out = index.data();
+    for (std::size_t b = 0; b < rows; ++b) {
+      const std::int32_t* p = positions.data() + b * T;
+      for (std::size_t i = i0; i < i1; ++i)
+        for (std::size_t j = 0; j < keys; ++j) {
+          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
+          *out++ = static_cast<std::int32_t>(std::clamp(rel, -clip_, clip_) + clip_);
+        }
+    }
+    return index;
+  }
+
   std::int64_t clip_;
   std::vector<ShawTables*> tables_;
   SeenPositions seen_;
@@ -75,14 +89,15 @@ class Shaw : public PositionalEncoding {
 
 }  // namespace
 
-// The bucket index (rows, T, T) (integers, kept); the attention's bucket matrices are the attention's
-// (SelfAttention::forward_cost), over the buckets the visible pairs use.
+// The bucket index (rows, T, T) (integers, kept), or one tile's rows of it at a time; the attention's
+// bucket matrices are the attention's (SelfAttention::forward_cost), over the buckets the visible pairs use.
 static EncodingCost shaw_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
   const std::size_t k = std::size_t(p.get_int("clip")), span = s.tokens ? s.tokens - 1 : 0;
   EncodingCost c;
   c.parameters = d.layers_run() * (2 * k + 1) * d.head_dim * (p.get_bool("values") ? 2 : 1);
   c.relative_buckets = d.causal ? std::min(k, span) + 1 : 2 * std::min(k, span) + 1;
-  c.input.untracked = double(s.pair_rows() * s.tokens * s.tokens) * sizeof(std::int32_t);
+  c.bias_tiles = s.bias_query_rows() < s.tokens;
+  c.input.untracked = double(s.pair_rows() * s.bias_query_rows() * s.tokens) * sizeof(std::int32_t);
   return c;
 }
 
