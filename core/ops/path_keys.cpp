@@ -53,6 +53,26 @@ struct Block {  // one (batch, head): q, k, w (T, hs), beta (T); out or its grad
 std::size_t forward_scratch(std::size_t T, std::size_t hs) { return 2 * T * hs + T; }
 std::size_t backward_scratch(std::size_t T, std::size_t hs) { return T * (T - 1) / 2 + 4 * T * hs + 3 * T; }
 
+// Row i of out: o (T) = scale * q_i . (K^(i)_j - k_j) for j < i, 0 for j >= i; KT (hs, T) goes from
+// K^(i-1) to K^(i). qi, wi (hs); bd (T) scratch.
+inline void forward_row(std::size_t i, const real* qi, const real* wi, real beta_i, real scale, real* KT,
+                        const real* kT, real* bd, real* o, std::size_t T, std::size_t hs) {
+  std::fill(o, o + T, real(0));
+  if (i == 0) return;
+  key_dots(KT, wi, bd, i, T, hs);
+  for (std::size_t j = 0; j < i; ++j) bd[j] *= beta_i;
+  for (std::size_t c = 0; c < hs; ++c) {
+    real* Kc = KT + c * T;
+    const real* kc = kT + c * T;
+    const real wc = wi[c], qc = qi[c];
+    for (std::size_t j = 0; j < i; ++j) {
+      Kc[j] -= wc * bd[j];
+      o[j] += qc * (Kc[j] - kc[j]);
+    }
+  }
+  for (std::size_t j = 0; j < i; ++j) o[j] *= scale;
+}
+
 // out (T, T) = scale * q_i . (K^(i)_j - k_j) below the diagonal, 0 elsewhere.
 PELAB_HOT void forward_block(const Block& b, real scale, real* out, real* scratch) {
   const std::size_t T = b.T, hs = b.hs;
@@ -61,23 +81,19 @@ PELAB_HOT void forward_block(const Block& b, real scale, real* out, real* scratc
   real* bd = kT + T * hs;        // (T) beta_i d_ij
   to_columns(b.k, kT, T, hs);
   std::copy(kT, kT + T * hs, KT);
-  std::fill(out, out + T, real(0));
-  for (std::size_t i = 1; i < T; ++i) {
-    const real *wi = b.w + i * hs, *qi = b.q + i * hs;
-    real* o = out + i * T;
-    key_dots(KT, wi, bd, i, T, hs);
-    for (std::size_t j = 0; j < i; ++j) bd[j] *= b.beta[i];
-    std::fill(o, o + T, real(0));
-    for (std::size_t c = 0; c < hs; ++c) {
-      real* Kc = KT + c * T;
-      const real* kc = kT + c * T;
-      const real wc = wi[c], qc = qi[c];
-      for (std::size_t j = 0; j < i; ++j) {
-        Kc[j] -= wc * bd[j];
-        o[j] += qc * (Kc[j] - kc[j]);
-      }
-    }
-    for (std::size_t j = 0; j < i; ++j) o[j] *= scale;
+  for (std::size_t i = 0; i < T; ++i)
+    forward_row(i, b.q + i * hs, b.w + i * hs, b.beta[i], scale, KT, kT, bd, out + i * T, T, hs);
+}
+
+// Rows [from, to) of one block's out, the keys KT carried in from row `next` (rows below it were given
+// before: 0 here); query rows qt (to - from, hs).
+PELAB_HOT void forward_rows(const Block& b, const real* qt, real scale, std::size_t next, std::size_t from,
+                            std::size_t to, real* KT, const real* kT, real* bd, real* out) {
+  const std::size_t T = b.T, hs = b.hs;
+  for (std::size_t i = from; i < to; ++i) {
+    real* o = out + (i - from) * T;
+    if (i < next) std::fill(o, o + T, real(0));
+    else forward_row(i, qt + (i - from) * hs, b.w + i * hs, b.beta[i], scale, KT, kT, bd, o, T, hs);
   }
 }
 
@@ -216,6 +232,46 @@ Tensor path_key_bias(const Tensor& q, const Tensor& k, const Tensor& w, const Te
     });
   };
   tape.record(op, out, {q, k, w, beta}, {need_q ? q : Tensor(), k, w, beta}, std::move(backward));
+  return out;
+}
+
+PathKeys path_keys_start(const Array& k) {
+  detail::require(k.dimension() == 4, "path_keys_start", "k must be (B, H, T, hs), got " + shape_str(k.shape()));
+  PathKeys s;
+  s.B = k.shape()[0], s.H = k.shape()[1], s.T = k.shape()[2], s.hs = k.shape()[3];
+  const std::size_t BH = s.B * s.H, n = s.T * s.hs;
+  s.kT.resize({BH, s.hs, s.T});
+  for (std::size_t r = 0; r < BH; ++r) to_columns(k.data() + r * n, s.kT.data() + r * n, s.T, s.hs);
+  s.KT = s.kT;
+  return s;
+}
+
+Array path_key_bias_rows(const Array& q, const Array& w, const Array& beta, real scale, PathKeys& keys,
+                         std::size_t from, std::size_t to) {
+  const char* op = "path_key_bias_rows";
+  const std::size_t B = keys.B, H = keys.H, T = keys.T, hs = keys.hs, BH = B * H;
+  detail::require(from <= to && to <= T && from <= keys.next, op,
+                  "rows [" + std::to_string(from) + ", " + std::to_string(to) + ") of " + std::to_string(T) +
+                      " leave a gap after the " + std::to_string(keys.next) + " rows given");
+  detail::require(q.shape() == Shape{B, H, to - from, hs} && w.shape() == Shape{B, H, T, hs} &&
+                      beta.shape() == Shape{B, H, T},
+                  op, "q " + shape_str(q.shape()) + ", w " + shape_str(w.shape()) + " and beta " +
+                          shape_str(beta.shape()) + " do not match the keys (B, H, T, hs) = " +
+                          shape_str(Shape{B, H, T, hs}) + " and rows [" + std::to_string(from) + ", " +
+                          std::to_string(to) + ")");
+  const std::size_t n = to - from;
+  Array out(Shape{B, H, n, T});
+  const std::size_t work = std::max<std::size_t>(1, n * T * hs);  // per (batch, head), as block_grain
+  const std::size_t grain = work >= detail::kParallelWork ? 1 : detail::kParallelWork / work;
+  Array scratch(Shape{parallel::workers(BH, grain) * T});
+  parallel::for_range(BH, grain, [&](std::size_t worker, std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      const Block blk{nullptr, nullptr, w.data() + r * T * hs, beta.data() + r * T, T, hs};
+      forward_rows(blk, q.data() + r * n * hs, scale, keys.next, from, to, keys.KT.data() + r * T * hs,
+                   keys.kT.data() + r * T * hs, scratch.data() + worker * T, out.data() + r * n * T);
+    }
+  });
+  keys.next = std::max(keys.next, to);
   return out;
 }
 

@@ -28,4 +28,21 @@ namespace pelab {
 // q, k, w (B, H, T, hs), beta (B, H, T) -> (B, H, T, T), the formula above.
 Tensor path_key_bias(const Tensor& q, const Tensor& k, const Tensor& w, const Tensor& beta, real scale);
 
+// The same rows a few at a time, without a tape (evaluation by query tiles, layers/positional/path.cpp):
+// the keys as the last given row left them are carried from call to call, so no (T, T) block exists and
+// each row is computed once, with path_key_bias's arithmetic (the same bits).
+struct PathKeys {
+  Array KT, kT;          // (B H, hs, T): the keys as row next - 1 left them, and as given, transposed
+  std::size_t next = 0;  // rows [0, next) given
+  std::size_t B = 0, H = 0, T = 0, hs = 0;
+};
+// k (B, H, T, hs): keys before any row.
+PathKeys path_keys_start(const Array& k);
+// Rows [from, to) of path_key_bias: q (B, H, to - from, hs) those rows' queries, w (B, H, T, hs) and beta
+// (B, H, T) the whole sequence's -> (B, H, to - from, T). Rows must come in order: from <= keys.next
+// (no gap); rows below keys.next were given before and are 0 here (a caller that repeats rows drops
+// them). Advances keys.next to `to`.
+Array path_key_bias_rows(const Array& q, const Array& w, const Array& beta, real scale, PathKeys& keys,
+                         std::size_t from, std::size_t to);
+
 }  // namespace pelab

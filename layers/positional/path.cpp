@@ -50,18 +50,43 @@ class Path : public PositionalEncoding {
                         &add_module("layers." + std::to_string(l), std::make_unique<PathLayer>(dims.d_model, H_)));
   }
 
-  // (B, H, T, T)
+  bool bias_by_query_rows() const override { return true; }
+
+  // (B, H, T, T); a query tile (no tape): (B, H, end - begin, T), its rows.
   Tensor attention_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) override {
     if (!ctx.input) throw Error("path: the attention layer gave no input to compute w and beta from");
-    const PathLayer& p = *layers_.at(ctx.layer);
-    const Tensor& x = *ctx.input;  // (B, T, C)
-    const std::size_t B = q.size(0), T = q.size(2), hs = q.size(3);
-    const Tensor w = directions(p, x, B, T);                                          // (B, H, T, hs)
-    const Tensor beta = permute(mul_scalar(sigmoid(linear(x, p.beta_w, p.beta_b)), 2), {0, 2, 1});  // (B, H, T)
-    return path_key_bias(q, k, w, beta, real(1) / std::sqrt(real(hs)));  // (B, H, T, T)
+    if (ctx.tile.active()) return Tensor(tile_bias(q, k, ctx));
+    Tensor w, beta;
+    directions_and_gates(ctx, w, beta);
+    return path_key_bias(q, k, w, beta, real(1) / std::sqrt(real(k.size(3))));  // (B, H, T, T)
   }
 
  private:
+  // w (B, H, T, hs) and beta (B, H, T) of the layer, from its input x (B, T, C).
+  void directions_and_gates(const AttentionContext& ctx, Tensor& w, Tensor& beta) const {
+    const PathLayer& p = *layers_.at(ctx.layer);
+    const Tensor& x = *ctx.input;
+    w = directions(p, x, x.size(0), x.size(1));
+    beta = permute(mul_scalar(sigmoid(linear(x, p.beta_w, p.beta_b)), 2), {0, 2, 1});
+  }
+
+  // The tile's rows. The layer's first tile (begin 0) computes w and beta and starts the keys; later
+  // tiles of the layer come in order with the same input (SelfAttention::attention_by_tiles) and carry
+  // the keys on. The last tile, moved back to stay full, repeats rows the caller drops: 0 here.
+  Array tile_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) {
+    const QueryTile& t = ctx.tile;
+    if (t.begin == 0 || tile_layer_ != ctx.layer) {
+      Tensor w, beta;
+      directions_and_gates(ctx, w, beta);
+      tile_w_ = w.value(), tile_beta_ = beta.value();
+      tile_keys_ = path_keys_start(k.value());
+      tile_layer_ = ctx.layer;
+    }
+    if (t.keys != tile_keys_.T) throw Error("path: a query tile must see every key");
+    return path_key_bias_rows(q.value(), tile_w_, tile_beta_, real(1) / std::sqrt(real(k.size(3))), tile_keys_,
+                              t.begin, t.end);
+  }
+
   // w (B, H, T, hs): the low-rank projection, the causal depthwise convolution (tap kConv - 1 is the
   // current token, as torch's Conv1d with padding kConv - 1), SiLU, then L2-normalized per head.
   Tensor directions(const PathLayer& p, const Tensor& x, std::size_t B, std::size_t T) const {
@@ -83,6 +108,9 @@ class Path : public PositionalEncoding {
   }
   std::size_t H_;
   std::vector<PathLayer*> layers_;
+  Array tile_w_, tile_beta_;  // the layer being tiled: w (B, H, T, hs), beta (B, H, T)
+  PathKeys tile_keys_;        // and its keys as the last tile left them
+  std::size_t tile_layer_ = std::size_t(-1);
 };
 
 // Per layer, when training: w's chain keeps its (B, T, C) steps (the up projection, two shifted copies, the
@@ -91,7 +119,8 @@ class Path : public PositionalEncoding {
 // (B, H, T, T), which the attention holds only when it recomputes its weights (past kKeepProbsBytes). Its
 // forward scratch is 2 T hs + T per thread, its backward's T (T - 1) / 2 + 4 T hs + 3 T per thread; backward
 // also holds the bias's gradient (B, H, T, T) and a few (B, T, C). Without a tape the same buffers are
-// scratch, a few at a time.
+// scratch, a few at a time; past one query tile, a tile's bias rows (B, H, rows, T), and w, beta and the
+// keys as given and as transformed ((B, H, T, hs) each) kept through the layer's tiles.
 EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
   const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
   const double X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
@@ -105,6 +134,11 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
     if (attention_keeps_probs(s.batch, d.n_heads, s.tokens, s.tokens, false)) c.layers.add_scratch(X);
     else c.layers.hold(X, L);
     c.layers.add_backward(X).add_backward(N, 4).add_backward(threads * (T * (T - 1) / 2 + 4 * T * hs + 3 * T));
+  } else if (s.bias_query_rows() < s.tokens) {  // by tiles: w, beta and the keys (twice) kept per layer
+    c.bias_tiles = true;
+    c.layers.add_scratch(B * H * double(s.bias_query_rows()) * T).add_scratch(threads * T);
+    c.layers.add_scratch(N, 7).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);  // w's chain
+    c.input.hold(N, 3);  // w and the keys twice, members kept from layer to layer (and after the pass)
   } else {
     c.layers.add_scratch(X).add_scratch(N, 4).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);
   }

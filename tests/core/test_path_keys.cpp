@@ -197,3 +197,37 @@ TEST_CASE("path_key_bias errors name the op and the shapes", "[path_keys][errors
                     Catch::Contains("path_key_bias") && Catch::Contains("beta must be (B, H, T)"));
   CHECK_THROWS_WITH(path_key_bias(x, x, Tensor(), beta, 1), Catch::Contains("'w'"));
 }
+
+TEST_CASE("path_key_bias_rows: the full op's rows bit for bit, tile by tile, a repeated tile's old rows 0",
+          "[path_keys][streaming]") {
+  const std::size_t B = 2, H = 2, T = 11, hs = 4;
+  const Inputs in = make_inputs(B, H, T, hs, 31);
+  const real scale = real(0.5);
+  const Array full = path_key_bias(in.q, in.k, in.w, in.beta, scale).value();  // (B, H, T, T)
+  // Tiles of 4 rows: [0, 4), [4, 8), then the last moved back to stay full, [7, 11), as attention_by_tiles.
+  PathKeys keys = path_keys_start(in.k.value());
+  for (const auto& [from, to] : std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}, {4, 8}, {7, 11}}) {
+    INFO("rows " << from << " to " << to);
+    const Array q = slice(in.q, 2, from, to).value();
+    const Array rows = path_key_bias_rows(q, in.w.value(), in.beta.value(), scale, keys, from, to);
+    REQUIRE(rows.shape() == Shape({B, H, to - from, T}));
+    CHECK(keys.next == to);
+    for (std::size_t r = 0; r < B * H; ++r)
+      for (std::size_t i = from; i < to; ++i)
+        for (std::size_t j = 0; j < T; ++j) {
+          const real got = rows.data()[(r * (to - from) + i - from) * T + j];
+          CHECK(got == (i < 8 && from == 7 ? real(0) : full.data()[(r * T + i) * T + j]));  // row 7 was given
+        }
+  }
+}
+
+TEST_CASE("path_key_bias_rows refuses a gap and shapes that do not match its keys", "[path_keys][errors]") {
+  const Inputs in = make_inputs(1, 2, 6, 4, 32);
+  PathKeys keys = path_keys_start(in.k.value());
+  const Array q = slice(in.q, 2, 2, 4).value();
+  CHECK_THROWS_WITH(path_key_bias_rows(q, in.w.value(), in.beta.value(), 1, keys, 2, 4),
+                    Catch::Contains("path_key_bias_rows") && Catch::Contains("gap after the 0 rows given"));
+  CHECK_THROWS_WITH(path_key_bias_rows(q, in.w.value(), in.beta.value(), 1, keys, 0, 3),
+                    Catch::Contains("do not match the keys (B, H, T, hs) = (1, 2, 6, 4)"));
+  CHECK_THROWS_WITH(path_keys_start(Array(Shape{2, 3})), Catch::Contains("k must be (B, H, T, hs)"));
+}

@@ -217,7 +217,7 @@ TEST_CASE("past one bias tile, the evaluation estimate follows the tiled forward
   // 300 tokens: three bias tiles (kBiasQueryTile = 128), five attention tiles; per-row ids too.
   const std::size_t len = 300, batch = 8;
   for (const char* enc : {"none", "alibi", "t5", "kerple", "fire", "rope", "fox", "selective", "cope", "dynamic_bias",
-                          "transformer_xl", "dape", "shaw", "xpos", "hope"})
+                          "transformer_xl", "dape", "shaw", "xpos", "hope", "path"})
     for (const char* mode : {"contiguous", "randomized"}) {
       const RunSpec spec = spec_of(enc, len, batch, {std::string("train.positions=") + mode});
       const MemoryEstimate ee = ResourceModel(spec).evaluation(len, spec.config.eval.batch_size);
