@@ -69,7 +69,7 @@ measure() {  # label command... -> "label  cpu s  wall s  peak MB"
 }
 echo "long contexts: char_lm d_model 64, 2 layers, 4 heads, trained at context 64; corpus $corpus (one text)"
 echo "date $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
-     "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, build $build ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+     "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, build $build ($("$build/pelab" --version 2>/dev/null | head -1 || echo '?')), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "evaluation: pelab eval RUN --lengths L --samples $samples, 1 thread"
 for enc in ${encodings//,/ }; do
   config "$enc" 64 32 20 > "$tmp/$enc.toml"
