@@ -203,6 +203,8 @@ std::vector<Case> cases() {
       {"merge_heads", {q}, "g", "-", false, [](auto& in) { return merge_heads(in[0]); }},
       {"rotary", {q}, "g", "-", false,
        [tables](auto& in) { return rotary(in[0], tables, RotaryLayout::half); }},
+      {"rotary_qkv", {{1, 3, 24}}, "g", "-", false,
+       [tables](auto& in) { return rotary_qkv(in[0], 2, tables, tables, RotaryLayout::interleaved); }},
       {"sum", {s}, "g", "-", false, [](auto& in) { return sum(in[0], {0}); }},
       {"mean", {s}, "g", "-", false, [](auto& in) { return mean(in[0], {1}); }},
       {"max", {s}, "g", "-", false, [](auto& in) { return max(in[0], 1); }},
