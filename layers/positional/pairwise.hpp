@@ -2,6 +2,8 @@
 // per forward in begin_forward, kept while the same ids come back, shared by every layer.
 #pragma once
 
+#include <cstdint>
+
 #include "core/tensor.hpp"
 #include "layers/positional/encoding.hpp"  // QueryTile
 
@@ -26,5 +28,23 @@ Array pairwise_difference(const IndexArray& positions, bool shared, const QueryT
 // Rows of (rows, T) position ids as reals, query rows [tile.begin, tile.end) only when the tile is active:
 // (rows, T or end - begin, 1).
 Array query_positions(const IndexArray& positions, bool shared, const QueryTile& tile);
+
+// (rows, end - begin, keys) int32 with out[b, i, j] = f(p_j - p_i) (key id minus query id, int64) of row
+// b: rows = 1 when `shared`, else B; query rows [tile.begin, tile.end) against keys [0, tile.keys), or
+// every pair when the tile is inactive. The bucket tables of T5 and Shaw.
+template <class F>
+IndexArray pairwise_index(const IndexArray& positions, bool shared, const QueryTile& tile, F f) {
+  const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
+  const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
+  const std::size_t keys = tile.active() ? tile.keys : T;
+  IndexArray out(Shape{rows, i1 - i0, keys});
+  std::int32_t* o = out.data();
+  for (std::size_t b = 0; b < rows; ++b) {
+    const std::int32_t* p = positions.data() + b * T;
+    for (std::size_t i = i0; i < i1; ++i)
+      for (std::size_t j = 0; j < keys; ++j) *o++ = f(std::int64_t(p[j]) - std::int64_t(p[i]));
+  }
+  return out;
+}
 
 }  // namespace pelab

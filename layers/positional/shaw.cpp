@@ -65,20 +65,9 @@ class Shaw : public PositionalEncoding {
   // (rows, i1 - i0, keys): rows 1 when every row has the same ids, else B; query rows [i0, i1) against
   // keys [0, keys) of the tile, or every pair when it is inactive.
   IndexArray buckets(const IndexArray& positions, const QueryTile& tile) const {
-    const std::size_t T = positions.shape()[1], rows = rows_share_positions(positions) ? 1 : positions.shape()[0];
-    const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
-    const std::size_t keys = tile.active() ? tile.keys : T;
-    IndexArray index(Shape{rows, i1 - i0, keys});
-    std::int32_t* out = index.data();
-    for (std::size_t b = 0; b < rows; ++b) {
-      const std::int32_t* p = positions.data() + b * T;
-      for (std::size_t i = i0; i < i1; ++i)
-        for (std::size_t j = 0; j < keys; ++j) {
-          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
-          *out++ = static_cast<std::int32_t>(std::clamp(rel, -clip_, clip_) + clip_);
-        }
-    }
-    return index;
+    return pairwise_index(positions, rows_share_positions(positions), tile, [&](std::int64_t rel) {  // key - query
+      return static_cast<std::int32_t>(std::clamp(rel, -clip_, clip_) + clip_);
+    });
   }
 
   std::int64_t clip_;

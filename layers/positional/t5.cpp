@@ -82,21 +82,10 @@ class T5Bias : public PositionalEncoding {
  private:
   // The bucket of every (query, key) pair: (1, Tq, Tk) for shared ids, else (B, Tq, Tk).
   IndexArray buckets(const IndexArray& positions, bool shared, const QueryTile& tile) const {
-    const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
-    const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
-    const std::size_t keys = tile.active() ? tile.keys : T;
-    IndexArray out(Shape{rows, i1 - i0, keys});
-    std::int32_t* o = out.data();
     const auto last = static_cast<std::int64_t>(max_distance_);
-    for (std::size_t b = 0; b < rows; ++b) {
-      const std::int32_t* p = positions.data() + b * T;
-      for (std::size_t i = i0; i < i1; ++i)
-        for (std::size_t j = 0; j < keys; ++j) {
-          const std::int64_t rel = std::int64_t(p[j]) - std::int64_t(p[i]);  // key - query
-          *o++ = rel >= 0 ? ahead_[std::size_t(std::min(rel, last))] : behind_[std::size_t(std::min(-rel, last))];
-        }
-    }
-    return out;
+    return pairwise_index(positions, shared, tile, [&](std::int64_t rel) {  // key - query
+      return rel >= 0 ? ahead_[std::size_t(std::min(rel, last))] : behind_[std::size_t(std::min(-rel, last))];
+    });
   }
 
   static Tensor bias(const Embedding& table, const IndexArray& buckets) {

@@ -22,6 +22,15 @@ std::vector<std::string> claiming_encodings() {
   return out;
 }
 
+// One forward and backward of the cross-entropy, the model's gradients zeroed first: the loss.
+Array loss_and_backward(Transformer& m, const IndexArray& tokens, const IndexArray& pos, const IndexArray& targets) {
+  Tape::current().clear();
+  m.zero_grad();
+  const Tensor l = cross_entropy(m.forward(tokens, pos), targets);
+  l.backward();
+  return l.value();
+}
+
 }  // namespace
 
 TEST_CASE("an encoding that says it leaves q and k alone does nothing to them and never reads them",
@@ -80,11 +89,7 @@ TEST_CASE("the packed attention path computes what the split-heads path computes
     IndexArray pos = default_positions(3, 9);
     pos(1, 0) = 2;  // rows with different ids: the per-row (B, ...) bias path
     for (std::size_t t = 1; t < 9; ++t) pos(1, t) = pos(1, t - 1) + 1 + static_cast<std::int32_t>(t % 2);
-    for (auto* m : {fast.get(), ref.get()}) {
-      Tape::current().clear();
-      m->zero_grad();
-      cross_entropy(m->forward(tokens, pos), targets).backward();
-    }
+    for (auto* m : {fast.get(), ref.get()}) loss_and_backward(*m, tokens, pos, targets);
     const auto pf = fast->parameters(), pr = ref->parameters();
     REQUIRE(pf.size() == pr.size());
     for (std::size_t i = 0; i < pf.size(); ++i) {
@@ -172,15 +177,8 @@ TEST_CASE("the rotated packed projection computes what split heads compute, bit 
     const IndexArray targets = test::random_tokens(3, 9, cfg.vocab, rng);
     IndexArray pos = default_positions(3, 9);
     for (std::size_t t = 0; t < 9; ++t) pos(2, t) = static_cast<std::int32_t>(3 * t + 1);
-    std::vector<Array> loss;
-    for (auto* m : {fast.get(), ref.get()}) {
-      Tape::current().clear();
-      m->zero_grad();
-      const Tensor l = cross_entropy(m->forward(tokens, pos), targets);
-      l.backward();
-      loss.push_back(l.value());
-    }
-    const bool same_loss = loss[0] == loss[1];
+    const Array loss_fast = loss_and_backward(*fast, tokens, pos, targets);
+    const bool same_loss = loss_fast == loss_and_backward(*ref, tokens, pos, targets);
     CHECK(same_loss);
     const auto pf = fast->parameters(), pr = ref->parameters();
     REQUIRE(pf.size() == pr.size());
