@@ -275,9 +275,10 @@ ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCo
     c.saved(train, N * 3 * C).saved(train, N * C);
   }
   // A rotation's copies (rotary_qk): of q and k, the split ones freed; or of the projection (rotary_qkv),
-  // which attention saves in its place, and in backward the gradient of each.
+  // which attention saves in its place, and in backward the gradient of each. Under a layout another
+  // encoding may split while the rotation's layers take the packed route: both counted, an upper bound.
   if (enc.rotates_qk && split) c.add_scratch(N * C, 2);
-  if (enc.rotates_qk && !split) c.add_scratch(N * 3 * C).add_backward(N * 3 * C);
+  if (enc.rotates_qk && !some_heads && cfg.attention.scaling == "none") c.add_scratch(N * 3 * C).add_backward(N * 3 * C);
   const double R = double(enc.relative_buckets), threads = double(std::max<std::size_t>(1, s.threads));
   if (enc.bias_tiles) c.add_scratch(N * C, 2);  // by tiles: every tile's output, and their concatenation
   // Training keeps P (and stick-breaking's logits) up to kKeepProbsBytes; past it, one block of each per

@@ -72,7 +72,8 @@ class Path : public PositionalEncoding {
 
   // The tile's rows. The layer's first tile (begin 0) computes w and beta and starts the keys; later
   // tiles of the layer come in order with the same input (SelfAttention::attention_by_tiles) and carry
-  // the keys on. The last tile, moved back to stay full, repeats rows the caller drops: 0 here.
+  // the keys on. The last tile, moved back to stay full, repeats rows the caller drops: 0 here. After
+  // the last row the layer's state is freed.
   Array tile_bias(const Tensor& q, const Tensor& k, const AttentionContext& ctx) {
     const QueryTile& t = ctx.tile;
     if (t.begin == 0 || tile_layer_ != ctx.layer) {
@@ -83,8 +84,10 @@ class Path : public PositionalEncoding {
       tile_layer_ = ctx.layer;
     }
     if (t.keys != tile_keys_.T) throw Error("path: a query tile must see every key");
-    return path_key_bias_rows(q.value(), tile_w_, tile_beta_, real(1) / std::sqrt(real(k.size(3))), tile_keys_,
-                              t.begin, t.end);
+    Array rows = path_key_bias_rows(q.value(), tile_w_, tile_beta_, real(1) / std::sqrt(real(k.size(3))),
+                                    tile_keys_, t.begin, t.end);
+    if (t.end == tile_keys_.T) tile_w_ = Array(), tile_beta_ = Array(), tile_keys_ = PathKeys(), tile_layer_ = std::size_t(-1);
+    return rows;
   }
 
   // w (B, H, T, hs): the low-rank projection, the causal depthwise convolution (tap kConv - 1 is the
@@ -138,7 +141,7 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
     c.bias_tiles = true;
     c.layers.add_scratch(B * H * double(s.bias_query_rows()) * T).add_scratch(threads * T);
     c.layers.add_scratch(N, 7).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);  // w's chain
-    c.input.hold(N, 3);  // w and the keys twice, members kept from layer to layer (and after the pass)
+    c.input.hold(N, 3);  // w and the keys twice, kept through a layer's tiles
   } else {
     c.layers.add_scratch(X).add_scratch(N, 4).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);
   }
