@@ -31,6 +31,20 @@ Array loss_and_backward(Transformer& m, const IndexArray& tokens, const IndexArr
   return l.value();
 }
 
+// The same model twice, the second always on split heads (the reference), and a batch (3, 9) for them.
+struct FastAndSplit {
+  std::unique_ptr<Transformer> fast, ref;
+  IndexArray tokens, targets;
+};
+FastAndSplit fast_and_split(const ModelConfig& cfg) {
+  FastAndSplit m{test::make_model(cfg, 5), test::make_model(cfg, 5), {}, {}};
+  m.ref->set_packed_attention(false);
+  Rng rng(9);
+  m.tokens = test::random_tokens(3, 9, cfg.vocab, rng);
+  m.targets = test::random_tokens(3, 9, cfg.vocab, rng);
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("an encoding that says it leaves q and k alone does nothing to them and never reads them",
@@ -80,17 +94,12 @@ TEST_CASE("the packed attention path computes what the split-heads path computes
   REQUIRE(names.size() >= 1);
   for (const std::string& name : names) {
     INFO(name);
-    const ModelConfig cfg = test::small_config(name);
-    auto fast = test::make_model(cfg, 5), ref = test::make_model(cfg, 5);
-    ref->set_packed_attention(false);
-    Rng rng(9);
-    const IndexArray tokens = test::random_tokens(3, 9, cfg.vocab, rng);
-    const IndexArray targets = test::random_tokens(3, 9, cfg.vocab, rng);
+    const FastAndSplit m = fast_and_split(test::small_config(name));
     IndexArray pos = default_positions(3, 9);
     pos(1, 0) = 2;  // rows with different ids: the per-row (B, ...) bias path
     for (std::size_t t = 1; t < 9; ++t) pos(1, t) = pos(1, t - 1) + 1 + static_cast<std::int32_t>(t % 2);
-    for (auto* m : {fast.get(), ref.get()}) loss_and_backward(*m, tokens, pos, targets);
-    const auto pf = fast->parameters(), pr = ref->parameters();
+    for (Transformer* model : {m.fast.get(), m.ref.get()}) loss_and_backward(*model, m.tokens, pos, m.targets);
+    const auto pf = m.fast->parameters(), pr = m.ref->parameters();
     REQUIRE(pf.size() == pr.size());
     for (std::size_t i = 0; i < pf.size(); ++i) {
       INFO(pf[i].name);
@@ -169,18 +178,13 @@ TEST_CASE("an encoding that gives rotary tables rotates q and k by them and adds
 TEST_CASE("the rotated packed projection computes what split heads compute, bit for bit", "[fast_paths][positional]") {
   for (const RotaryCase& c : rotary_cases()) {
     INFO(c.name << " with " << c.params.size() << " parameters set");
-    const ModelConfig cfg = test::small_config(c.name, c.params);
-    auto fast = test::make_model(cfg, 5), ref = test::make_model(cfg, 5);
-    ref->set_packed_attention(false);
-    Rng rng(9);
-    const IndexArray tokens = test::random_tokens(3, 9, cfg.vocab, rng);
-    const IndexArray targets = test::random_tokens(3, 9, cfg.vocab, rng);
+    const FastAndSplit m = fast_and_split(test::small_config(c.name, c.params));
     IndexArray pos = default_positions(3, 9);
     for (std::size_t t = 0; t < 9; ++t) pos(2, t) = static_cast<std::int32_t>(3 * t + 1);
-    const Array loss_fast = loss_and_backward(*fast, tokens, pos, targets);
-    const bool same_loss = loss_fast == loss_and_backward(*ref, tokens, pos, targets);
+    const Array loss_fast = loss_and_backward(*m.fast, m.tokens, pos, m.targets);
+    const bool same_loss = loss_fast == loss_and_backward(*m.ref, m.tokens, pos, m.targets);
     CHECK(same_loss);
-    const auto pf = fast->parameters(), pr = ref->parameters();
+    const auto pf = m.fast->parameters(), pr = m.ref->parameters();
     REQUIRE(pf.size() == pr.size());
     for (std::size_t i = 0; i < pf.size(); ++i) {
       INFO(pf[i].name);
