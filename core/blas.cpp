@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -72,24 +73,48 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
   gemm_kernel(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+namespace {
+// -1 until the first gemm_path() or set_gemm_path(); then a GemmPath.
+std::atomic<int> g_path{-1};
+}  // namespace
+
 GemmPath gemm_path() {
+  int p = g_path.load(std::memory_order_relaxed);
+  if (p < 0) {
+    int unset = -1;
+    g_path.compare_exchange_strong(unset, int(default_gemm_path()));
+    p = g_path.load(std::memory_order_relaxed);
+  }
+  return GemmPath(p);
+}
+
+GemmPath default_gemm_path() {
   static const GemmPath path = gemm_path_from(std::getenv("PELAB_GEMM"));
   return path;
 }
+
+void set_gemm_path(GemmPath path) {
+  const bool usable = std::is_same_v<real, float> && detail::small_gemm_built();
+  g_path.store(int(path == GemmPath::libxsmm && !usable ? GemmPath::openblas : path));
+}
+
+const char* gemm_path_key(GemmPath path) { return path == GemmPath::libxsmm ? "libxsmm" : "openblas"; }
 
 GemmPath gemm_path_from(const char* env) {
   // Double (pelab_core_f64, gradient checks only) always runs OpenBLAS: the libxsmm path is float's.
   const bool is_float = std::is_same_v<real, float>, have_small = detail::small_gemm_built();
   const std::string v = env ? env : "";
-  if (v.empty() || v == "openblas") return GemmPath::openblas;  // the default: the committed results' path
+  if (v.empty()) return is_float && have_small ? GemmPath::libxsmm : GemmPath::openblas;
+  if (v == "openblas") return GemmPath::openblas;
   if (v == "libxsmm") {
     if (is_float && !have_small)
       throw Error("environment variable PELAB_GEMM = 'libxsmm': this build has no libxsmm (configured with "
                   "-DPELAB_LIBXSMM=OFF); allowed: openblas, or leave it unset");
     return is_float ? GemmPath::libxsmm : GemmPath::openblas;
   }
-  throw Error("environment variable PELAB_GEMM = '" + v + "': allowed values are openblas (the default: every GEMM "
-              "in OpenBLAS) and libxsmm (" + (have_small ? "libxsmm's JIT kernels" : "not in this build") + ")");
+  throw Error("environment variable PELAB_GEMM = '" + v + "': allowed values are libxsmm (libxsmm's JIT kernels; " +
+              (have_small ? "the default" : "not in this build") + ") and openblas (every GEMM in OpenBLAS" +
+              (have_small ? ")" : "; the default)"));
 }
 
 std::string gemm_path_name() {
@@ -260,8 +285,7 @@ double measure_peak_gflops(double seconds) {
 }
 
 std::string blas_summary() {
-  static const std::string summary = [] {
-    check_gemm_agrees();
+  static const std::vector<std::string> base = [] {
     const double peak = measure_peak_gflops();
     std::istringstream cfg(library_config());
     std::string name, version;
@@ -269,11 +293,20 @@ std::string blas_summary() {
     char buf[96];
     std::snprintf(buf, sizeof buf, "; OpenBLAS %s peak %.1f GFLOP/s (1 thread, 512^3)",
                   sizeof(real) == sizeof(float) ? "sgemm" : "dgemm", peak);
-    const char* env = std::getenv("PELAB_GEMM");
-    return name + " " + version + ", kernel " + core_name() + " (" + coretype_origin() + "); GEMMs by " +
-           gemm_path_name() + (env && *env ? " (PELAB_GEMM)" : " (default)") + "; gemm agrees with the reference" + buf;
+    return std::vector<std::string>{name + " " + version + ", kernel " + core_name() + " (" + coretype_origin() + ")",
+                                    buf};
   }();
-  return summary;
+  static std::atomic<bool> checked[2] = {false, false};  // per GemmPath: the agreement check runs once for each
+  const GemmPath path = gemm_path();
+  if (!checked[int(path)].load()) {
+    check_gemm_agrees();
+    checked[int(path)].store(true);
+  }
+  const char* env = std::getenv("PELAB_GEMM");
+  const std::string why = path != default_gemm_path() ? "the run's [train] gemm"
+                          : env && *env             ? "PELAB_GEMM"
+                                                    : "the default";
+  return base[0] + "; GEMMs by " + gemm_path_name() + " (" + why + "); gemm agrees with the reference" + base[1];
 }
 
 }  // namespace pelab::blas

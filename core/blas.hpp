@@ -38,17 +38,26 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
                  const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                  std::size_t ldc);
 
-// Which code computes a piece (gemm_kernel), chosen once per process from the environment variable
-// PELAB_GEMM: `openblas` (the default: every product in OpenBLAS, the path every committed result was
-// made with, and the only one when real is double) or `libxsmm` (built with -DPELAB_LIBXSMM=ON:
-// libxsmm's JIT kernels, core/blas_small.cpp, about twice as fast as OpenBLAS on pelab's shapes on an
-// AVX-512 CPU; OpenBLAS for a shape libxsmm has no kernel for; opt-in until the committed results are
-// regenerated with it). The paths round differently, so the path is part of a result's determinism
-// contract like the OpenBLAS kernel, and the run header names it (blas_summary). Throws
-// pelab::Error naming PELAB_GEMM, its value and the allowed values when it is set to anything else.
+// Which code computes a piece (gemm_kernel): `libxsmm` (built with -DPELAB_LIBXSMM=ON, the x86-64
+// default: libxsmm's JIT kernels, core/blas_small.cpp, about twice as fast as OpenBLAS on pelab's shapes
+// on an AVX-512 CPU; OpenBLAS for a shape libxsmm has no kernel for) or `openblas` (every product in
+// OpenBLAS: the path of every result committed before 2026-11-26, and the only one when real is double
+// or the build has no libxsmm). The paths round differently, so the path is part of a result's
+// determinism contract like the OpenBLAS kernel: a run's config records it ([train] gemm,
+// experiments/config/config.hpp) and the run header names it (blas_summary).
+//
+// The process starts on default_gemm_path(): the environment variable PELAB_GEMM when set, else libxsmm
+// when built, else openblas. A run switches to its config's path (set_gemm_path) before it builds its
+// model. Throws pelab::Error naming PELAB_GEMM, its value and the allowed values when it is set to
+// anything else.
 enum class GemmPath { libxsmm, openblas };
 GemmPath gemm_path();
-GemmPath gemm_path_from(const char* pelab_gemm);  // what gemm_path() makes of the variable's value (nullptr: unset)
+GemmPath default_gemm_path();
+GemmPath gemm_path_from(const char* pelab_gemm);  // what the variable's value means (nullptr: unset)
+// Not thread-safe against GEMMs in flight: call it between runs, outside parallel regions. libxsmm
+// on a build without it (or when real is double) means openblas, as gemm_path_from says.
+void set_gemm_path(GemmPath path);
+const char* gemm_path_key(GemmPath path);  // "libxsmm" or "openblas": the config's and PELAB_GEMM's spelling
 std::string gemm_path_name();  // "libxsmm 1.17 (JIT, target skx)" or "OpenBLAS"
 
 // What gemm_serial runs for one piece (K > 0), without the test hook (set_serial_gemm_for_testing):
@@ -83,7 +92,7 @@ std::string library_config();
 
 // Compares gemm with gemm_reference on small and medium problems (every transpose pair, beta 0 and
 // not 0, leading dimensions wider than the rows); throws std::runtime_error naming the kernel if they disagree
-// beyond float rounding. Run once per process by blas_summary(); `under_test` replaces gemm (tests).
+// beyond float rounding. Run once per process and GEMM path by blas_summary(); `under_test` replaces gemm (tests).
 void check_gemm_agrees(GemmFn under_test = gemm);
 
 // Single-thread OpenBLAS GEMM (sgemm; dgemm when real is double) peak in GFLOP/s: the best of repeated 512^3
@@ -92,9 +101,9 @@ double measure_peak_gflops(double seconds = 0.02);
 
 // One line for run headers and train.log: library, kernel and how it was chosen, the GEMM path, the
 // agreement check and the measured peak, e.g. "OpenBLAS 0.3.21, kernel Haswell (OPENBLAS_CORETYPE);
-// GEMMs by libxsmm 1.17 (JIT, target skx) (PELAB_GEMM); gemm agrees with the reference; sgemm peak
-// 98.5 GFLOP/s (1 thread, 512^3)" (the peak is OpenBLAS's). Computed once per process (about 40
-// ms); throws std::runtime_error when the GEMM check fails.
+// GEMMs by libxsmm 1.17 (JIT, target skx) (the default); gemm agrees with the reference; sgemm peak
+// 98.5 GFLOP/s (1 thread, 512^3)" (the peak is OpenBLAS's). The peak is measured once per process
+// (about 40 ms), the check once per path; throws std::runtime_error when the GEMM check fails.
 std::string blas_summary();
 
 }  // namespace pelab::blas

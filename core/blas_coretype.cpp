@@ -110,7 +110,7 @@ void select_coretype(char** argv) {
   // PELAB_GEMM (core/blas.hpp) is read here as well, first thing in main, so that a bad value stops the
   // program before it writes anything rather than at its first GEMM.
   try {
-    gemm_path();
+    default_gemm_path();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     std::exit(2);

@@ -35,6 +35,9 @@ struct TrainConfig {
   std::string early_stop_metric;     // "" (off) or a metric of training/metrics_table.hpp (in-distribution eval)
   double early_stop_target = 1.0;    // stop once the metric reaches it (accuracies >= target, loss <= target)
   int threads = 1;                   // threads of a training step (core/parallel.hpp)
+  // The GEMM path, "libxsmm" or "openblas" (core/blas.hpp): it decides the rounding, so runs record it.
+  // "" until the config loader resolves it (experiments/config/config_validate.cpp).
+  std::string gemm;
 };
 
 }  // namespace pelab

@@ -126,6 +126,7 @@ int cmd_eval(const EvalArgs& a) {
   const EvalBatches batches = checked_batches(spec, limit, a);
   for (const auto& note : describe(batches, spec, limit))  // stdout stays the JSON's with --json -
     std::fprintf(a.json_out == "-" ? stderr : stdout, "note: %s\n", note.c_str());
+  use_gemm_path(spec.config);
   parallel::set_threads(spec.config.train.threads, "train.threads");
   set_phase("building the model");
   Transformer model(spec.model);

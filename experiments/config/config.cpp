@@ -369,6 +369,8 @@ std::vector<std::string> unused_overrides(const LoadedConfig& lc) {
 LoadedConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
   LoadedConfig out;
   out.config = Reader(name).read(text, overrides);
+  out.config.recorded = text.rfind(kResolvedHeader, 0) == 0;
+  config_detail::resolve_gemm(out.config);
   TaskCache cache;
   // A grid is checked cell by cell (the base alone need not be runnable, e.g. when n_heads is swept).
   out.runs = expand_sweep_cached(out.config, cache);

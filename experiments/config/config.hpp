@@ -89,6 +89,9 @@ struct CellInfo {
 // Every setting once, as written (defaults filled in); nothing derived.
 struct ExperimentConfig {
   std::string source;                // file it was loaded from ("" for built in code)
+  // The text began with kResolvedHeader: a config.toml, cell.toml or sweep.toml pelab wrote (to_toml).
+  // A key such a text lacks was added since; it resolves to what the run did then ([train] gemm).
+  bool recorded = false;
   ModelSettings model;
   std::string encoding = "none";
   std::string encoding_layers;       // [encoding] layers: each layer's encoding, a repeating pattern ("" = name)
@@ -145,6 +148,12 @@ LoadedConfig parse_config(const std::string& text, const std::string& name,
 // config.toml and each sweep cell as cell.toml. Loading it back gives the same text, so two configs
 // are the same experiment exactly when their to_toml texts are equal.
 std::string to_toml(const ExperimentConfig& cfg);
+constexpr const char* kResolvedHeader = "# Resolved configuration: every setting, defaults included.\n";
+
+// Switches this process to the run's GEMM path ([train] gemm, core/blas.hpp) before a model is built.
+// Throws Error when the environment variable PELAB_GEMM names the other path: the run would round
+// differently from what its config records.
+void use_gemm_path(const ExperimentConfig& cfg);
 
 // Keys that do not change a run's results (docs/usage.md, "Run directories"): where it is written
 // (output.dir), its position in a grid (cell.index), threads (results do not depend on them:

@@ -224,7 +224,14 @@ std::vector<Section> build_schema() {
                 PELAB_FIELD("keep_checkpoints", train.keep_checkpoints, 1.0, 1e6, "checkpoints kept"),
                 early,
                 PELAB_FIELD("early_stop_target", train.early_stop_target, none, none, "early-stop threshold"),
-                PELAB_FIELD("threads", train.threads, 1.0, 1024.0, "threads of a training step (core/parallel.hpp); at most the cores this process may use")},
+                PELAB_FIELD("threads", train.threads, 1.0, 1024.0, "threads of a training step (core/parallel.hpp); at most the cores this process may use"),
+                choices(PELAB_FIELD("gemm", train.gemm, none, none,
+                                    "GEMM path (core/blas.hpp; it decides the rounding): libxsmm = libxsmm's JIT "
+                                    "kernels, about twice OpenBLAS's speed on an AVX-512 CPU; openblas = every GEMM in "
+                                    "OpenBLAS, the path of the results committed before 2026-11-26. Not given: the "
+                                    "environment variable PELAB_GEMM, else libxsmm when the build has it, else openblas; "
+                                    "a config.toml pelab wrote before this key existed means openblas"),
+                        {"libxsmm", "openblas"})},
                {"[train.<optimizer>] subtables"}});
   s.push_back({"eval",
                {PELAB_FIELD("samples", eval.samples, 1.0, 1e9, "held-out examples per length"),

@@ -88,6 +88,7 @@ std::string location(const ExperimentConfig& cfg, const std::string& path);
 // The first of `paths` that was given, else location(paths[0]).
 std::string location_any(const ExperimentConfig& cfg, const std::vector<std::string>& paths);
 bool given(const ExperimentConfig& cfg, const std::string& path);
+void resolve_gemm(ExperimentConfig& cfg);  // [train] gemm (config_validate.cpp)
 
 std::string toml_key(const std::string& k);  // bare when possible, else quoted
 std::string activation_name(Activation a);

@@ -1,7 +1,9 @@
 // Cross-key checks of a runnable config, pointing at the line of one of the keys involved; resolves
 // it into a RunSpec (task built, model configured).
 #include <algorithm>
+#include <cstdlib>
 
+#include "core/blas.hpp"
 #include "experiments/config/config_schema.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
@@ -178,6 +180,21 @@ void resolve_beyond_samples(ExperimentConfig& cfg) {
 
 }  // namespace
 
+// [train] gemm not given resolves to the process's default path (PELAB_GEMM, else libxsmm when built), or
+// to openblas in a config pelab recorded before the key existed: the only path there was. Done once, when
+// the file is read (parse_config), so that a sweep's base config, its cells and sweep.toml agree. libxsmm given
+// to a build without it is an error rather than a silent switch of rounding.
+void resolve_gemm(ExperimentConfig& cfg) {
+  std::string& g = cfg.train.gemm;
+  if (!given(cfg, "train.gemm")) {
+    if (g.empty()) g = cfg.recorded ? "openblas" : blas::gemm_path_key(blas::default_gemm_path());
+    return;
+  }
+  if (g == "libxsmm" && blas::gemm_path_key(blas::gemm_path_from("libxsmm")) != g)
+    fail(location(cfg, "train.gemm"), "[train] gemm = \"libxsmm\": this build has no libxsmm (configured with "
+                                      "-DPELAB_LIBXSMM=OFF, or not x86-64); allowed here: \"openblas\"");
+}
+
 RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   if (cfg.min_len > cfg.train_len)
     fail(location_any(cfg, {"task.min_len", "task.train_len"}),
@@ -196,6 +213,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
     if (n == 0) fail(location(cfg, "eval.lengths"), "[eval] key 'lengths' contains 0; expected positive integers");
   check_length_forms(cfg);
   resolve_beyond_samples(cfg);
+  resolve_gemm(cfg);
   for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
   check_cell(cfg);
 
@@ -261,3 +279,21 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
 }
 
 }  // namespace pelab::config_detail
+
+namespace pelab {
+
+void use_gemm_path(const ExperimentConfig& cfg) {
+  const blas::GemmPath path = cfg.train.gemm == "openblas" ? blas::GemmPath::openblas : blas::GemmPath::libxsmm;
+  const char* env = std::getenv("PELAB_GEMM");
+  if (env && *env && blas::gemm_path_from(env) != path)
+    throw Error("the environment variable PELAB_GEMM = '" + std::string(env) + "' disagrees with the run's [train] gemm = \"" +
+                cfg.train.gemm + "\"" +
+                (config_detail::given(cfg, "train.gemm") ? " (" + cfg.locations.at("train.gemm") + ")"
+                 : cfg.recorded           ? " (recorded before the key existed, when every GEMM was OpenBLAS's)"
+                                          : "") +
+                ": the two paths round differently. Unset PELAB_GEMM, or for a new run set the config's key "
+                "(--set train.gemm=" + env + ")");
+  blas::set_gemm_path(path);
+}
+
+}  // namespace pelab

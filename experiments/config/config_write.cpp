@@ -24,7 +24,7 @@ void write_cell(std::ostream& os, const CellInfo& cell) {
 std::string to_toml(const ExperimentConfig& cfg) {
   std::ostringstream os;
   // No file name or date in here: the text depends on the settings only, so runs can compare it.
-  os << "# Resolved configuration: every setting, defaults included.\n";
+  os << kResolvedHeader;
   for (const auto& s : schema()) {
     if (s.name == "output" && !cfg.sweep_order.empty()) {
       os << "\n[sweep]\n";

@@ -42,6 +42,7 @@ Provenance provenance(std::size_t threads) {
   p.build = build_text();
   p.cpu = cpu_model();
   p.blas = blas::library_config() + "; kernel " + blas::core_name() + " (" + blas::coretype_origin() + ")";
+  p.gemm = blas::gemm_path_name();
   p.simd = simd::summary();
   p.threads = threads;
   return p;
@@ -53,6 +54,7 @@ nlohmann::ordered_json to_json(const Provenance& p) {
   j["build"] = p.build;
   j["cpu"] = p.cpu;
   j["blas"] = p.blas;
+  j["gemm"] = p.gemm;
   j["simd"] = p.simd;
   j["threads"] = p.threads;
   return j;
@@ -60,7 +62,8 @@ nlohmann::ordered_json to_json(const Provenance& p) {
 
 std::string version_text() {
   const Provenance p = provenance(1);
-  return "pelab " + p.version + "\nbuild: " + p.build + "\ncpu: " + p.cpu + "\nblas: " + p.blas + "\nsimd: " + p.simd;
+  return "pelab " + p.version + "\nbuild: " + p.build + "\ncpu: " + p.cpu + "\nblas: " + p.blas + "\ngemm: " + p.gemm + " (for configs without [train] gemm)" +
+         "\nsimd: " + p.simd;
 }
 
 }  // namespace pelab

@@ -17,13 +17,14 @@ struct Provenance {
   std::string build;    // build type, compiler, flags and instruction set
   std::string cpu;      // model name from /proc/cpuinfo ("unknown" elsewhere)
   std::string blas;     // BLAS library, version and the kernel it runs
+  std::string gemm;     // the GEMM path running (core/blas.hpp): "OpenBLAS" or "libxsmm 1.17 (JIT, target cpx)"
   std::string simd;     // what the hot loops run as (core/simd.hpp)
   std::size_t threads = 1;
 };
 
 Provenance provenance(std::size_t threads);
 nlohmann::ordered_json to_json(const Provenance& p);
-// `pelab --version`: "pelab <version>\nbuild: ...\ncpu: ...\nblas: ...\nsimd: ...".
+// `pelab --version`: "pelab <version>\nbuild: ...\ncpu: ...\nblas: ...\ngemm: ...\nsimd: ...".
 std::string version_text();
 
 }  // namespace pelab

@@ -323,6 +323,7 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const EvalBatches batches = check_memory(spec, opt.memory, true);
   if (opt.console && writer)
     for (const auto& note : describe(batches, spec, opt.memory)) std::printf("note: %s\n", note.c_str());
+  use_gemm_path(cfg);  // the rounding the config records; a conflicting PELAB_GEMM stops here, before any file
   parallel::set_threads(cfg.train.threads, "train.threads (or --threads)");  // before the run directory exists
   throw_if_stopped("estimating memory; nothing was written");  // a stop so far ends here, before any file
   set_phase("preparing the run directory");

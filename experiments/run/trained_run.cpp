@@ -105,6 +105,7 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::vector<std::s
     check_eval_settings(eval_sets, r.spec.config);
     r.spec = load_eval_config(run_dir, eval_sets);
   }
+  use_gemm_path(r.spec.config);
   parallel::set_threads(r.spec.config.train.threads, "train.threads");
   r.model = std::make_unique<Transformer>(r.spec.model);
   if (step) {

@@ -140,8 +140,10 @@ TEST_CASE("gemm through the libxsmm path gives the same bits at 1 and 2 threads"
 
 TEST_CASE("PELAB_GEMM is libxsmm or openblas, anything else an error naming the variable", "[blas][libxsmm]") {
   CHECK(blas::gemm_path_from("openblas") == blas::GemmPath::openblas);
-  CHECK(blas::gemm_path_from(nullptr) == blas::GemmPath::openblas);  // the default
-  CHECK(blas::gemm_path_from("") == blas::GemmPath::openblas);
+  // Unset: libxsmm when built (the default since 2026-11-26), else openblas.
+  const auto def = blas::detail::small_gemm_built() ? blas::GemmPath::libxsmm : blas::GemmPath::openblas;
+  CHECK(blas::gemm_path_from(nullptr) == def);
+  CHECK(blas::gemm_path_from("") == def);
   if (blas::detail::small_gemm_built()) CHECK(blas::gemm_path_from("libxsmm") == blas::GemmPath::libxsmm);
   try {
     blas::gemm_path_from("mkl");

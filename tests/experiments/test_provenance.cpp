@@ -7,6 +7,7 @@
 
 #include "cli_helpers.hpp"
 #include "experiments/eval/eval_result.hpp"
+#include "core/blas.hpp"
 #include "experiments/run/provenance.hpp"
 
 using namespace pelab;
@@ -18,10 +19,12 @@ TEST_CASE("provenance names the version, build, cpu and kernels", "[provenance]"
   CHECK(p.build.find(PELAB_TEST_BUILD_TYPE) == 0);  // the build type comes first
   CHECK(!p.cpu.empty());
   CHECK(p.blas.find("kernel") != std::string::npos);
+  CHECK(p.gemm == blas::gemm_path_name());
   CHECK(!p.simd.empty());
   const auto j = to_json(p);
   CHECK(j["threads"] == 3);
   CHECK(j["version"] == p.version);
+  CHECK(j["gemm"] == p.gemm);
 }
 
 TEST_CASE("eval.json keeps the provenance and reads files without it", "[provenance]") {
@@ -50,6 +53,6 @@ TEST_CASE("pelab --version prints the provenance", "[provenance][cli]") {
   text << in.rdbuf();
   const Provenance p = provenance(1);
   CHECK(test::has(text.str(), "pelab " + p.version));
-  for (const char* line : {"\nbuild: ", "\ncpu: ", "\nblas: ", "\nsimd: ", "\nMPI: "}) CHECK(test::has(text.str(), line));
+  for (const char* line : {"\nbuild: ", "\ncpu: ", "\nblas: ", "\ngemm: ", "\nsimd: ", "\nMPI: "}) CHECK(test::has(text.str(), line));
   std::filesystem::remove_all(dir);
 }
