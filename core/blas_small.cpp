@@ -7,13 +7,15 @@
 // op(A)^T with the same storage: m = N, n = M, k = K, libxsmm's "A" is our B and its "B" our A. Its
 // JIT kernels take alpha = 1, beta 0 or 1 and no transposed "A" (our trans_b), so:
 //  - trans_b: B (N, K) is transposed into per-thread scratch (K, N) first (libxsmm_otrans);
-//  - another alpha or beta: the product goes to scratch with beta 0, then C = alpha T + beta C;
+//  - another alpha with beta 0: the product goes to C, then C *= alpha; another alpha or beta otherwise:
+//    the product goes to scratch with beta 0, then C = alpha T + beta C;
 //  - large products are cut into blocks (kBlockM rows, kBlockN columns, kBlockK of the inner
 //    dimension, beta 1 after the first K block) so that a block of B stays in cache.
 // Every choice depends on the shape alone (never on the thread count), and a block is one kernel call
 // on the calling thread, so results are the same bits at any thread count; the kernel itself depends on
 // the CPU (libxsmm_get_target_arch), as OpenBLAS's does.
 #include "core/blas_small.hpp"
+#include "core/simd.hpp"
 
 #ifdef PELAB_HAVE_LIBXSMM
 #include <libxsmm.h>
@@ -74,6 +76,15 @@ bool blocked(bool ta, std::size_t M, std::size_t N, std::size_t K, const float* 
 
 thread_local std::vector<float> t_bt, t_prod;
 
+// C (M, N) *= alpha, row by row: a product then a rounding by alpha, the same bits at any vector width.
+PELAB_HOT
+void scale_rows(float* C, std::size_t ldc, std::size_t M, std::size_t N, float alpha) {
+  for (std::size_t i = 0; i < M; ++i) {
+    float* __restrict c = C + i * ldc;
+    for (std::size_t j = 0; j < N; ++j) c[j] *= alpha;
+  }
+}
+
 // libxsmm 1.17's JIT kernels return with the upper halves of the vector registers in use (no vzeroupper),
 // and every SSE instruction after them then pays for it: the portable build's loops are SSE
 // (-march=x86-64-v2), and at (a) with CoPE, whose step is 80% such loops, the step took 17.0 ms of CPU
@@ -104,6 +115,12 @@ bool small_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::s
     clear_upper_state();
     return ok;
   }
+  if (beta == 0.0f) {  // the scores' q k^T / sqrt(hs): the product into C, then scaled there (no scratch)
+    const bool ok = blocked(trans_a, M, N, K, A, lda, B, ldb, 0.0f, C, ldc);
+    clear_upper_state();
+    if (ok) scale_rows(C, ldc, M, N, alpha);
+    return ok;
+  }
   t_prod.resize(M * N);
   const bool ok = blocked(trans_a, M, N, K, A, lda, B, ldb, 0.0f, t_prod.data(), N);
   clear_upper_state();
@@ -111,10 +128,7 @@ bool small_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::s
   for (std::size_t i = 0; i < M; ++i) {
     const float* t = t_prod.data() + i * N;
     float* c = C + i * ldc;
-    if (beta == 0.0f)  // BLAS semantics: C is not read (it may hold NaN)
-      for (std::size_t j = 0; j < N; ++j) c[j] = alpha * t[j];
-    else
-      for (std::size_t j = 0; j < N; ++j) c[j] = alpha * t[j] + beta * c[j];
+    for (std::size_t j = 0; j < N; ++j) c[j] = alpha * t[j] + beta * c[j];
   }
   return true;
 }
