@@ -76,6 +76,7 @@ void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
 namespace {
 // -1 until the first gemm_path() or set_gemm_path(); then a GemmPath.
 std::atomic<int> g_path{-1};
+std::atomic<bool> g_path_set{false};  // by set_gemm_path (a run's config), for blas_summary
 }  // namespace
 
 GemmPath gemm_path() {
@@ -93,9 +94,13 @@ GemmPath default_gemm_path() {
   return path;
 }
 
+bool gemm_path_available(GemmPath path) {
+  return path == GemmPath::openblas || (std::is_same_v<real, float> && detail::small_gemm_built());
+}
+
 void set_gemm_path(GemmPath path) {
-  const bool usable = std::is_same_v<real, float> && detail::small_gemm_built();
-  g_path.store(int(path == GemmPath::libxsmm && !usable ? GemmPath::openblas : path));
+  g_path.store(int(gemm_path_available(path) ? path : GemmPath::openblas));
+  g_path_set = true;
 }
 
 const char* gemm_path_key(GemmPath path) { return path == GemmPath::libxsmm ? "libxsmm" : "openblas"; }
@@ -303,9 +308,7 @@ std::string blas_summary() {
     checked[int(path)].store(true);
   }
   const char* env = std::getenv("PELAB_GEMM");
-  const std::string why = path != default_gemm_path() ? "the run's [train] gemm"
-                          : env && *env             ? "PELAB_GEMM"
-                                                    : "the default";
+  const std::string why = g_path_set ? "the run's [train] gemm" : env && *env ? "PELAB_GEMM" : "the default";
   return base[0] + "; GEMMs by " + gemm_path_name() + " (" + why + "); gemm agrees with the reference" + base[1];
 }
 

@@ -57,6 +57,7 @@ GemmPath gemm_path_from(const char* pelab_gemm);  // what the variable's value m
 // Not thread-safe against GEMMs in flight: call it between runs, outside parallel regions. libxsmm
 // on a build without it (or when real is double) means openblas, as gemm_path_from says.
 void set_gemm_path(GemmPath path);
+bool gemm_path_available(GemmPath path);  // libxsmm: this build has it and real is float
 const char* gemm_path_key(GemmPath path);  // "libxsmm" or "openblas": the config's and PELAB_GEMM's spelling
 std::string gemm_path_name();  // "libxsmm 1.17 (JIT, target skx)" or "OpenBLAS"
 

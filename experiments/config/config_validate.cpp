@@ -190,7 +190,7 @@ void resolve_gemm(ExperimentConfig& cfg) {
     if (g.empty()) g = cfg.recorded ? "openblas" : blas::gemm_path_key(blas::default_gemm_path());
     return;
   }
-  if (g == "libxsmm" && blas::gemm_path_key(blas::gemm_path_from("libxsmm")) != g)
+  if (g == "libxsmm" && !blas::gemm_path_available(blas::GemmPath::libxsmm))
     fail(location(cfg, "train.gemm"), "[train] gemm = \"libxsmm\": this build has no libxsmm (configured with "
                                       "-DPELAB_LIBXSMM=OFF, or not x86-64); allowed here: \"openblas\"");
 }

@@ -10,7 +10,6 @@
 
 #include "config_error.hpp"
 #include "core/blas.hpp"
-#include "core/blas_small.hpp"
 #include "experiments/config/config.hpp"
 
 using namespace pelab;
@@ -50,7 +49,7 @@ TEST_CASE("[train] gemm: not given is the process's default, and to_toml writes 
   const std::string text = to_toml(parse_config(kBase, "g.toml").runs.at(0).config);
   CHECK_THAT(text, Contains("gemm = \"" + def + "\""));
   CHECK(resolved_gemm(text) == def);  // a recorded config reads back as written
-  if (blas::detail::small_gemm_built()) {
+  if (blas::gemm_path_available(blas::GemmPath::libxsmm)) {
     CHECK(def == "libxsmm");
     CHECK(resolved_gemm(kBase, {"train.gemm=libxsmm"}) == "libxsmm");
   }
@@ -98,7 +97,7 @@ TEST_CASE("use_gemm_path switches the process to the run's path and refuses a PE
     use_gemm_path(cfg);
     CHECK(blas::gemm_path() == blas::GemmPath::openblas);
   }
-  if (!blas::detail::small_gemm_built()) return;
+  if (!blas::gemm_path_available(blas::GemmPath::libxsmm)) return;
   {
     ScopedGemmEnv env("libxsmm");
     try {
@@ -124,7 +123,7 @@ TEST_CASE("[train] gemm: a sweep's base config, its sweep.toml and its cells agr
   for (const RunSpec& r : loaded.runs) CHECK(r.config.train.gemm == def);
   const std::string sweep_toml = to_toml(loaded.config);  // what pelab sweep writes as sweep.toml
   CHECK(parse_config(sweep_toml, "sweep.toml").config.train.gemm == def);
-  if (!blas::detail::small_gemm_built()) return;
+  if (!blas::gemm_path_available(blas::GemmPath::libxsmm)) return;
   const auto swept =
       parse_config(std::string(kBase) + "[sweep]\n\"train.gemm\" = [\"openblas\", \"libxsmm\"]\n", "s.toml").runs;
   REQUIRE(swept.size() == 2);
