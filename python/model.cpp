@@ -26,6 +26,15 @@ namespace pelab::python {
 
 namespace {
 
+// The GEMM path is the process's (core/blas.hpp), and two models loaded here may name different ones
+// ([train] gemm): each forward holds this lock and switches to its run's path, so a model computes on
+// the path it trained with even after another model was loaded or while one runs on another thread.
+std::mutex g_gemm_mu;
+struct RunGemm {
+  std::lock_guard<std::mutex> lock{g_gemm_mu};
+  explicit RunGemm(const TrainedRun& run) { use_gemm_path(run.spec.config); }
+};
+
 static_assert(std::is_same<real, float>::value, "the module returns float32 arrays");
 
 std::string shape_text(const py::array& a) {
@@ -108,6 +117,7 @@ class Model {
     {
       py::gil_scoped_release unlocked;
       std::lock_guard<std::mutex> lock(mu_);
+      const RunGemm gemm(run_);
       Rng rng(seed);
       added = continue_tokens(*run_.model, ids, max_new, temperature, rng, stopped);
     }
@@ -165,6 +175,7 @@ class Model {
     std::vector<double> seconds;
     py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
+    const RunGemm gemm(run_);
     NoGrad ng;
     for (int r = 0; r < repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -273,6 +284,7 @@ class Model {
   Array forward(const Inputs& in, std::vector<Array>* maps) {
     py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
+    const RunGemm gemm(run_);
     NoGrad ng;
     ForwardOptions opt;
     opt.attention_maps = maps;

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     if (!sets.empty() && sets[0].rfind("digits=", 0) == 0) digits_path = sets[0].substr(7), sets.erase(sets.begin());
     check_eval_settings(sets, load_config(run_dir + "/config.toml").runs.at(0).config);
     const RunSpec spec = load_eval_config(run_dir, sets);
+    use_gemm_path(spec.config);  // as pelab eval: the run's GEMM path
     parallel::set_threads(spec.config.train.threads, "train.threads");
     Transformer model(spec.model);
     const CheckpointChoice choice = choose_checkpoint(run_dir, false);

@@ -78,6 +78,7 @@ def main():
         assert ex["tokens"].shape == (4, model.sequence_length(8)) and ex["positions"].shape == ex["tokens"].shape
         checked += check_abacus(tmp)
         checked += check_blank(tmp)
+        checked += check_two_gemm_paths(tmp, config, rng)
     print(f"{checked} logits comparisons bit-identical to the C++ forward of pelab eval")
 
 
@@ -143,6 +144,26 @@ def check_blank(tmp):
     else:
         raise AssertionError("expected a ValueError: a blank-format run generates nothing")
     return 1
+
+
+def check_two_gemm_paths(tmp, config, rng):
+    """Two models trained on different GEMM paths ([train] gemm) in one process: each computes on its own
+    path (the C++ forward of pelab eval, bit for bit) whichever was loaded or used last."""
+    runs = {}
+    for path in ("openblas", "libxsmm"):
+        run_dir = os.path.join(tmp, "gemm_" + path)
+        if helpers.cli("train", config, "--set", "encoding.name=rope", "--set", f"train.gemm={path}", "--out", run_dir,
+                       "--quiet", check=False).returncode != 0:
+            print(f"skipped: this build cannot train with train.gemm={path}")
+            return 0
+        runs[path] = run_dir
+    models = {p: pelab.Run(d).model() for p, d in runs.items()}  # libxsmm's loaded last
+    tokens = rng.integers(0, models["openblas"].vocab, size=(2, 12))
+    full = np.broadcast_to(np.arange(12), (2, 12))
+    for p in ("openblas", "libxsmm", "openblas"):  # alternating: each call switches the process's path
+        want = reference_logits(runs[p], tokens, full, [], tmp)
+        assert same_bits(models[p].logits(tokens), want), f"gemm {p}: not the C++ forward on its own path"
+    return 3
 
 
 if __name__ == "__main__":
