@@ -2,6 +2,7 @@
 // by module.cpp. python/pelab/__init__.py wraps it into the package users import.
 #pragma once
 
+#include <mutex>
 #include <string>
 
 #include <pybind11/pybind11.h>
@@ -26,5 +27,8 @@ void bind_commands(py::module_& m);
 void bind_runs(py::module_& m);
 // model.cpp: Model: a trained run's model at a checkpoint (logits, attention, generate).
 void bind_model(py::module_& m);
+// model.cpp: held by whatever switches the process's GEMM path ([train] gemm, core/blas.hpp) and computes
+// on it: a model's load and forward passes, a command. Take it with the GIL released.
+std::mutex& gemm_mutex();
 
 }  // namespace pelab::python

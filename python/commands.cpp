@@ -70,6 +70,7 @@ int run_command(const std::vector<std::string>& args) {
   {
     SignalScope scope;
     py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> gemm(gemm_mutex());  // a command switches the GEMM path to its run's
     set_phase("starting");
     rc = command->run({argc, argv.data()});  // exceptions: bind_errors translates them
     stopped = stop_requested() || rc == kInterrupted;

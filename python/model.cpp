@@ -24,16 +24,28 @@
 
 namespace pelab::python {
 
+std::mutex& gemm_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 namespace {
 
 // The GEMM path is the process's (core/blas.hpp), and two models loaded here may name different ones
-// ([train] gemm): each forward holds this lock and switches to its run's path, so a model computes on
+// ([train] gemm): each forward holds gemm_mutex() and switches to its run's path, so a model computes on
 // the path it trained with even after another model was loaded or while one runs on another thread.
-std::mutex g_gemm_mu;
 struct RunGemm {
-  std::lock_guard<std::mutex> lock{g_gemm_mu};
+  std::lock_guard<std::mutex> lock{gemm_mutex()};
   explicit RunGemm(const TrainedRun& run) { use_gemm_path(run.spec.config); }
 };
+
+// load_trained_run switches the path too, so it runs under the lock; the GIL is released first, as
+// everywhere the lock is taken, so that no thread waits for the lock while holding the GIL.
+TrainedRun load_locked(const std::string& dir, const std::vector<std::string>& sets, std::optional<std::size_t> step) {
+  py::gil_scoped_release unlocked;
+  std::lock_guard<std::mutex> lock(gemm_mutex());
+  return load_trained_run(dir, sets, step);
+}
 
 static_assert(std::is_same<real, float>::value, "the module returns float32 arrays");
 
@@ -80,7 +92,7 @@ py::array_t<float> to_numpy(Array&& value) {
 class Model {
  public:
   Model(const std::string& dir, std::optional<std::size_t> step, const std::vector<std::string>& sets)
-      : run_(load_trained_run(dir, sets, step)) {}
+      : run_(load_locked(dir, sets, step)) {}
 
   py::array_t<float> logits(const py::object& tokens, const py::object& positions, const py::object& digit_index) {
     Inputs in = inputs(tokens, positions, digit_index, false);

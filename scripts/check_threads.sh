@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Determinism across thread counts, under every OpenBLAS kernel class this CPU can run ("the
-# same bits at any thread count, on every CPU": docs/performance.md, "Threads"). For each core type and encoding it trains the same
+# Determinism across thread counts, under every OpenBLAS kernel class this CPU can run and on the
+# libxsmm GEMM path ("the same bits at any thread count, on every CPU": docs/performance.md, "Threads").
+# For each core type (`gemm = "openblas"`) or `libxsmm` (`gemm = "libxsmm"`) and encoding it trains the same
 # small model (copy, d_model 64, 2 layers, batch 32: the plan cuts its GEMMs into 2 pieces) at
 # --threads 1 and --threads 2 and compares the final checkpoint's weights and optimizer state byte for
 # byte. Not a test: tests never change OPENBLAS_CORETYPE (the ctest suite runs the same comparison
 # for 30 steps with the machine's own kernel: tests/experiments/test_threads_determinism.cpp).
 #   scripts/check_threads.sh [--steps N] [--coretypes A,B,...] [--encodings A,B,...] [--out DIR]
 # Default: 200 steps; the core types of every instruction-set class the CPU supports (SSE: Nehalem, AVX:
-# Sandybridge, AVX2: Haswell and Zen, AVX-512: SkylakeX and, with AVX512-BF16, Cooperlake); every
+# Sandybridge, AVX2: Haswell and Zen, AVX-512: SkylakeX and, with AVX512-BF16, Cooperlake) and libxsmm
+# when the build has it (`pelab --version`'s gemm line); every
 # encoding `pelab list` shows. Prints one line per (core type, encoding) and a summary; exits 1 if any
 # pair differs. PELAB=path/to/pelab (default build/pelab).
 set -euo pipefail
@@ -34,6 +36,7 @@ if [ -z "$coretypes" ]; then
   has avx2 && has fma && coretypes+=",Haswell,Zen"
   has avx512f && has avx512bw && has avx512vl && has avx512dq && coretypes+=",SkylakeX"
   has avx512f && has avx512bw && has avx512vl && has avx512dq && has avx512_bf16 && coretypes+=",Cooperlake"
+  PELAB_GEMM= "$PELAB" --version | grep -q '^gemm: libxsmm' && coretypes+=",libxsmm"
 fi
 [ -n "$encodings" ] || encodings=$("$PELAB" list | awk '/^positional encodings/ {on = 1; next} on && /^[^ ]/ {on = 0}
                                                       on && /^  [a-z]/ {print $1}' | paste -sd, -)
@@ -47,11 +50,14 @@ echo "check_threads: $steps steps, threads 1 vs 2; core types: $coretypes; $(gre
 for core in ${coretypes//,/ }; do
   for enc in ${encodings//,/ }; do
     cfg="$out/$core-$enc.toml"
-    printf '[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\n[encoding]\nname = "%s"\n[task]\nname = "copy"\ntrain_len = 16\n[train]\nsteps = %s\nbatch_size = 32\nlog_every = %s\n[eval]\nlengths = [16, 32]\nsamples = 32\n' \
-      "$enc" "$steps" "$steps" >"$cfg"
+    gemm=openblas run=(env PELAB_GEMM= OPENBLAS_CORETYPE="$core")
+    # "libxsmm": libxsmm's GEMMs, and OpenBLAS's kernel (for what libxsmm leaves it) as the environment sets it
+    [ "$core" = libxsmm ] && gemm=libxsmm run=(env PELAB_GEMM=)
+    printf '[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\n[encoding]\nname = "%s"\n[task]\nname = "copy"\ntrain_len = 16\n[train]\nsteps = %s\nbatch_size = 32\nlog_every = %s\ngemm = "%s"\n[eval]\nlengths = [16, 32]\nsamples = 32\n' \
+      "$enc" "$steps" "$steps" "$gemm" >"$cfg"
     ok=1
     for t in 1 2; do
-      if ! OPENBLAS_CORETYPE=$core "$PELAB" train "$cfg" --out "$out/$core-$enc-t$t" --threads "$t" --quiet \
+      if ! "${run[@]}" "$PELAB" train "$cfg" --out "$out/$core-$enc-t$t" --threads "$t" --quiet \
            >"$out/$core-$enc-t$t.log" 2>&1; then
         ok=0
       fi

@@ -151,9 +151,11 @@ std::string to_toml(const ExperimentConfig& cfg);
 constexpr const char* kResolvedHeader = "# Resolved configuration: every setting, defaults included.\n";
 
 // Switches this process to the run's GEMM path ([train] gemm, core/blas.hpp) before a model is built.
-// Throws Error when the environment variable PELAB_GEMM names the other path: the run would round
-// differently from what its config records.
+// Throws Error when the environment variable PELAB_GEMM names the other path (check_gemm_env, which a
+// sweep runs for every cell before it writes anything): the run would round differently from what its
+// config records.
 void use_gemm_path(const ExperimentConfig& cfg);
+void check_gemm_env(const ExperimentConfig& cfg);
 
 // Keys that do not change a run's results (docs/usage.md, "Run directories"): where it is written
 // (output.dir), its position in a grid (cell.index), threads (results do not depend on them:

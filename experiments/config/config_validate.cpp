@@ -191,8 +191,11 @@ void resolve_gemm(ExperimentConfig& cfg) {
     return;
   }
   if (g == "libxsmm" && !blas::gemm_path_available(blas::GemmPath::libxsmm))
-    fail(location(cfg, "train.gemm"), "[train] gemm = \"libxsmm\": this build has no libxsmm (configured with "
-                                      "-DPELAB_LIBXSMM=OFF, or not x86-64); allowed here: \"openblas\"");
+    fail(location(cfg, "train.gemm"),
+         "[train] gemm = \"libxsmm\": this build has no libxsmm (configured with -DPELAB_LIBXSMM=OFF, or not "
+         "x86-64); " + std::string(cfg.recorded ? "the run was trained on libxsmm's GEMMs, so resume or evaluate it "
+                                                  "with a build that has libxsmm (OpenBLAS's would round differently)"
+                                                : "allowed here: \"openblas\""));
 }
 
 RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
@@ -282,18 +285,31 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
 
 namespace pelab {
 
-void use_gemm_path(const ExperimentConfig& cfg) {
-  const blas::GemmPath path = cfg.train.gemm == "openblas" ? blas::GemmPath::openblas : blas::GemmPath::libxsmm;
+namespace {
+
+blas::GemmPath path_of(const ExperimentConfig& cfg) {
+  if (cfg.train.gemm.empty()) return blas::default_gemm_path();  // a config built in code, never validated
+  return cfg.train.gemm == "openblas" ? blas::GemmPath::openblas : blas::GemmPath::libxsmm;
+}
+
+}  // namespace
+
+void check_gemm_env(const ExperimentConfig& cfg) {
   const char* env = std::getenv("PELAB_GEMM");
-  if (env && *env && blas::gemm_path_from(env) != path)
-    throw Error("the environment variable PELAB_GEMM = '" + std::string(env) + "' disagrees with the run's [train] gemm = \"" +
-                cfg.train.gemm + "\"" +
-                (config_detail::given(cfg, "train.gemm") ? " (" + cfg.locations.at("train.gemm") + ")"
-                 : cfg.recorded           ? " (recorded before the key existed, when every GEMM was OpenBLAS's)"
-                                          : "") +
-                ": the two paths round differently. Unset PELAB_GEMM, or for a new run set the config's key "
-                "(--set train.gemm=" + env + ")");
-  blas::set_gemm_path(path);
+  if (!env || !*env || blas::gemm_path_from(env) == path_of(cfg)) return;
+  const std::string key = blas::gemm_path_key(path_of(cfg));
+  throw Error("the environment variable PELAB_GEMM = '" + std::string(env) + "' disagrees with the run's [train] gemm = \"" +
+              key + "\"" +
+              (config_detail::given(cfg, "train.gemm") ? " (" + cfg.locations.at("train.gemm") + ")"
+               : cfg.recorded                          ? " (recorded before the key existed, when every GEMM was OpenBLAS's)"
+                                                       : "") +
+              ": the two paths round differently. Unset PELAB_GEMM, or for a new run set the config's key "
+              "(--set train.gemm=" + env + ")");
+}
+
+void use_gemm_path(const ExperimentConfig& cfg) {
+  check_gemm_env(cfg);
+  blas::set_gemm_path(path_of(cfg));
 }
 
 }  // namespace pelab

@@ -122,6 +122,7 @@ int run_sweep_mpi(const LoadedConfig& loaded, const SweepOptions& opt) {
   const std::vector<RunSpec>& cells = loaded.runs;
   const std::string root = opt.out_dir.empty() ? loaded.config.output_dir : opt.out_dir;
   install_stop_handlers();
+  for (const RunSpec& c : cells) check_gemm_env(c.config);  // on every rank, before rank 0 writes anything
   if (dist::rank() != 0) {
     dist::barrier();  // rank 0 has written every cell.toml
     return worker(cells, root);

@@ -76,6 +76,17 @@ std::vector<std::string> changed_settings(const std::string& dir, const std::str
   return setting_differences(recorded, wanted_toml);
 }
 
+std::string gemm_difference_hint(const std::vector<std::string>& differences) {
+  const std::string key = "train.gemm = \"";
+  for (const auto& d : differences) {
+    if (d.rfind(key, 0) != 0) continue;
+    const std::string recorded = d.substr(key.size(), d.find('"', key.size()) - key.size());
+    return " To go on with the GEMM path it was trained with, add --set train.gemm=" + recorded +
+           " (or name it in the config, [train] gemm).";
+  }
+  return "";
+}
+
 std::vector<std::size_t> beyond_lengths(const ExperimentConfig& cfg) {
   std::vector<std::size_t> above;
   if (cfg.eval.beyond_samples == 0) return above;
@@ -163,7 +174,7 @@ void check_same_config(const RunOptions& opt, const std::string& toml, const std
   std::string keys;
   for (const auto& d : diff) keys += "\n  " + d;
   throw Error("run directory " + opt.run_dir + " holds results of a different configuration (its config.toml); "
-              "choose another output directory. Differences:" + keys);
+              "choose another output directory." + gemm_difference_hint(diff) + " Differences:" + keys);
 }
 
 // A sweep directory (sweep.toml) is not a run directory: its cells would sit beside a run's files.

@@ -53,6 +53,10 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt);
 // words them; a recorded file this version cannot read is one difference saying why. `pelab train` and
 // `pelab sweep` refuse a directory whose results come from other settings.
 std::vector<std::string> changed_settings(const std::string& dir, const std::string& wanted_toml);
+// When one of changed_settings' differences is train.gemm (the GEMM path, which a config that does not
+// name it takes from the build and PELAB_GEMM): " To go on with the path it was trained with, add --set
+// train.gemm=X (or name it in the config)." ("" otherwise).
+std::string gemm_difference_hint(const std::vector<std::string>& differences);
 
 // The eval lengths above train_len that every held-out evaluation during training also measures
 // ([eval] beyond_samples): all of them up to kMaxBeyondLengths, else that many spread evenly by index

@@ -66,13 +66,14 @@ void check_sweep_directory(const std::vector<RunSpec>& cells, const std::string&
   if (fs::exists(root + "/config.toml") && !fs::exists(root + "/sweep.toml"))
     throw Error(root + " (" + dir_source + ") holds a single run (config.toml, no sweep.toml): a sweep's cells "
                 "would sit beside its files; choose another output directory for the sweep");
-  std::string changed;
+  std::string changed, hint;
   std::size_t n_changed = 0;
   for (const RunSpec& c : cells) {
     const std::string dir = root + "/" + c.dir_name;
     if (!fs::exists(dir + "/eval.json") && !(fs::exists(dir + "/config.toml") && latest_checkpoint(dir))) continue;
     const std::vector<std::string> diff = changed_settings(dir, to_toml(c.config));
     if (diff.empty()) continue;
+    if (hint.empty()) hint = gemm_difference_hint(diff);
     if (++n_changed > 5) continue;  // the first five, in grid order
     changed += "\n  " + c.dir_name + ":";
     for (const auto& d : diff) changed += "\n    " + d;
@@ -80,7 +81,8 @@ void check_sweep_directory(const std::vector<RunSpec>& cells, const std::string&
   if (n_changed)
     throw Error("sweep directory " + root + " (" + dir_source + ") holds " + std::to_string(n_changed) +
                 " cell(s) trained with other settings than this grid's; their results would be reported as this "
-                "grid's. Choose another output directory, or remove those cell directories to re-run them:" + changed +
+                "grid's. Choose another output directory, or remove those cell directories to re-run them." + hint +
+                " The cells:" + changed +
                 (n_changed > 5 ? "\n  ... and " + std::to_string(n_changed - 5) + " more" : ""));
 }
 
@@ -268,6 +270,7 @@ int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt) {
   const int jobs = std::max(1, opt.jobs);
   const int threads = threads_per_cell(opt, jobs);
   install_stop_handlers();  // a stop before the cells start ends at the next poll, between whole files
+  for (const RunSpec& c : cells) check_gemm_env(c.config);  // each cell would refuse it, after the files
   check_cells_memory(cells, opt);
   check_sweep_directory(cells, root, opt.dir_source);
   throw_if_stopped("checking the sweep directory; nothing was written");

@@ -195,19 +195,25 @@ TEST_CASE("gemm_pieces: a fixed cut of the larger dimension into at most kGemmMa
   CHECK(blas::gemm_pieces(1024, 192, 64) == 2);         // the thread count plays no part
 }
 
-TEST_CASE("a GEMM gives the same bits at every thread count (OpenBLAS)", "[parallel][blas]") {
+TEST_CASE("a GEMM gives the same bits at every thread count (OpenBLAS, and libxsmm when built)", "[parallel][blas]") {
   const int hw = parallel::hardware_threads();
   if (hw < 2) WARN("one hardware thread: the GEMM runs with 1 thread only");
-  for (const Case& s : kCases)
-    for (int t = 0; t < 4; ++t) {
-      const bool ta = t & 1, tb = t & 2;
-      const auto A = lcg(s.M * s.K, 1 + t), B = lcg(s.K * s.N, 7 + t), C0 = lcg(s.M * s.N, 3);
-      const std::vector<real> one = gemm_at(1, s, ta, tb, A, B, C0);
-      for (int threads = 2; threads <= std::min(hw, 3); ++threads) {
-        INFO(s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << ", " << threads << " threads");
-        CHECK(count_differ(gemm_at(threads, s, ta, tb, A, B, C0), one) == 0);
+  for (const blas::GemmPath path : {blas::GemmPath::openblas, blas::GemmPath::libxsmm}) {
+    if (!blas::gemm_path_available(path)) continue;
+    blas::set_gemm_path(path);
+    for (const Case& s : kCases)
+      for (int t = 0; t < 4; ++t) {
+        const bool ta = t & 1, tb = t & 2;
+        const auto A = lcg(s.M * s.K, 1 + t), B = lcg(s.K * s.N, 7 + t), C0 = lcg(s.M * s.N, 3);
+        const std::vector<real> one = gemm_at(1, s, ta, tb, A, B, C0);
+        for (int threads = 2; threads <= std::min(hw, 3); ++threads) {
+          INFO(blas::gemm_path_key(path) << " " << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << ", "
+                                         << threads << " threads");
+          CHECK(count_differ(gemm_at(threads, s, ta, tb, A, B, C0), one) == 0);
+        }
       }
-    }
+  }
+  blas::set_gemm_path(blas::default_gemm_path());
 }
 
 TEST_CASE("the plan and not the kernel makes a GEMM independent of the thread count", "[parallel][blas]") {

@@ -19,7 +19,13 @@ TEST_CASE("provenance names the version, build, cpu and kernels", "[provenance]"
   CHECK(p.build.find(PELAB_TEST_BUILD_TYPE) == 0);  // the build type comes first
   CHECK(!p.cpu.empty());
   CHECK(p.blas.find("kernel") != std::string::npos);
-  CHECK(p.gemm == blas::gemm_path_name());
+  blas::set_gemm_path(blas::GemmPath::openblas);
+  CHECK(provenance(1).gemm == "OpenBLAS");  // the path running, as a run switches to its own
+  if (blas::gemm_path_available(blas::GemmPath::libxsmm)) {
+    blas::set_gemm_path(blas::GemmPath::libxsmm);
+    CHECK(provenance(1).gemm.rfind("libxsmm ", 0) == 0);
+  }
+  blas::set_gemm_path(blas::default_gemm_path());
   CHECK(!p.simd.empty());
   const auto j = to_json(p);
   CHECK(j["threads"] == 3);
