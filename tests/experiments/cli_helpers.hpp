@@ -61,4 +61,24 @@ inline int wait_for(pid_t pid, double seconds) {
 
 inline bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
+// Sets (or, given nullptr, unsets) an environment variable for a scope and restores it after; child
+// processes started in the scope see the value.
+struct ScopedEnv {
+  std::string name, saved;
+  bool had = false;
+  ScopedEnv(const std::string& n, const char* value) : name(n) {
+    if (const char* s = std::getenv(n.c_str())) had = true, saved = s;
+    if (value)
+      ::setenv(n.c_str(), value, 1);
+    else
+      ::unsetenv(n.c_str());
+  }
+  ~ScopedEnv() {
+    if (had)
+      ::setenv(name.c_str(), saved.c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+};
+
 }  // namespace pelab::test

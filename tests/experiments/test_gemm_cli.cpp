@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 #include <string>
 
@@ -36,24 +35,6 @@ std::vector<double> losses(const nlohmann::json& j) {
   return out;
 }
 
-// Sets PELAB_GEMM for a scope (nullptr: unset) and restores it after.
-struct EnvGemm {
-  std::optional<std::string> saved;
-  explicit EnvGemm(const char* v) {
-    if (const char* s = std::getenv("PELAB_GEMM")) saved = s;
-    if (v)
-      ::setenv("PELAB_GEMM", v, 1);
-    else
-      ::unsetenv("PELAB_GEMM");
-  }
-  ~EnvGemm() {
-    if (saved)
-      ::setenv("PELAB_GEMM", saved->c_str(), 1);
-    else
-      ::unsetenv("PELAB_GEMM");
-  }
-};
-
 // Trains the tiny config on `path` into dir/run_PATH and evaluates it again; checks both name the path and
 // that the evaluation's losses are the training's final ones, bit for bit (the other path's would differ).
 void train_and_eval_on(const std::string& dir, const std::string& path, const std::string& name) {
@@ -75,7 +56,7 @@ void train_and_eval_on(const std::string& dir, const std::string& path, const st
 TEST_CASE("pelab train records the GEMM path and pelab eval computes on it, also for a run from before the key",
           "[gemm][cli]") {
   const std::string dir = test::fresh_temp_dir("gemm_cli");
-  EnvGemm env(nullptr);
+  test::ScopedEnv env("PELAB_GEMM", nullptr);
   train_and_eval_on(dir, "openblas", "OpenBLAS");
   // A run directory written before [train] gemm existed: its config.toml lacks the key, and it was OpenBLAS's.
   const std::string run = dir + "/run_openblas", cfg = read_text(run + "/config.toml");
@@ -96,7 +77,7 @@ TEST_CASE("a sweep refuses a PELAB_GEMM that disagrees with its cells before it 
   std::string text = test::tiny_config(4);
   text.insert(text.find("[eval]"), "gemm = \"openblas\"\n");  // in [train]
   std::ofstream(cfg) << text << "[sweep]\n\"train.seed\" = [0, 1]\n";
-  EnvGemm env("libxsmm");
+  test::ScopedEnv env("PELAB_GEMM", "libxsmm");
   CHECK(test::run_cli("sweep " + cfg + " --out " + out, dir + "/s.log") != 0);
   const std::string log = read_text(dir + "/s.log");
   CHECK(test::has(log, "PELAB_GEMM = 'libxsmm'"));

@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
 
+#include "cli_helpers.hpp"
 #include "config_error.hpp"
 #include "core/blas.hpp"
 #include "experiments/config/config.hpp"
@@ -23,20 +23,11 @@ std::string resolved_gemm(const std::string& text, const std::vector<std::string
   return parse_config(text, "g.toml", overrides).runs.at(0).config.train.gemm;
 }
 
-// Sets PELAB_GEMM for a scope and restores it (and the process's path) after.
+// PELAB_GEMM for a scope; the process's path back to its default after.
 struct ScopedGemmEnv {
-  std::optional<std::string> saved;
-  explicit ScopedGemmEnv(const char* v) {
-    if (const char* s = std::getenv("PELAB_GEMM")) saved = s;
-    ::setenv("PELAB_GEMM", v, 1);
-  }
-  ~ScopedGemmEnv() {
-    if (saved)
-      ::setenv("PELAB_GEMM", saved->c_str(), 1);
-    else
-      ::unsetenv("PELAB_GEMM");
-    blas::set_gemm_path(blas::default_gemm_path());
-  }
+  test::ScopedEnv env;
+  explicit ScopedGemmEnv(const char* v) : env("PELAB_GEMM", v) {}
+  ~ScopedGemmEnv() { blas::set_gemm_path(blas::default_gemm_path()); }
 };
 
 }  // namespace
