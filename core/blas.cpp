@@ -108,14 +108,15 @@ const char* gemm_path_key(GemmPath path) { return path == GemmPath::libxsmm ? "l
 GemmPath gemm_path_from(const char* env) {
   // Double (pelab_core_f64, gradient checks only) always runs OpenBLAS: the libxsmm path is float's.
   const bool is_float = std::is_same_v<real, float>, have_small = detail::small_gemm_built();
+  const GemmPath libxsmm_or_openblas = gemm_path_available(GemmPath::libxsmm) ? GemmPath::libxsmm : GemmPath::openblas;
   const std::string v = env ? env : "";
-  if (v.empty()) return is_float && have_small ? GemmPath::libxsmm : GemmPath::openblas;
+  if (v.empty()) return libxsmm_or_openblas;
   if (v == "openblas") return GemmPath::openblas;
   if (v == "libxsmm") {
     if (is_float && !have_small)
       throw Error("environment variable PELAB_GEMM = 'libxsmm': this build has no libxsmm (configured with "
                   "-DPELAB_LIBXSMM=OFF); allowed: openblas, or leave it unset");
-    return is_float ? GemmPath::libxsmm : GemmPath::openblas;
+    return libxsmm_or_openblas;
   }
   throw Error("environment variable PELAB_GEMM = '" + v + "': allowed values are libxsmm (libxsmm's JIT kernels; " +
               (have_small ? "the default" : "not in this build") + ") and openblas (every GEMM in OpenBLAS" +

@@ -287,9 +287,10 @@ namespace pelab {
 
 namespace {
 
+// The config's value read as PELAB_GEMM's (resolve_gemm has refused libxsmm where it is missing).
 blas::GemmPath path_of(const ExperimentConfig& cfg) {
   if (cfg.train.gemm.empty()) return blas::default_gemm_path();  // a config built in code, never validated
-  return cfg.train.gemm == "openblas" ? blas::GemmPath::openblas : blas::GemmPath::libxsmm;
+  return blas::gemm_path_from(cfg.train.gemm.c_str());
 }
 
 }  // namespace
