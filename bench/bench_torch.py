@@ -145,8 +145,11 @@ def run_compare(a):
 # glibc returns freed blocks above the mmap threshold to the system at once, so a training step that frees
 # and re-allocates its activations page-faults them in again every step. The fast variants run with the
 # threshold and the trim threshold raised (what LD_PRELOAD of jemalloc/tcmalloc achieves, recommended by
-# Intel's PyTorch CPU tuning guide): freed buffers stay in the heap and are reused.
-MALLOC_KEEP = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+# Intel's PyTorch CPU tuning guide): freed buffers stay in the heap and are reused. hugetlb=1 makes glibc
+# mark its heap MADV_HUGEPAGE (transparent huge pages, glibc >= 2.35), as pelab's allocator marks its
+# blocks of 2 MiB and more (core/allocator.cpp): the same TLB for both sides.
+MALLOC_KEEP = ("glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+               ":glibc.malloc.hugetlb=1")
 
 
 def variant_env(variant):

@@ -1,16 +1,28 @@
 #include "core/allocator.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 namespace pelab::memory {
 
 namespace {
 
 constexpr std::size_t kAlign = 64;
+// Blocks of at least 2 MiB get their own mapping, aligned to 2 MiB, with their whole 2 MiB pages
+// marked MADV_HUGEPAGE (Linux transparent huge pages; Documentation/admin-guide/mm/transhuge.rst):
+// a training step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops
+// miss the TLB. Config (b) of bench_train: 65-69 -> 62-65 ms per step (bench/README.md, "Huge pages").
+// Where THP is off the advice is ignored and the block is an ordinary mapping.
+constexpr std::size_t kHuge = std::size_t(2) << 20;
+constexpr std::size_t kPage = 4096;  // mmap and munmap work in these (x86-64, aarch64 4K kernels)
 constexpr std::size_t kMaxCached = std::size_t(1) << 31;  // beyond 2 GiB cached, free to the system
 
 struct Cache {
@@ -22,6 +34,37 @@ struct Cache {
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: tensors in static storage may be freed after main
   return *c;
+}
+
+std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
+
+// The system's side: aligned_alloc, or for huge blocks on Linux a 2 MiB aligned mapping.
+// `cls` is a size class (a multiple of 64); system_free must get the same one.
+void* system_alloc(std::size_t cls) {
+#ifdef __linux__
+  if (cls >= kHuge) {
+    const std::size_t len = round_up(cls, kPage), span = len + kHuge;
+    void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    char* base = static_cast<char*>(m);
+    char* p = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(base), kHuge));
+    if (p > base) munmap(base, std::size_t(p - base));  // the unaligned head and the unused tail
+    if (base + span > p + len) munmap(p + len, std::size_t(base + span - (p + len)));
+    madvise(p, len / kHuge * kHuge, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
+    return p;
+  }
+#endif
+  return std::aligned_alloc(kAlign, round_up(cls, kAlign));  // C11: a multiple of the alignment
+}
+
+void system_free(void* p, std::size_t cls) noexcept {
+#ifdef __linux__
+  if (cls >= kHuge) {
+    munmap(p, round_up(cls, kPage));
+    return;
+  }
+#endif
+  std::free(p);
 }
 
 }  // namespace
@@ -50,13 +93,10 @@ void* allocate(std::size_t bytes) {
       return p;
     }
   }
-  // aligned_alloc needs a size that is a multiple of the alignment (C11; ASan enforces it), and the
-  // classes between 256 and 512 bytes are multiples of 32 only.
-  const std::size_t sys_bytes = (cls + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, sys_bytes);
+  void* p = system_alloc(cls);
   if (!p) {
     release_cache();
-    p = std::aligned_alloc(kAlign, sys_bytes);
+    p = system_alloc(cls);
     if (!p) throw std::bad_alloc();
   }
   std::lock_guard<std::mutex> lock(c.mu);
@@ -71,7 +111,7 @@ void deallocate(void* p, std::size_t bytes) noexcept {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.st.cached_bytes + cls > kMaxCached) {
-    std::free(p);
+    system_free(p, cls);
     c.st.system_bytes -= cls;
     return;
   }
@@ -79,7 +119,7 @@ void deallocate(void* p, std::size_t bytes) noexcept {
     c.free[cls].push_back(p);
     c.st.cached_bytes += cls;
   } catch (...) {  // could not grow the free list: give the block back instead
-    std::free(p);
+    system_free(p, cls);
     c.st.system_bytes -= cls;
   }
 }
@@ -94,7 +134,7 @@ void release_cache() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   for (auto& [cls, blocks] : c.free) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) system_free(p, cls);
     c.st.system_bytes -= cls * blocks.size();
     blocks.clear();
   }

@@ -2,7 +2,8 @@
 // class and is handed to the next request of that class. A training step requests the same sizes
 // every time, so after the first steps nothing more is asked of the system (stats() shows it), and
 // fresh buffers cost no page faults (glibc returns large blocks to the kernel on free, and touching
-// them again page-faults: 4x slower matmul steps, measured in bench_core).
+// them again page-faults: 4x slower matmul steps, measured in bench_core). Blocks of 2 MiB and more
+// are mapped 2 MiB aligned and advised to use transparent huge pages (fewer TLB misses; allocator.cpp).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,12 @@
 // The caching allocator: blocks are reused by size class, and a repeated workload stops asking the system.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
 #include "core/allocator.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/unary.hpp"
@@ -56,3 +62,46 @@ TEST_CASE("a repeated forward and backward stops allocating from the system", "[
   CHECK(after.system_allocs == before.system_allocs);
   CHECK(after.cache_hits > before.cache_hits);
 }
+
+#ifdef __linux__
+// The VmFlags line of the mapping that holds p in /proc/self/smaps ("hg": MADV_HUGEPAGE was given).
+static std::string vm_flags_of(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) inside = a >= lo && a < hi;  // a mapping's first line
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+TEST_CASE("blocks of 2 MiB and more are 2 MiB aligned and advised to use huge pages", "[allocator]") {
+  const std::size_t bytes = (std::size_t(5) << 20) + 12345;  // not a multiple of 2 MiB
+  auto* p = static_cast<unsigned char*>(memory::allocate(bytes));
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20) == 0);
+  std::memset(p, 7, bytes);  // the whole block is writable, tail included
+  CHECK(p[bytes - 1] == 7);
+  // Kernels built without transparent huge pages refuse the advice; then there is nothing to see.
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
+    const std::string flags = vm_flags_of(p);
+    INFO(flags);
+    CHECK(flags.find(" hg") != std::string::npos);
+  }
+  memory::deallocate(p, bytes);
+  void* q = memory::allocate(bytes);  // cached and handed back, as smaller blocks
+  CHECK(q == p);
+  memory::deallocate(q, bytes);
+  memory::release_cache();  // unmapped: no crash, and the accounting returns to what it was
+}
+
+TEST_CASE("a block just under 2 MiB stays an ordinary 64-byte aligned allocation", "[allocator]") {
+  const std::size_t bytes = (std::size_t(2) << 20) - (std::size_t(128) << 10) - 100;  // class 1.875 MiB
+  REQUIRE(memory::size_class(bytes) < (std::size_t(2) << 20));
+  void* p = memory::allocate(bytes);
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+  memory::deallocate(p, bytes);
+}
+#endif
