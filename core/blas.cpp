@@ -47,6 +47,12 @@ GemmFn g_serial_for_testing = nullptr;
   return false;
 }
 
+// B^T for the libxsmm path (float only: double never takes it, gemm_path_from).
+[[maybe_unused]] void transpose_b(const float* B, std::size_t N, std::size_t K, std::size_t ldb, float* T) {
+  detail::transpose_b(B, N, K, ldb, T);
+}
+[[maybe_unused]] void transpose_b(const double*, std::size_t, std::size_t, std::size_t, double*) {}
+
 inline CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 inline void gemm_impl(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                       const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
@@ -171,6 +177,15 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   // (core/parallel.hpp: the plan never depends on it).
   const Cut cut = cut_of(M, N, K);
   const bool by_rows = cut.by_rows;
+  // libxsmm's kernels take no transposed B: with several pieces, transpose it once here rather than in
+  // each piece (an exact copy: the same bits). Not under the test hook, which must see the calls as made.
+  if (trans_b && N * K > 0 && !g_serial_for_testing && gemm_path() == GemmPath::libxsmm &&
+      parallel::pieces(cut.dim, cut.grain) > 1) {
+    thread_local std::vector<real> t_bt;  // the caller's: its pieces only read it
+    t_bt.resize(N * K);
+    transpose_b(B, N, K, ldb, t_bt.data());
+    return gemm(trans_a, false, M, N, K, alpha, A, lda, t_bt.data(), N, beta, C, ldc);
+  }
   parallel::for_range(cut.dim, cut.grain, [&](std::size_t, std::size_t b, std::size_t e) {
     if (by_rows)  // rows [b, e) of C and of op(A)
       gemm_serial(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + b * lda, lda, B, ldb, beta,

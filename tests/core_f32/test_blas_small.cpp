@@ -175,3 +175,48 @@ TEST_CASE("the libxsmm path does not read C when beta is 0 (it may hold NaN), as
         CHECK(nan == 0);
       }
 }
+
+TEST_CASE("transpose_b copies B^T exactly, by tiles and by libxsmm_otrans, edges included", "[blas][libxsmm]") {
+  if (!blas::detail::small_gemm_built()) {
+    WARN("skipped: built without libxsmm");
+    return;
+  }
+  // (N, K): below the tile threshold (8192 elements), tiles with ragged edges, whole tiles only.
+  const std::pair<std::size_t, std::size_t> shapes[] = {{64, 32}, {5, 7}, {1024, 256}, {131, 77}, {16, 16 * 600}};
+  for (const auto& [N, K] : shapes) {
+    const std::size_t ldb = K + 3;
+    const auto B = lcg(N * ldb, 11 + N);
+    std::vector<float> T(K * N, -1.0f);
+    blas::detail::transpose_b(B.data(), N, K, ldb, T.data());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t j = 0; j < K; ++j) bad += std::memcmp(&T[j * N + i], &B[i * ldb + j], sizeof(float)) != 0;
+    INFO("N " << N << " K " << K);
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("gemm transposes B once for all its pieces: the bits of each piece transposing it",
+          "[blas][libxsmm]") {
+  if (blas::gemm_path() != blas::GemmPath::libxsmm) {
+    WARN("skipped: PELAB_GEMM selects OpenBLAS, or built without libxsmm");
+    return;
+  }
+  // Cut by rows (M >= N) and by columns; the models' shapes at (b) and (c).
+  const GemmShape shapes[] = {{1024, 256, 64}, {512, 1024, 96}, {2048, 512, 128}, {2048, 256, 1024}, {600, 80, 700}};
+  for (const GemmShape& s : shapes)
+    for (const bool ta : {false, true})
+      for (const float alpha : {1.0f, 0.25f}) {
+        const std::size_t lda = (ta ? s.M : s.K) + 1, ldb = s.K + 2;
+        const auto A = lcg((ta ? s.K : s.M) * lda, 8), B = lcg(s.N * ldb, 9), C0 = lcg(s.M * s.N, 10);
+        std::vector<float> per_piece = C0, once = C0;
+        // Under the test hook gemm skips its own transposition: each piece's small_gemm transposes B.
+        blas::set_serial_gemm_for_testing(small_only);
+        blas::gemm(ta, true, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 1.0f, per_piece.data(), s.N);
+        blas::set_serial_gemm_for_testing(nullptr);
+        blas::gemm(ta, true, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 1.0f, once.data(), s.N);
+        INFO("trans_a " << ta << " M " << s.M << " N " << s.N << " K " << s.K << " alpha " << alpha);
+        CHECK(blas::gemm_pieces(s.M, s.N, s.K) > 1);
+        CHECK(std::memcmp(per_piece.data(), once.data(), once.size() * sizeof(float)) == 0);
+      }
+}
