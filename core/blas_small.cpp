@@ -77,9 +77,10 @@ bool blocked(bool ta, std::size_t M, std::size_t N, std::size_t K, const float* 
 
 thread_local std::vector<float> t_bt, t_prod;
 
-// T (K, N) = B^T for B (N, K), in 16 x 16 tiles (both sides' cache lines used whole): 62 us for
-// (1024, 256) against libxsmm_otrans's 269 us, 13 us against 49 us for (512, 128); libxsmm_otrans is
-// faster only below about 8k elements (0.12 us against 0.40 us for (64, 32)), and is used there.
+// T (K, N) = B^T for B (N, K), in 16 x 16 tiles (both sides' cache lines used whole). Against
+// libxsmm_otrans (one thread, this Zen 5, 2026-11-26): (N, K) = (1024, 256) 62 us against 269, (512, 128)
+// 13 against 46, (256, 64) 3.3 against 5.4, (128, 128) 3.2 against 4.2; but otrans wins for few rows of T
+// or a short N: (64, 256) 1.9 against 3.3, (192, 64) 0.7 against 2.5, (64, 32) 0.12 against 0.40.
 PELAB_HOT
 void transpose_tiles(const float* B, std::size_t N, std::size_t K, std::size_t ldb, float* T) {
   constexpr std::size_t kTile = 16;
@@ -123,7 +124,7 @@ inline void clear_upper_state() {}
 
 void transpose_b(const float* B, std::size_t N, std::size_t K, std::size_t ldb, float* T) {
   static const Init init;
-  if (N * K >= 8192)
+  if (N >= 256 || (N >= 128 && K >= 128))  // where the tiles measured faster (transpose_tiles)
     transpose_tiles(B, N, K, ldb, T);
   else
     libxsmm_otrans(T, B, sizeof(float), libxsmm_blasint(K), libxsmm_blasint(N), libxsmm_blasint(ldb),

@@ -181,8 +181,9 @@ TEST_CASE("transpose_b copies B^T exactly, by tiles and by libxsmm_otrans, edges
     WARN("skipped: built without libxsmm");
     return;
   }
-  // (N, K): below the tile threshold (8192 elements), tiles with ragged edges, whole tiles only.
-  const std::pair<std::size_t, std::size_t> shapes[] = {{64, 32}, {5, 7}, {1024, 256}, {131, 77}, {16, 16 * 600}};
+  // (N, K): by libxsmm_otrans (short N), by tiles with ragged edges, whole tiles only.
+  const std::pair<std::size_t, std::size_t> shapes[] = {{64, 32}, {5, 7}, {192, 64}, {1024, 256}, {131, 177},
+                                                         {300, 7}, {256, 16 * 40}};
   for (const auto& [N, K] : shapes) {
     const std::size_t ldb = K + 3;
     const auto B = lcg(N * ldb, 11 + N);
