@@ -19,7 +19,7 @@ constexpr std::size_t kAlign = 64;
 // Blocks of at least 2 MiB get their own mapping, aligned to 2 MiB, with their whole 2 MiB pages
 // marked MADV_HUGEPAGE (Linux transparent huge pages; Documentation/admin-guide/mm/transhuge.rst):
 // a training step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops
-// miss the TLB. Config (b) of bench_train: 65-69 -> 62-65 ms per step (bench/README.md, "Huge pages").
+// miss the TLB. bench_train --config b: 63.0-63.4 -> 58.9-61.2 ms per step (bench/README.md, "Huge pages").
 // Where THP is off the advice is ignored and the block is an ordinary mapping.
 constexpr std::size_t kHuge = std::size_t(2) << 20;
 constexpr std::size_t kPage = 4096;  // mmap and munmap work in these (x86-64, aarch64 4K kernels)
