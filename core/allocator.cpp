@@ -7,7 +7,18 @@
 #include <unordered_map>
 #include <vector>
 
-#ifdef __linux__
+// Huge-page mappings on Linux, except under AddressSanitizer: mmap'd blocks are invisible to it (no
+// redzones, no leak report), and the sanitized build is there to see overflows.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PELAB_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PELAB_ASAN 1
+#endif
+#if defined(__linux__) && !defined(PELAB_ASAN)
+#define PELAB_HUGE_BLOCKS 1
 #include <sys/mman.h>
 #endif
 
@@ -16,8 +27,7 @@ namespace pelab::memory {
 namespace {
 
 constexpr std::size_t kAlign = 64;
-// Blocks of at least 2 MiB get their own mapping, aligned to 2 MiB, with their whole 2 MiB pages
-// marked MADV_HUGEPAGE (Linux transparent huge pages; Documentation/admin-guide/mm/transhuge.rst):
+// Blocks whose size class is at least 2 MiB get their own mapping, aligned to 2 MiB, marked MADV_HUGEPAGE (Linux transparent huge pages; Documentation/admin-guide/mm/transhuge.rst):
 // a training step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops
 // miss the TLB. bench_train --config b: 63.0-63.4 -> 58.9-61.2 ms per step (bench/README.md, "Huge pages").
 // Where THP is off the advice is ignored and the block is an ordinary mapping.
@@ -41,7 +51,7 @@ std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m;
 // The system's side: aligned_alloc, or for huge blocks on Linux a 2 MiB aligned mapping.
 // `cls` is a size class (a multiple of 64); system_free must get the same one.
 void* system_alloc(std::size_t cls) {
-#ifdef __linux__
+#ifdef PELAB_HUGE_BLOCKS
   if (cls >= kHuge) {
     const std::size_t len = round_up(cls, kPage), span = len + kHuge;
     void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -50,7 +60,8 @@ void* system_alloc(std::size_t cls) {
     char* p = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(base), kHuge));
     if (p > base) munmap(base, std::size_t(p - base));  // the unaligned head and the unused tail
     if (base + span > p + len) munmap(p + len, std::size_t(base + span - (p + len)));
-    madvise(p, len / kHuge * kHuge, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
+    // The whole block, one mapping: the kernel puts huge pages on its whole 2 MiB ranges only.
+    madvise(p, len, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
     return p;
   }
 #endif
@@ -58,7 +69,7 @@ void* system_alloc(std::size_t cls) {
 }
 
 void system_free(void* p, std::size_t cls) noexcept {
-#ifdef __linux__
+#ifdef PELAB_HUGE_BLOCKS
   if (cls >= kHuge) {
     munmap(p, round_up(cls, kPage));
     return;
@@ -122,6 +133,14 @@ void deallocate(void* p, std::size_t bytes) noexcept {
     system_free(p, cls);
     c.st.system_bytes -= cls;
   }
+}
+
+bool huge_blocks() {
+#ifdef PELAB_HUGE_BLOCKS
+  return true;
+#else
+  return false;
+#endif
 }
 
 Stats stats() {

@@ -23,6 +23,10 @@ struct Stats {
 Stats stats();
 void release_cache();  // gives every cached block back to the system
 
+// Whether blocks whose size class is 2 MiB or more are 2 MiB aligned mappings advised to use transparent
+// huge pages (Linux, not under AddressSanitizer); otherwise they come from aligned_alloc like the rest.
+bool huge_blocks();
+
 // The byte size actually reserved for a request (size classes: at most 1/8 or 64 bytes larger than
 // asked, always a multiple of 64).
 std::size_t size_class(std::size_t bytes);

@@ -51,7 +51,10 @@ GemmFn g_serial_for_testing = nullptr;
 [[maybe_unused]] void transpose_b(const float* B, std::size_t N, std::size_t K, std::size_t ldb, float* T) {
   detail::transpose_b(B, N, K, ldb, T);
 }
-[[maybe_unused]] void transpose_b(const double*, std::size_t, std::size_t, std::size_t, double*) {}
+[[maybe_unused]] void transpose_b(const double* B, std::size_t N, std::size_t K, std::size_t ldb, double* T) {
+  for (std::size_t i = 0; i < N; ++i)  // not reached; correct if it ever is
+    for (std::size_t j = 0; j < K; ++j) T[j * N + i] = B[i * ldb + j];
+}
 
 inline CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 inline void gemm_impl(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
@@ -178,7 +181,8 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   const Cut cut = cut_of(M, N, K);
   const bool by_rows = cut.by_rows;
   // libxsmm's kernels take no transposed B: with several pieces, transpose it once here rather than in
-  // each piece (an exact copy: the same bits). Not under the test hook, which must see the calls as made.
+  // each piece (an exact copy: the same bits; a piece libxsmm has no kernel for, not seen with 1.17, then
+  // runs OpenBLAS on B^T untransposed). Not under the test hook, which must see the calls as made.
   if (trans_b && N * K > 0 && !g_serial_for_testing && gemm_path() == GemmPath::libxsmm &&
       parallel::pieces(cut.dim, cut.grain) > 1) {
     thread_local std::vector<real> t_bt;  // the caller's: its pieces only read it

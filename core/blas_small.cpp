@@ -176,7 +176,10 @@ bool small_gemm(bool, bool, std::size_t, std::size_t, std::size_t, float, const 
   return false;
 }
 bool small_gemm_built() { return false; }
-void transpose_b(const float*, std::size_t, std::size_t, std::size_t, float*) {}
+void transpose_b(const float* B, std::size_t N, std::size_t K, std::size_t ldb, float* T) {  // not reached
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < K; ++j) T[j * N + i] = B[i * ldb + j];
+}
 std::string small_gemm_name() { return ""; }
 
 #endif

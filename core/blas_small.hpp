@@ -13,7 +13,7 @@ bool small_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::s
                 std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc);
 
 // T (K, N) = B^T for B (N, K) with row stride ldb: the transposition small_gemm makes for trans_b
-// (exact copies: which code transposes never changes a result). Without libxsmm: does nothing.
+// (exact copies: which code transposes never changes a result).
 void transpose_b(const float* B, std::size_t N, std::size_t K, std::size_t ldb, float* T);
 
 // Whether this build has the path (-DPELAB_LIBXSMM=ON), without starting libxsmm.

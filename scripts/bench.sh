@@ -183,10 +183,14 @@ for c in $configs; do
   done
 done
 load_after=$(loadavg)
-# The peaks again after the cells: on a shared host one 1024^3 sample moves by 20% or more from minute to
+# The peaks again after the cells: on a shared host one 1024^3 sample moves by about 20% from minute to
 # minute, so the util columns divide by the larger of the two (the conservative reading of a fraction).
-peak_end_line=$("$bench" --peak-only --json)
+# A failed measurement keeps the start's peaks rather than lose the tables below.
+peak_end_line=$("$bench" --peak-only --json) || peak_end_line=""
 peak_end=$(jget "$peak_end_line" peak_gflops) path_peak_end=$(jget "$peak_end_line" path_peak_gflops)
+[ -n "$peak_end" ] || peak_end=$peak
+[ -n "$path_peak_end" ] || path_peak_end=$path_peak
+[ -n "$json_out" ] && [ -n "$peak_end_line" ] && printf '%s\n' "$peak_end_line" >>"$json_out"
 peak_start=$peak path_peak_start=$path_peak
 peak=$(awk -v a="$peak" -v b="$peak_end" 'BEGIN { print (a > b ? a : b) }')
 path_peak=$(awk -v a="$path_peak" -v b="$path_peak_end" 'BEGIN { print (a > b ? a : b) }')

@@ -211,10 +211,15 @@ TEST_CASE("gemm transposes B once for all its pieces: the bits of each piece tra
         const std::size_t lda = (ta ? s.M : s.K) + 1, ldb = s.K + 2;
         const auto A = lcg((ta ? s.K : s.M) * lda, 8), B = lcg(s.N * ldb, 9), C0 = lcg(s.M * s.N, 10);
         std::vector<float> per_piece = C0, once = C0;
-        // Under the test hook gemm skips its own transposition: each piece's small_gemm transposes B.
-        blas::set_serial_gemm_for_testing(small_only);
-        blas::gemm(ta, true, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 1.0f, per_piece.data(), s.N);
-        blas::set_serial_gemm_for_testing(nullptr);
+        {  // Under the test hook gemm skips its own transposition: each piece's small_gemm transposes B.
+          struct Hook {
+            Hook() { blas::set_serial_gemm_for_testing(small_only); }
+            ~Hook() { blas::set_serial_gemm_for_testing(nullptr); }
+          } hook;
+          g_small_ran = true;
+          blas::gemm(ta, true, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 1.0f, per_piece.data(), s.N);
+          CHECK(g_small_ran);  // every piece ran in libxsmm, none fell back
+        }
         blas::gemm(ta, true, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 1.0f, once.data(), s.N);
         INFO("trans_a " << ta << " M " << s.M << " N " << s.N << " K " << s.K << " alpha " << alpha);
         CHECK(blas::gemm_pieces(s.M, s.N, s.K) > 1);
