@@ -27,10 +27,11 @@ namespace pelab::memory {
 namespace {
 
 constexpr std::size_t kAlign = 64;
-// Blocks whose size class is at least 2 MiB get their own mapping, aligned to 2 MiB, marked MADV_HUGEPAGE (Linux transparent huge pages; Documentation/admin-guide/mm/transhuge.rst):
-// a training step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops
-// miss the TLB. bench_train --config b: 63.0-63.4 -> 58.9-61.2 ms per step (bench/README.md, "Huge pages").
-// Where THP is off the advice is ignored and the block is an ordinary mapping.
+// Blocks whose size class is at least 2 MiB get their own mapping, aligned to 2 MiB, marked
+// MADV_HUGEPAGE (Linux transparent huge pages; Documentation/admin-guide/mm/transhuge.rst): a training
+// step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops miss the TLB.
+// bench_train --config b: 63.0-63.4 -> 58.9-61.2 ms per step (bench/README.md, "Huge pages"). Where THP
+// is off the advice is ignored and the block is an ordinary mapping.
 constexpr std::size_t kHuge = std::size_t(2) << 20;
 constexpr std::size_t kPage = 4096;  // mmap and munmap work in these (x86-64, aarch64 4K kernels)
 constexpr std::size_t kMaxCached = std::size_t(1) << 31;  // beyond 2 GiB cached, free to the system
