@@ -17,6 +17,7 @@ packages=(g++ cmake make pkg-config
           gnuplot-nox fortunes-min fortunes  # char_lm corpora: fortunes-min (default), fortunes (2.6 MB, long contexts)
           openmpi-bin libopenmpi-dev  # MPI: sweeps across ranks, data-parallel training (docs/cluster.md)
           pybind11-dev python3-dev python3-numpy python3-pandas python3-matplotlib)  # the Python module (docs/python.md)
+packages+=(python3-torch)  # PyTorch twins: parity fixtures (tests/pytorch), run.torch_model() and its test (docs/python.md)
 # libxsmm: JIT kernels for the GEMMs (core/blas_small.cpp); x86-64 only (elsewhere CMake builds without it)
 [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] && packages+=(libxsmm-dev)
 if [ "$build_dir" = "--fuzz" ]; then

@@ -239,3 +239,14 @@ class Run:
             steps = ", ".join(map(str, self.checkpoints)) or "none"
             raise ValueError(f"step: {self.dir} has no checkpoint of step {step} (its checkpoints: {steps})")
         return Model(self.dir, step, _sets(set))
+
+    def torch_model(self, step=None):
+        """The model at checkpoint `step` (default: the newest usable one) as a PyTorch module, pelab's twin
+        (pelab.torch_ref, imported here: torch is needed only for this call), in evaluation mode, float32:
+        `torch_model(tokens, positions)` with (B, T) int64 tensors gives logits (B, T, V) equal to
+        model.logits within 1e-5 of max(1, their largest magnitude) (tests/python/test_torch_model.py)."""
+        from . import torch_ref
+        model = self.model(step)
+        weights, _ = torch_ref.load_safetensors(_os.path.join(model.checkpoint, "weights.safetensors"))
+        defaults = {e["name"]: {p["key"]: p["default"] for p in e["params"]} for e in encodings()}
+        return torch_ref.from_run(self.config, weights, model.train_seq_len, defaults)
