@@ -14,8 +14,30 @@
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
 #include "core/tape.hpp"
+#include "layers/capture.hpp"
 
 namespace pelab {
+
+ForwardCapture*& forward_capture() {
+  thread_local ForwardCapture* capture = nullptr;
+  return capture;
+}
+
+namespace {
+// Where layer `l` records (layers/capture.hpp), or null: no capture, or one of the embeddings only.
+LayerCapture* layer_capture(std::size_t l) {
+  ForwardCapture* c = forward_capture();
+  return c && c->layers_too ? &c->layers.at(l) : nullptr;
+}
+
+// q, k, v (B, H, T, hs) of a packed projection (B, T, 3C), copied off the tape into `cap`.
+void capture_qkv(const Tensor& packed, std::size_t n_heads, LayerCapture& cap) {
+  const NoGrad off_tape;
+  cap.q = split_heads(packed, n_heads, 3, 0).value();
+  cap.k = split_heads(packed, n_heads, 3, 1).value();
+  cap.v = split_heads(packed, n_heads, 3, 2).value();
+}
+}  // namespace
 
 InitOptions ModelSettings::init_options() const {
   InitOptions o;
@@ -170,27 +192,40 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   o.window = window;
   o.probs_out = probs_out;
   pe.choose_normalizer(o);
+  // Captured (layers/capture.hpp): the path training takes, its weights through probs_out and q, k, v
+  // copied off the tape from whatever tensor holds them.
+  LayerCapture* cap = layer_capture(ctx.layer);
+  if (cap && !probs_out) o.probs_out = &cap->weights;
+  const auto keep = [&](const Tensor& out) {
+    if (cap && probs_out) cap->weights = *probs_out;
+    return out;
+  };
   // Without a tape, an encoding that gives its bias by query rows gets asked tile by tile.
-  const bool tiles = !probs_out && x.size(1) > kBiasQueryTile && pe.bias_by_query_rows() &&
+  const bool tiles = !o.probs_out && x.size(1) > kBiasQueryTile && pe.bias_by_query_rows() &&
                      !Tape::current().should_record({&qkv_out});
   if (packed && pe.leaves_qk_alone() && !scales_queries() && !tiles) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
     o.bias = bias_in_some_heads(pe.attention_bias(Tensor(), Tensor(), ctx));  // such an encoding does not read q, k
     o.rel = pe.relative_kv(ctx);
-    return proj->forward(attention_packed(qkv_out, n_heads, o));  // (B, T, C)
+    if (cap) capture_qkv(qkv_out, n_heads, *cap);
+    return keep(proj->forward(attention_packed(qkv_out, n_heads, o)));  // (B, T, C)
   }
   if (packed && !some_heads() && !scales_queries() && !tiles) {
-    if (const auto r = pe.rotary_qk(ctx))  // a rotation only (RoPE, HoPE, xPos): q, k rotated in place
-      return proj->forward(attention_packed(rotary_qkv(qkv_out, n_heads, r->q, r->k, r->layout), n_heads, o));
+    if (const auto r = pe.rotary_qk(ctx)) {  // a rotation only (RoPE, HoPE, xPos): q, k rotated in place
+      const Tensor rotated = rotary_qkv(qkv_out, n_heads, r->q, r->k, r->layout);  // (B, T, 3C)
+      if (cap) capture_qkv(rotated, n_heads, *cap);
+      return keep(proj->forward(attention_packed(rotated, n_heads, o)));
+    }
   }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
   encode_some_heads(q, k, pe, ctx);
+  if (cap) cap->q = q.value(), cap->k = k.value(), cap->v = v.value();
   if (tiles) return proj->forward(merge_heads(attention_by_tiles(q, scaled_queries(q), k, v, o, pe, ctx)));
   o.bias = bias_in_some_heads(pe.attention_bias(q, k, ctx));  // (B or 1, H or 1, T, T) or undefined
   o.rel = pe.relative_kv(ctx);
   // Temperature / log-length scaling: after the encoding (CoPE's gates read the unscaled q).
-  return proj->forward(merge_heads(attention(scaled_queries(q), k, v, o)));  // (B, T, C)
+  return keep(proj->forward(merge_heads(attention(scaled_queries(q), k, v, o))));  // (B, T, C)
 }
 
 Tensor SelfAttention::scaled_queries(const Tensor& q) const {
@@ -339,6 +374,16 @@ ForwardCost Block::forward_cost(const ModelConfig& cfg, const EncodingCost& enc,
   return c;
 }
 
+namespace {
+// mlp.forward(ln2.forward(h)) as MLP::forward computes it (the same ops), its hidden (B, T, F) kept.
+Tensor captured_mlp(const LayerNorm& ln2, const MLP& mlp, const Tensor& h, Array& hidden_out) {
+  const Tensor xn = ln2.forward(h), &w = mlp.fc->weight, &b = mlp.fc->bias;
+  const Tensor hidden = mlp.act == Activation::gelu ? linear_gelu(xn, w, b) : activate(mlp.fc->forward(xn), mlp.act);
+  hidden_out = hidden.value();
+  return mlp.proj->forward(hidden);
+}
+}  // namespace
+
 Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                       const ForwardOptions& opt) const {
   Array* probs = opt.attention_maps ? &(*opt.attention_maps)[ctx.layer] : nullptr;
@@ -346,10 +391,13 @@ Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionCo
   AttentionContext layer_ctx = ctx;
   layer_ctx.input = &xn;
   layer_ctx.window = attn->window;
+  LayerCapture* cap = layer_capture(ctx.layer);
+  if (cap) cap->residual = x.value();
   Tensor a = attn->forward(xn, pe, layer_ctx, probs);
   if (dropout_p > 0 && training()) a = pelab::dropout(a, dropout_p, *opt.dropout_rng, true);
+  if (cap) cap->attention = a.value();
   Tensor h = add(x, a);
-  Tensor m = mlp->forward(ln2->forward(h));
+  Tensor m = cap ? captured_mlp(*ln2, *mlp, h, cap->mlp_hidden) : mlp->forward(ln2->forward(h));
   if (dropout_p > 0 && training()) m = pelab::dropout(m, dropout_p, *opt.dropout_rng, true);
   return add(h, m);
 }
@@ -450,13 +498,21 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
   pos_->begin_forward(positions);
   for (PositionalEncoding* e : extra_pos_) e->begin_forward(positions);
   const InputContext input{positions, opt.digit_index, training() ? opt.dropout_rng : nullptr};
-  Tensor x = pos_->encode_input_context(tok_emb_->forward(tokens), input);  // (B, T, C)
+  ForwardCapture* cap = forward_capture();
+  Tensor emb = tok_emb_->forward(tokens);  // (B, T, C_tok)
+  if (cap) {
+    if (cap->layers_too) cap->layers.assign(cfg_.n_layers, LayerCapture());
+    if (emb.requires_grad()) emb.retain_grad();
+    cap->embeddings = emb;
+  }
+  Tensor x = pos_->encode_input_context(emb, input);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
   const bool shared = rows_share_positions(positions);
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     x = blocks_[i]->forward(x, *layer_pos_[i], {positions, i, shared}, opt);
     if (opt.between_layers) opt.between_layers();
   }
+  if (cap && cap->layers_too) cap->final_residual = x.value();
   x = ln_f_->forward(x);
   return head_ ? head_->forward(x) : linear(x, tok_emb_->weight);  // (B, T, V)
 }

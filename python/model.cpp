@@ -3,7 +3,12 @@
 // Arguments are checked before any work (ValueError naming the argument); the forward pass runs without
 // the GIL, its output moved into the numpy array it returns (no copy).
 #include <algorithm>
+#include <limits>
+#include <numeric>
 #include <chrono>
+#include <future>
+#include <memory>
+#include <thread>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,7 +25,11 @@
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"  // EncodingRegistry: which encodings read digit indices
 #include "python/bindings.hpp"
+#include "python/convert.hpp"
+#include "python/insides.hpp"
+#include "python/stop.hpp"
 #include "training/positions.hpp"
+#include "training/signals.hpp"
 
 namespace pelab::python {
 
@@ -81,12 +90,15 @@ void copy_checked(const py::array_t<std::int64_t>& a, IndexArray& out, const std
   }
 }
 
-// A float array the caller owns from now on, without a copy: numpy frees it with the array.
-py::array_t<float> to_numpy(Array&& value) {
-  auto* owner = new Array(std::move(value));
-  py::capsule free_when_done(owner, [](void* p) { delete static_cast<Array*>(p); });
-  std::vector<py::ssize_t> shape(owner->shape().begin(), owner->shape().end());
-  return py::array_t<float>(shape, owner->data(), free_when_done);
+// task->eval_batch(seed, count, n) on a worker thread while this one polls the stop flag: a draw has no
+// safe point of its own, so on Ctrl-C this raises at once (Interrupted) and the worker finishes in the
+// background, its batch dropped (it holds the task; the size check before bounds its work).
+Batch draw_stoppable(std::shared_ptr<const Task> task, std::uint64_t seed, std::size_t count, std::size_t n) {
+  auto job = std::make_shared<std::packaged_task<Batch()>>([task, seed, count, n] { return task->eval_batch(seed, count, n); });
+  std::future<Batch> drawn = job->get_future();
+  std::thread([job] { (*job)(); }).detach();
+  while (drawn.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) throw_if_stopped("drawing examples");
+  return drawn.get();
 }
 
 class Model {
@@ -128,10 +140,12 @@ class Model {
     std::vector<std::int32_t> added;
     {
       py::gil_scoped_release unlocked;
+      const StopScope stop;  // each token's forward polls between layers
       std::lock_guard<std::mutex> lock(mu_);
       const RunGemm gemm(run_);
       Rng rng(seed);
       added = continue_tokens(*run_.model, ids, max_new, temperature, rng, stopped);
+      throw_if_stopped("generating");
     }
     if (!stopped.empty())
       PyErr_WarnEx(PyExc_RuntimeWarning, ("generation stopped after " + std::to_string(added.size()) + " tokens: " + stopped).c_str(), 1);
@@ -162,9 +176,17 @@ class Model {
     if (count == 0) value_error("count", "expected at least 1 example");
     const ExperimentConfig& cfg = run_.spec.config;
     const std::uint64_t s = seed ? *seed : cfg.eval.seed;
-    Batch b = run_.spec.task->eval_batch(s, count, n);
-    Rng position_rng(s, 4);
-    assign_positions(b, eval_positions(cfg), position_rng);
+    check_memory("model.examples: " + std::to_string(count) + " example(s) of size " + std::to_string(n),
+                 examples_bytes(n, count), "n, count", memory_limit(std::nullopt));
+    Batch b;
+    {
+      py::gil_scoped_release unlocked;
+      const StopScope stop;
+      b = draw_stoppable(run_.spec.task, s, count, n);
+      Rng position_rng(s, 4);
+      assign_positions(b, eval_positions(cfg), position_rng);
+      throw_if_stopped("drawing examples");
+    }
     const auto ints = [](const IndexArray& a) {
       py::array_t<std::int64_t> out({static_cast<py::ssize_t>(a.shape()[0]), static_cast<py::ssize_t>(a.shape()[1])});
       std::copy(a.data(), a.data() + a.size(), out.mutable_data());
@@ -186,10 +208,12 @@ class Model {
     const Inputs in = inputs(tokens, positions, digit_index, false);
     std::vector<double> seconds;
     py::gil_scoped_release unlocked;
+    const StopScope stop;
     std::lock_guard<std::mutex> lock(mu_);
     const RunGemm gemm(run_);
     NoGrad ng;
     for (int r = 0; r < repeats; ++r) {
+      throw_if_stopped("timing forward passes");
       const auto t0 = std::chrono::steady_clock::now();
       ForwardOptions opt;
       if (in.has_digits) opt.digit_index = &in.digits;
@@ -199,14 +223,99 @@ class Model {
     return seconds;
   }
 
+  // name -> a copy of each parameter (the checkpoint's names).
+  py::dict weights() {
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    py::gil_scoped_acquire locked;
+    return parameter_arrays(*run_.model);
+  }
+
+  // Every parameter's value from name -> array (weights() of this or another model of the same shapes):
+  // all names and shapes checked before anything changes.
+  void set_weights(const py::dict& weights) {
+    std::vector<std::pair<Tensor, py::array_t<float, py::array::c_style | py::array::forcecast>>> assign;
+    std::vector<std::string> names;
+    for (const Parameter& p : run_.model->parameters()) {
+      names.push_back(p.name);
+      if (!weights.contains(p.name)) value_error("weights", "no array for parameter '" + p.name + "'");
+      auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(weights[py::str(p.name)]);
+      const Shape& want = p.tensor.shape();
+      if (!a || std::size_t(a.ndim()) != want.size() || !std::equal(want.begin(), want.end(), a.shape(), [](std::size_t w, py::ssize_t g) { return py::ssize_t(w) == g; }))
+        value_error("weights", "'" + p.name + "': expected a float array of shape " + shape_str(want) +
+                                   (a ? ", got " + shape_text(a) : std::string()));
+      assign.emplace_back(p.tensor, a);
+    }
+    for (const auto& item : weights)
+      if (std::find(names.begin(), names.end(), py::str(item.first).cast<std::string>()) == names.end())
+        value_error("weights", "'" + py::str(item.first).cast<std::string>() + "' is not a parameter of this model");
+    py::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [t, a] : assign) std::copy(a.data(), a.data() + a.size(), Tensor(t).mutable_value().data());
+  }
+
+  // The forward's insides (python/insides.hpp): with targets the loss as training computes it (and with
+  // `gradients` every gradient), with `capture` every layer's activations on the split attention path.
+  py::dict insides(const py::object& tokens, const py::object& targets, const py::object& mask,
+                   const py::object& positions, const py::object& digit_index, bool capture, bool gradients) {
+    Inputs in = inputs(tokens, positions, digit_index, false, capture || !targets.is_none());
+    const std::size_t B = in.tokens.shape()[0], T = in.tokens.shape()[1];
+    IndexArray target_ids;
+    Array mask_values;
+    InsideBatch batch{in.tokens, in.positions, in.has_digits ? &in.digits : nullptr, nullptr, nullptr};
+    if (!targets.is_none()) {
+      const auto t = integer_array(targets, "targets", 2);
+      if (std::size_t(t.shape(0)) != B || std::size_t(t.shape(1)) != T)
+        value_error("targets", "expected shape (B, T) = (" + std::to_string(B) + ", " + std::to_string(T) + ") as tokens, got " + shape_text(t));
+      target_ids.resize({B, T});
+      copy_checked(t, target_ids, "targets", std::int64_t(vocab()), "the vocabulary size is " + std::to_string(vocab()));
+      batch.targets = &target_ids;
+    } else if (gradients) {
+      value_error("targets", "gradients need the targets (B, T) of the loss, e.g. model.examples(n)[\"targets\"]");
+    }
+    if (!mask.is_none()) {
+      if (targets.is_none()) value_error("mask", "a mask weighs the targets' loss: pass targets too");
+      py::array_t<float, py::array::c_style | py::array::forcecast> m = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(mask);
+      if (!m || m.ndim() != 2 || std::size_t(m.shape(0)) != B || std::size_t(m.shape(1)) != T)
+        value_error("mask", "expected a float array of shape (B, T) = (" + std::to_string(B) + ", " + std::to_string(T) + ") as tokens");
+      mask_values.resize({B, T});
+      std::copy(m.data(), m.data() + m.size(), mask_values.data());
+      if (!(std::accumulate(mask_values.begin(), mask_values.end(), 0.0) > 0))
+        value_error("mask", "no target counts (the mask sums to 0 or less): the loss would be undefined");
+      batch.mask = &mask_values;
+    }
+    check_memory("model." + std::string(capture ? "activations" : "gradients") + " of " + std::to_string(B) + " x " +
+                 std::to_string(T) + " tokens", insides_bytes(run_.spec.model, B, T, in.shared, capture), "tokens",
+                 memory_limit(std::nullopt));
+    Insides out;
+    {
+      py::gil_scoped_release unlocked;
+      const StopScope stop;
+      std::lock_guard<std::mutex> lock(mu_);
+      const RunGemm gemm(run_);
+      out = compute_insides(*run_.model, batch, capture, gradients);
+    }
+    return insides_dict(std::move(out));
+  }
+
   std::size_t vocab() const { return run_.spec.model.vocab; }
   const TrainedRun& run() const { return run_; }
 
  private:
+  // What model.examples(n, count) holds at once: the batch (tokens, targets, positions, digit indices
+  // as int32, the mask as float) and the numpy arrays made from it (int64, the mask float32), per token;
+  // in double, so that an enormous n gives an enormous estimate rather than an overflow.
+  std::size_t examples_bytes(std::size_t n, std::size_t count) const {
+    const double tokens = double(run_.spec.task->sequence_length(n)) * double(count);
+    const double bytes = tokens * (5 * 4 + 4 * 8 + 4);
+    return bytes >= 1.8e19 ? std::numeric_limits<std::size_t>::max() : std::size_t(bytes);
+  }
+
   struct Inputs {
     IndexArray tokens, positions;  // (B, T)
     IndexArray digits;             // (B, T) each digit's index within its number (Batch::digit_index)
     bool has_digits = false;
+    bool shared = true;            // every row has the same position ids
   };
 
   // The first encoding of the model that reads digit indices (abacus), if any.
@@ -240,8 +349,9 @@ class Model {
     in.has_digits = true;
   }
 
+  // `on_tape`: the caller checks the memory of its forward on a tape itself (insides_bytes).
   Inputs inputs(const py::object& tokens, const py::object& positions, const py::object& digit_index,
-                bool attention_maps) const {
+                bool attention_maps, bool on_tape = false) const {
     Inputs in;
     const auto t = integer_array(tokens, "tokens", 2);
     const std::size_t B = static_cast<std::size_t>(t.shape(0)), T = static_cast<std::size_t>(t.shape(1));
@@ -258,7 +368,8 @@ class Model {
     const std::int32_t top = *std::max_element(in.positions.data(), in.positions.data() + in.positions.size());
     if (auto why = run_.model->encoding().unsupported(top)) value_error("positions", *why);  // the largest id
     read_digits(digit_index, B, T, in);
-    check_memory("a forward pass of " + std::to_string(B) + " x " + std::to_string(T) + " tokens",
+    in.shared = shared;
+    if (!on_tape) check_memory("a forward pass of " + std::to_string(B) + " x " + std::to_string(T) + " tokens",
                  forward_bytes(run_.spec.model, B, T, attention_maps, shared), "tokens", memory_limit(std::nullopt));
     return in;
   }
@@ -295,13 +406,16 @@ class Model {
 
   Array forward(const Inputs& in, std::vector<Array>* maps) {
     py::gil_scoped_release unlocked;
+    const StopScope stop;
     std::lock_guard<std::mutex> lock(mu_);
     const RunGemm gemm(run_);
     NoGrad ng;
     ForwardOptions opt;
     opt.attention_maps = maps;
     if (in.has_digits) opt.digit_index = &in.digits;
+    opt.between_layers = [] { throw_if_stopped("computing a forward pass"); };
     Tensor logits = run_.model->forward(in.tokens, in.positions, opt);
+    throw_if_stopped("computing a forward pass");
     return std::move(logits.mutable_value());
   }
 
@@ -328,6 +442,31 @@ void bind_model(py::module_& m) {
            "greedy at temperature 0, else sampled from softmax(logits / temperature)")
       .def("_forward_seconds", &Model::forward_seconds, py::arg("tokens"), py::arg("positions") = py::none(),
            py::arg("digit_index") = py::none(), py::arg("repeats") = 1, "seconds of each C++ forward pass alone (bench/bench_python_logits.py)")
+      .def("weights", &Model::weights, "the parameters, name -> float32 array (a copy), named as in the checkpoint")
+      .def("set_weights", &Model::set_weights, py::arg("weights"),
+           "every parameter's value from name -> array (as weights() gives them); names and shapes checked first")
+      .def("_insides", &Model::insides, py::arg("tokens"), py::arg("targets") = py::none(), py::arg("mask") = py::none(),
+           py::arg("positions") = py::none(), py::arg("digit_index") = py::none(), py::arg("capture") = false,
+           py::arg("gradients") = false, "the forward's insides (pelab.Model.activations, .gradients wrap it)")
+      .def("activations", [](Model& m, const py::object& tokens, const py::object& positions, const py::object& digit_index,
+                             const py::object& targets, const py::object& mask) {
+        py::dict d = m.insides(tokens, targets, mask, positions, digit_index, true, false);
+        py::dict out = d["activations"];
+        out["logits"] = d["logits"];
+        if (d.contains("loss")) out["loss"] = d["loss"];
+        return out;
+      }, py::arg("tokens"), py::arg("positions") = py::none(), py::arg("digit_index") = py::none(),
+         py::arg("targets") = py::none(), py::arg("mask") = py::none(),
+         "each layer's activations for (B, T) tokens through the C++ forward on the split attention path: "
+         "{embeddings, layers: [{residual, q, k, v, weights, attention, mlp_hidden}], final_residual, logits "
+         "(and loss, with targets)}")
+      .def("gradients", [](Model& m, const py::object& tokens, const py::object& targets, const py::object& mask,
+                           const py::object& positions, const py::object& digit_index, bool capture) {
+        return m.insides(tokens, targets, mask, positions, digit_index, capture, true);
+      }, py::arg("tokens"), py::arg("targets"), py::arg("mask") = py::none(), py::arg("positions") = py::none(),
+         py::arg("digit_index") = py::none(), py::arg("capture") = false,
+         "the loss of (B, T) tokens against targets (mask: which count) as training computes it, and its backward: "
+         "{loss, logits, grads: {name: array}, embeddings_grad (B, T, C)} (and activations, with capture)")
       .def("decode", &Model::decode, py::arg("ids"), "token ids as text in the task's notation")
       .def("examples", &Model::examples, py::arg("n"), py::arg("count") = 1, py::arg("seed") = py::none(),
            "held-out examples of problem size n as evaluation draws them: tokens, targets, positions, mask, and "
