@@ -15,6 +15,7 @@
 #include "core/tape.hpp"
 #include "training/checkpoint.hpp"
 #include "training/data_parallel.hpp"
+#include "training/eval_observer.hpp"
 #include "training/metrics_table.hpp"
 #include "training/optimizer_registry.hpp"
 #include "training/schedule.hpp"
@@ -307,6 +308,11 @@ bool Trainer::Impl::evaluate_and_checkpoint() {
       if (stop_early)
         say("early stop at step " + std::to_string(step) + ": " + cfg.early_stop_metric + " = " + std::to_string(*v));
     }
+  }
+  if (eval_now && eval_observer().stop) {  // the Python module's on_eval asked to stop (eval_observer.hpp)
+    eval_observer().stop = false;
+    stop_early = true;
+    say("stopped at step " + std::to_string(step) + " by the on_eval callback");
   }
   if (dp && eval_now) stop_early = dp->any(stop_early);
   if (cfg.checkpoint_every && step % cfg.checkpoint_every == 0 && step < cfg.steps && !stop_early) checkpoint(step);

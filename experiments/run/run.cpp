@@ -28,6 +28,7 @@
 #include "training/checkpoint.hpp"
 #include "training/data_parallel.hpp"
 #include "training/distributed.hpp"
+#include "training/eval_observer.hpp"
 #include "training/fs.hpp"
 #include "training/metrics_table.hpp"
 #include "training/signals.hpp"
@@ -272,6 +273,7 @@ void set_periodic_evaluator(Trainer& trainer, Transformer& model, const Task& t,
     if (!rec.beyond.empty())
       trainer.log(beyond_line(rec.beyond, std::min(cfg.eval.beyond_samples, cfg.eval.samples), seconds,
                               headline_metric(t.is_language_model(), !t.is_language_model())));
+    if (EvalObserver& o = eval_observer(); o.on_eval && o.on_eval(step, to_json_line(rec))) o.stop = true;
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;
     return r.metric(cfg.train.early_stop_metric);
   };

@@ -98,31 +98,51 @@ def _check(command, rc):
         raise Error(f"pelab {command} exited with code {rc} (the messages above say why)")
 
 
-def train(config, set=None, out=None, *, cell=None, resume=False, threads=None, quiet=False, memory_limit=None):
+def train(config, set=None, out=None, *, cell=None, resume=False, threads=None, quiet=False, memory_limit=None,
+          on_eval=None, progress=None):
     """`pelab train CONFIG --set KEY=VALUE ... [--out OUT]`: trains one run (cell `cell` of a [sweep] grid)
-    and returns it as a Run. Errors raise pelab.Error (config mistakes pelab.ConfigError, with file:line);
-    Ctrl-C stops at the next step, writes a checkpoint and raises KeyboardInterrupt (resume=True continues)."""
+    and returns it as a Run (its record: run.record, a DataFrame). Errors raise pelab.Error (config mistakes
+    pelab.ConfigError, with file:line); Ctrl-C stops at the next step, writes a checkpoint and raises
+    KeyboardInterrupt (resume=True continues).
+    Progress lines go to sys.stdout (a notebook cell shows them), or to progress(line) when given.
+    on_eval(step, metrics) -> bool is called after each periodic evaluation ([train] eval_every) with its
+    metrics.jsonl record as a dict; True stops the run there as an early stop does (a checkpoint, then the
+    final evaluation); an exception in it stops the run and is raised once the run has stopped."""
     path = _config_path(config)
+    if on_eval is not None and not callable(on_eval):
+        raise TypeError(f"on_eval: expected a callable on_eval(step, metrics) -> bool, got {type(on_eval).__name__}")
     args = ["train", path] + _set_flags(set) + _options(out=out and _os.fspath(out), cell=cell, threads=threads,
                                                         quiet=quiet, memory_limit=memory_limit)
     if resume:
         args.append("--resume")
-    _check("train", _pelab.run_command(args))
+    from . import progress as _progress
+    with _progress.forwarded(progress):
+        rc = _pelab.run_command(args, on_eval)
+    _check("train", rc)
     if out is not None:
         return Run(out)
     root, cells = _pelab.output_dir(path, _sets(set))
     return Run(_os.path.join(root, cells[cell]) if cells and cell is not None else root)
 
 
-def sweep(config, jobs=1, set=None, out=None, *, threads=None, report=True, probe=False, memory_limit=None):
+def sweep(config, jobs=1, set=None, out=None, *, threads=None, report=True, probe=False, memory_limit=None,
+          progress=None):
     """`pelab sweep CONFIG --jobs JOBS --set KEY=VALUE ...`: every cell of the config's [sweep] grid, each in
     its own `pelab` process (executable()), then the report; re-running resumes. Returns the sweep directory.
-    Ctrl-C is forwarded to the cells, which checkpoint; then KeyboardInterrupt."""
+    Ctrl-C is forwarded to the cells, which checkpoint; then KeyboardInterrupt. The sweep's lines and each
+    cell's progress lines ("[CELL] step ...", read from its stdout.log) go to sys.stdout, or to progress(line)."""
     path = _config_path(config)
     _pelab.set_executable(executable())
     args = ["sweep", path] + _set_flags(set) + _options(jobs=jobs, out=out and _os.fspath(out), threads=threads,
                                                         no_report=not report, probe=probe, memory_limit=memory_limit)
-    _check("sweep", _pelab.run_command(args))
+    from . import progress as _progress
+    try:
+        root = _os.fspath(out) if out is not None else _pelab.output_dir(path, _sets(set))[0]
+    except Error:  # the command says what is wrong with the config, in its own words
+        root = None
+    with _progress.forwarded(progress), _progress.cells(root, progress):
+        rc = _pelab.run_command(args)
+    _check("sweep", rc)
     return _os.fspath(out) if out is not None else _pelab.output_dir(path, _sets(set))[0]
 
 
@@ -205,6 +225,11 @@ class Run:
         except ImportError:
             return records
         return pandas.DataFrame.from_records(records)
+
+    @property
+    def record(self):
+        """The training record: metrics.jsonl (one row per logged step and evaluation), as `metrics`."""
+        return self.metrics
 
     @property
     def eval(self):
