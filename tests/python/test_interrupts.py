@@ -1,15 +1,18 @@
 """Ctrl-C and size checks of the Python module's long calls (issue 38 item 7): each of model.logits,
-.attention, .generate, .examples, .activations and .gradients, sent SIGINT (a timer thread in the calling
-process) while it runs, raises KeyboardInterrupt within a second of the signal, and the interpreter's
-handler is back; sizes far past the memory are refused before anything is allocated, naming the argument.
-Each probe runs in a child process with a time limit, so a call that ignores the signal fails the test
-instead of hanging it. (pelab.train and pelab.sweep: tests/python/test_api.py.)"""
+.attention, .generate, .examples, .activations and .gradients, run in a child process and sent SIGINT by a
+timer thread of this test while it runs, raises KeyboardInterrupt within a second of the signal, and the
+interpreter's handler is back; sizes far past the memory are refused before anything is allocated, naming
+the argument. A call that ignores the signal fails the test (60 s limit) instead of hanging it.
+(pelab.train and pelab.sweep: tests/python/test_api.py.)"""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import helpers
 
@@ -18,7 +21,7 @@ LATENCY = 1.0  # seconds from the signal to KeyboardInterrupt
 SIGNAL_AFTER = 0.3  # seconds into the call
 
 PROBE = textwrap.dedent("""
-    import json, os, signal, sys, threading, time
+    import json, signal, sys, time
     import numpy as np
     import pelab
     model = pelab.Run(sys.argv[1]).model()
@@ -32,33 +35,43 @@ PROBE = textwrap.dedent("""
         "activations": lambda: model.activations(tokens[:4]),
         "gradients": lambda: model.gradients(tokens[:4, :768], tokens[:4, :768]),
     }
-    sent = []
-    timer = threading.Timer(%(after)r, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
-    start = time.monotonic()
-    timer.start()
+    print("calling", flush=True)
+    start = time.time()
     try:
         calls[call]()
-        out = {"interrupted": False, "seconds": time.monotonic() - start}
+        out = {"interrupted": False, "seconds": time.time() - start}
     except KeyboardInterrupt as e:
-        out = {"interrupted": True, "latency": time.monotonic() - sent[0], "message": str(e)}
-    timer.cancel()
+        out = {"interrupted": True, "at": time.time(), "message": str(e)}
     out["handler_back"] = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    print(json.dumps(out))
-""") % {"after": SIGNAL_AFTER}
+    print(json.dumps(out), flush=True)
+""")
 
 
 def probe(run_dir, call):
-    """The child's report of `call` interrupted, or an AssertionError saying how it failed."""
+    """Runs `call` in a child and sends it SIGINT from a timer here SIGNAL_AFTER seconds into the call
+    (from outside: a call that holds the GIL would delay a timer thread of its own process); raises
+    AssertionError saying how it failed."""
+    child = subprocess.Popen([sys.executable, "-c", PROBE, run_dir, call], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "calling", child.communicate()
+    sent = []
+    timer = threading.Timer(SIGNAL_AFTER, lambda: (sent.append(time.time()), child.send_signal(signal.SIGINT)))
+    timer.start()
     try:
-        p = subprocess.run([sys.executable, "-c", PROBE, run_dir, call], capture_output=True, text=True, timeout=60)
+        out, err = child.communicate(timeout=60)
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
         raise AssertionError(f"model.{call}: still running 60 s after SIGINT (the signal is not polled)")
-    assert p.returncode == 0, f"model.{call}: the probe exited with {p.returncode}:\n{p.stdout}\n{p.stderr}"
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    finally:
+        timer.cancel()
+    assert child.returncode == 0, f"model.{call}: the probe exited with {child.returncode}:\n{out}\n{err}"
+    r = json.loads(out.strip().splitlines()[-1])
     assert r["interrupted"], f"model.{call} finished in {r['seconds']:.2f} s before the signal: make it longer"
-    assert r["latency"] <= LATENCY, f"model.{call}: KeyboardInterrupt {r['latency']:.2f} s after SIGINT"
+    latency = r["at"] - sent[0]
+    assert latency <= LATENCY, f"model.{call}: KeyboardInterrupt {latency:.2f} s after SIGINT"
     assert r["handler_back"], f"model.{call}: the interpreter's SIGINT handler is not back"
-    print(f"  {call}: KeyboardInterrupt {r['latency'] * 1000:.0f} ms after SIGINT ({r['message']})")
+    print(f"  {call}: KeyboardInterrupt {latency * 1000:.0f} ms after SIGINT ({r['message']})")
 
 
 def check_sizes(model):
