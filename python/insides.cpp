@@ -2,11 +2,15 @@
 // backward that training runs.
 #include "python/insides.hpp"
 
+#include <algorithm>
+
 #include <pybind11/numpy.h>
 
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
 #include "experiments/run/resources.hpp"
+#include "python/arrays.hpp"
+#include "python/bindings.hpp"
 #include "python/convert.hpp"
 #include "training/signals.hpp"
 
@@ -124,6 +128,29 @@ py::dict parameter_arrays(const Module& model) {
   py::dict d;
   for (const Parameter& p : model.parameters()) d[py::str(p.name)] = to_numpy(Array(p.tensor.value()));
   return d;
+}
+
+CheckedWeights checked_weights(const Module& model, const py::dict& weights) {
+  using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+  CheckedWeights out;
+  std::vector<std::string> names;
+  for (const Parameter& p : model.parameters()) {
+    names.push_back(p.name);
+    if (!weights.contains(p.name)) value_error("weights", "no array for parameter '" + p.name + "'");
+    FloatArray a = FloatArray::ensure(weights[py::str(p.name)]);
+    const Shape& want = p.tensor.shape();
+    const auto same = [](std::size_t w, py::ssize_t g) { return py::ssize_t(w) == g; };
+    if (!a || std::size_t(a.ndim()) != want.size() || !std::equal(want.begin(), want.end(), a.shape(), same))
+      value_error("weights", "'" + p.name + "': expected a float array of shape " + shape_str(want) +
+                                 (a ? ", got " + shape_text(a) : std::string()));
+    out.emplace_back(p.tensor, a);
+  }
+  for (const auto& item : weights) {
+    const std::string name = py::str(item.first);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      value_error("weights", "'" + name + "' is not a parameter of this model");
+  }
+  return out;
 }
 
 }  // namespace pelab::python

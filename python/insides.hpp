@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "layers/capture.hpp"
@@ -47,5 +48,10 @@ pybind11::dict insides_dict(Insides&& in);
 
 // name -> a copy of the parameter's value, in parameters() order (the checkpoint's names).
 pybind11::dict parameter_arrays(const Module& model);
+
+// The arrays of `weights` (name -> array) for every parameter of `model`, each checked: ValueError naming
+// `weights` for a missing name, an unknown one or a wrong shape. Nothing is assigned.
+using CheckedWeights = std::vector<std::pair<Tensor, pybind11::array_t<float, pybind11::array::c_style | pybind11::array::forcecast>>>;
+CheckedWeights checked_weights(const Module& model, const pybind11::dict& weights);
 
 }  // namespace pelab::python

@@ -24,6 +24,7 @@
 #include "experiments/run/trained_run.hpp"
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"  // EncodingRegistry: which encodings read digit indices
+#include "python/arrays.hpp"
 #include "python/bindings.hpp"
 #include "python/convert.hpp"
 #include "python/insides.hpp"
@@ -57,38 +58,6 @@ TrainedRun load_locked(const std::string& dir, const std::vector<std::string>& s
 }
 
 static_assert(std::is_same<real, float>::value, "the module returns float32 arrays");
-
-std::string shape_text(const py::array& a) {
-  std::string s = "(";
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
-  return s + (a.ndim() == 1 ? ",)" : ")");
-}
-
-// `obj` as a C-contiguous int64 array, after checking that it holds integers of rank `rank` (1 or 2).
-py::array_t<std::int64_t> integer_array(const py::object& obj, const std::string& argument, int rank) {
-  const std::string expected = rank == 2 ? "a 2-d integer array (B, T)" : "a 1-d integer array (T,)";
-  py::array a = py::array::ensure(obj);
-  if (!a) value_error(argument, "expected " + expected + ", got " + std::string(py::str(py::type::of(obj))));
-  const char kind = a.dtype().kind();
-  if (kind != 'i' && kind != 'u')
-    value_error(argument, "expected " + expected + ", got dtype " + std::string(py::str(a.dtype())));
-  if (a.ndim() != rank) value_error(argument, "expected " + expected + ", got shape " + shape_text(a));
-  for (py::ssize_t i = 0; i < a.ndim(); ++i)
-    if (a.shape(i) == 0) value_error(argument, "expected " + expected + " with no empty axis, got shape " + shape_text(a));
-  return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-}
-
-// The values of `a` into `out`, each checked against [0, limit): `what` says what the limit is.
-void copy_checked(const py::array_t<std::int64_t>& a, IndexArray& out, const std::string& argument,
-                  std::int64_t limit, const std::string& what) {
-  const std::int64_t* v = a.data();
-  for (py::ssize_t i = 0; i < a.size(); ++i) {
-    if (v[i] < 0 || v[i] >= limit)
-      value_error(argument, "id " + std::to_string(v[i]) + " at flat index " + std::to_string(i) + " is not in [0, " +
-                                std::to_string(limit) + ") (" + what + ")");
-    out.data()[i] = static_cast<std::int32_t>(v[i]);
-  }
-}
 
 // task->eval_batch(seed, count, n) on a worker thread while this one polls the stop flag: a draw has no
 // safe point of its own, so on Ctrl-C this raises at once (Interrupted) and the worker finishes in the
@@ -234,24 +203,10 @@ class Model {
   // Every parameter's value from name -> array (weights() of this or another model of the same shapes):
   // all names and shapes checked before anything changes.
   void set_weights(const py::dict& weights) {
-    std::vector<std::pair<Tensor, py::array_t<float, py::array::c_style | py::array::forcecast>>> assign;
-    std::vector<std::string> names;
-    for (const Parameter& p : run_.model->parameters()) {
-      names.push_back(p.name);
-      if (!weights.contains(p.name)) value_error("weights", "no array for parameter '" + p.name + "'");
-      auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(weights[py::str(p.name)]);
-      const Shape& want = p.tensor.shape();
-      if (!a || std::size_t(a.ndim()) != want.size() || !std::equal(want.begin(), want.end(), a.shape(), [](std::size_t w, py::ssize_t g) { return py::ssize_t(w) == g; }))
-        value_error("weights", "'" + p.name + "': expected a float array of shape " + shape_str(want) +
-                                   (a ? ", got " + shape_text(a) : std::string()));
-      assign.emplace_back(p.tensor, a);
-    }
-    for (const auto& item : weights)
-      if (std::find(names.begin(), names.end(), py::str(item.first).cast<std::string>()) == names.end())
-        value_error("weights", "'" + py::str(item.first).cast<std::string>() + "' is not a parameter of this model");
+    const auto values = checked_weights(*run_.model, weights);
     py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [t, a] : assign) std::copy(a.data(), a.data() + a.size(), Tensor(t).mutable_value().data());
+    for (const auto& [t, a] : values) std::copy(a.data(), a.data() + a.size(), Tensor(t).mutable_value().data());
   }
 
   // The forward's insides (python/insides.hpp): with targets the loss as training computes it (and with
