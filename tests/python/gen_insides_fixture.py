@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/fixtures/python_insides.safetensors, the reference of tests/python/test_insides.py: for each
+"""Writes tests/python/fixtures/insides.safetensors, the reference of tests/python/test_insides.py: for each
 case of CASES, a tiny run's model (the settings in the metadata) with the PyTorch fixtures' deliberately
 large weights (pelab.torch_ref.init_fixture_weights, seeded), a batch (tokens, targets, a mask with zeros,
 per-row positions), and what pelab.torch_ref computes from them in float64: the logits, the loss, every
@@ -24,7 +24,7 @@ import pelab  # noqa: E402
 from pelab import torch_ref  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, "tests", "fixtures", "python_insides.safetensors")
+OUT = os.path.join(ROOT, "tests", "python", "fixtures", "insides.safetensors")
 BASE = {"model.n_layers": 2, "train.steps": 1, "eval.lengths": [4], "eval.samples": 4}
 # rope: the rotary_qkv fast path; alibi: attention_packed; fox: a content-dependent bias on split heads.
 CASES = {"rope": {"encoding.name": "rope"}, "alibi": {"encoding.name": "alibi"}, "fox": {"encoding.name": "fox"}}

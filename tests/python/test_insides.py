@@ -1,5 +1,5 @@
 """The model's insides through the C++ forward and backward (docs/python.md): model.weights(), .set_weights(),
-.activations() and .gradients() against the committed reference tests/fixtures/python_insides.safetensors
+.activations() and .gradients() against the committed reference tests/python/fixtures/insides.safetensors
 (PyTorch's float64, written by gen_insides_fixture.py: no torch needed here), and capture against training's
 path: with capture on (every layer recorded) the loss, the logits and every gradient are bit for bit those
 of the forward and backward that training runs, for every registered encoding (they take the packed,
@@ -15,7 +15,7 @@ import numpy as np
 import helpers
 
 pelab = helpers.import_pelab()
-FIXTURE = os.path.join(helpers.SOURCE_DIR, "tests", "fixtures", "python_insides.safetensors")
+FIXTURE = os.path.join(helpers.SOURCE_DIR, "tests", "python", "fixtures", "insides.safetensors")
 TOLERANCE = 2e-4  # of the largest magnitude of each array: float32 against float64
 LAYER_KEYS = ("residual", "q", "k", "v", "weights", "attention", "mlp_hidden")
 # Settings an encoding needs beyond the tiny config: abacus reads the digits of an addition.
