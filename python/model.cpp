@@ -70,6 +70,8 @@ Batch draw_stoppable(std::shared_ptr<const Task> task, std::uint64_t seed, std::
   return drawn.get();
 }
 
+constexpr std::size_t kMaxProblemSize = std::size_t(1) << 48;  // model.examples' n
+
 class Model {
  public:
   Model(const std::string& dir, std::optional<std::size_t> step, const std::vector<std::string>& sets)
@@ -142,6 +144,9 @@ class Model {
   // with their position ids per [eval] positions: tokens, targets, positions (B, T) and mask (B, T).
   py::dict examples(std::size_t n, std::size_t count, std::optional<std::uint64_t> seed) const {
     if (n == 0) value_error("n", "expected a problem size >= 1");
+    if (n > kMaxProblemSize)  // a task's sequence length of such an n could overflow before the size check
+      value_error("n", std::to_string(n) + " is too large: expected a problem size up to 2^48 (" +
+                           std::to_string(kMaxProblemSize) + ")");
     if (count == 0) value_error("count", "expected at least 1 example");
     const ExperimentConfig& cfg = run_.spec.config;
     const std::uint64_t s = seed ? *seed : cfg.eval.seed;

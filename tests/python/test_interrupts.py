@@ -101,6 +101,12 @@ def check_sizes(model):
     print("  " + "\n  ".join(lines))
     assert len(lines) == 4 and all(" refused: " in l and "needs about" in l for l in lines), lines
     assert "n, count: model.examples" in lines[0] and "tokens: model.gradients" in lines[2], lines
+    for n in (2**48 + 1, 2**64 - 1):  # past any memory, and where a sequence length would overflow
+        try:
+            model.examples(n)
+            raise AssertionError(f"examples({n}) accepted")
+        except ValueError as e:
+            assert str(e).startswith(f"n: {n} is too large"), e
 
 
 def main():

@@ -57,6 +57,10 @@ def main():
     except ImportError:
         print("FAILED: torch is not installed; scripts/setup.sh installs python3-torch (Debian's torch)")
         return 1
+    import subprocess
+    code = "import sys, pelab; pelab.Run; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"], "import pelab leaves torch alone (run.torch_model() imports it)"
     from pelab import torch_ref
     names = sys.argv[1:] or sorted(torch_ref.ENCODINGS)
     assert len(names) >= 28, f"every twin: {names}"
