@@ -111,7 +111,7 @@ def judge(t, ctx):
     if a is not None:
         numbers["A: gain of the max (points)"] = 100 * a["gain_max"]
         numbers["A: per seed, randomized − contiguous pairs' average (points)"] = 100 * (a["rep"]["randomized"][0] - a["rep"]["contiguous"][0])
-    if b["held"] is not None:
+    if b["held"] is not None and b.get("reg_tasks") and b.get("nonreg_tasks"):
         ts = b["task_score"]
         numbers["B: regular − non-regular tasks' mean scaled score (points)"] = 100 * (
             sum(ts[x] for x in b["reg_tasks"]) / len(b["reg_tasks"]) - sum(ts[x] for x in b["nonreg_tasks"]) / len(b["nonreg_tasks"]))
