@@ -22,6 +22,9 @@ RECIPES_DIR = os.path.join(ROOT, "experiments", "reproduce")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from pelab.reproduce import common, ngram, page as rpage, stats, sweep  # noqa: E402
 from pelab.reproduce.recipes import RECIPES  # noqa: E402
+from pelab.reproduce import robust  # noqa: E402
+
+robust.RESAMPLES = 200  # the fake pages' words, not their stability, are tested here (test_reproduce_rules.py: 1000)
 
 failures = []
 
@@ -458,6 +461,13 @@ def main():
                            capture_output=True, text=True, env=env_py)
         check(p.returncode == 2 and "results.csv:2" in p.stderr and not os.path.exists(os.path.join(bad, "R.md")),
               f"malformed results.csv: exit 2 with file:line, no page (got {p.returncode}: {p.stderr})")
+        # The same through reproduce.sh, with a sweep.toml that is the recipe's: the refused page leaves no
+        # results directory behind (issue #38, item 15).
+        fake_sweep_toml(bad, "press", False)
+        env_bad = dict(env, REPRODUCE_OUT=bad, REPRODUCE_RESULTS=os.path.join(tmp, "made", "pages"))
+        p = subprocess.run(["bash", sh, "press", "--page-only"], capture_output=True, text=True, env=env_bad)
+        check(p.returncode == 2 and "results.csv:2" in p.stderr and not os.path.exists(os.path.join(tmp, "made")),
+              f"reproduce.sh --page-only refused by the page: no directory left (got {p.returncode}: {p.stderr})")
 
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0

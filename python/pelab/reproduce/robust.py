@@ -10,9 +10,10 @@ STABLE = 0.80
 SEED = 44  # the issue's number: a fixed seed, so a page regenerated from the same results is the same page
 
 
-def bootstrap(t, judge, ctx, word, resamples=RESAMPLES, seed=SEED):
+def bootstrap(t, judge, ctx, word, resamples=None, seed=SEED):
     """Resample the seeds with replacement (one draw for every group: seed i of the resample is the same seed in
     each group) and judge again. -> {resamples, share of `word`, {word: share}, {number: (low, high)}}."""
+    resamples = resamples or RESAMPLES
     rng = random.Random(seed)
     ids = t.seed_ids()
     words, numbers = {}, {}
