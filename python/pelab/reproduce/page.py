@@ -79,9 +79,9 @@ Recipe `{rel}`, {variant}; `scripts/reproduce.sh {name}{' --quick' if quick else
 
 {tables}
 
-{plots}All numbers come from `{stem}.results.csv` (the seed-level results beside this page; `scripts/reproduce.sh
+{plots}All numbers come from `experiments/results/reproduce/{stem}.results.csv` (the seed-level results; `scripts/reproduce.sh
 {name}{' --quick' if quick else ''} --rules-only` regenerates the page from it). The rules are in
-`python/pelab/reproduce/` (module `{RECIPES[name]['judge'].__module__.rsplit('.', 1)[-1]}`).
+`python/pelab/reproduce/` (module `{RECIPES[name].get('module', RECIPES[name]['judge'].__module__.rsplit('.', 1)[-1])}`).
 """
     return text, verdict
 
@@ -96,7 +96,7 @@ def write_page(name, t, config, quick, out, prov=None, run_dir=None, copy=None):
     """Writes the page to `out` (and to `copy`, with the plots beside it); returns the verdict sentence."""
     if name not in RECIPES:
         raise PageError(f"unknown recipe '{name}'; known: {', '.join(RECIPES)}")
-    stem = os.path.splitext(os.path.basename(copy or out))[0]
+    stem = name + (".quick" if quick else "")  # the committed results' name, wherever this page goes
     text, verdict = page_text(name, t, config, quick, prov, PLOTS_HERE, stem)
     write_atomic(out, text.replace(PLOTS_HERE, plot_links(name, run_dir, config, None)))
     if copy:

@@ -3,7 +3,7 @@ from . import arith_pages, arithmetic, deletang, deletang_page, format, kazemnej
 
 
 def _arith(spec, render):
-    return {"judge": lambda t, ctx: arithmetic.judge(t, spec), "render": render}
+    return {"judge": lambda t, ctx: arithmetic.judge(t, spec), "render": render, "module": "arithmetic, arith_pages"}
 
 
 RECIPES = {
