@@ -18,10 +18,24 @@ import json as _json
 import numbers as _numbers
 import os as _os
 
-from . import _pelab
-from ._pelab import ConfigError, Error, Model, encodings, optimizers, tasks
+_missing = None
+try:
+    from . import _pelab
+    from ._pelab import ConfigError, Error, Model, encodings, optimizers, tasks
+except ImportError as e:  # no compiled module (e.g. a sanitized build): pelab.reproduce still imports
+    _missing = str(e)
 
-if _pelab.openblas_advice():
+    class _Missing:
+        def __getattr__(self, name):
+            raise ImportError(f"pelab.{name} needs the compiled module pelab._pelab ({_missing}); build the target "
+                              "pelab_python (docs/python.md); the standard-library submodule pelab.reproduce works without it")
+
+    _pelab = _Missing()
+
+    def __getattr__(name):
+        return getattr(_pelab, name)
+
+if _missing is None and _pelab.openblas_advice():
     import warnings as _warnings
     _warnings.warn(_pelab.openblas_advice(), RuntimeWarning, stacklevel=2)
 
