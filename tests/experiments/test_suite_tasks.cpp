@@ -4,12 +4,19 @@
 // parameters refused at file:line.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
+#include "cli_helpers.hpp"
 #include "config_error.hpp"
 #include "experiments/eval/eval_named.hpp"
+#include "experiments/eval/eval_result.hpp"
 #include "experiments/tasks/stream.hpp"
 #include "task_helpers.hpp"
 
@@ -24,6 +31,12 @@ std::unique_ptr<Task> task(const std::string& name, const test::TaskParams& p = 
 }
 
 Value num(double v) { return Value(v); }
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
 Value integer(std::int64_t v) { return Value(v); }
 
 // One row as its tokens' texts (without <BOS> and padding) and, per token, the scored target's text or "".
@@ -339,4 +352,28 @@ TEST_CASE("pelab eval may change a task's eval-time parameters and nothing else 
   CHECK_THROWS_WITH(check_eval_settings({"task.train_len=9"}, ff.config), Contains("not an evaluation setting"));
   const RunSpec copy = parse_config("[task]\nname = \"copy\"\n", "c.toml").runs.at(0);
   CHECK_THROWS_WITH(check_eval_settings({"task.copy.symbols=5"}, copy.config), Contains("not an evaluation setting"));
+}
+
+TEST_CASE("pelab eval at another p_ignore writes a named evaluation with that setting's chance; predict refuses",
+          "[tasks][suites][cli]") {
+  const std::string dir = test::fresh_temp_dir("suites_cli");
+  const std::string cfg = dir + "/ff.toml", run = dir + "/run", log = dir + "/log.txt";
+  {
+    std::ofstream f(cfg);
+    f << "[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\n[task]\nname = \"flip_flop\"\nmin_len = 2\ntrain_len = 6\n"
+         "[train]\nsteps = 4\nbatch_size = 4\nlog_every = 2\n[eval]\nlengths = [6]\nsamples = 8\n";
+  }
+  REQUIRE(test::run_cli("train " + cfg + " --out " + run, log, 120) == 0);
+  REQUIRE(test::run_cli("eval " + run + " --set task.flip_flop.p_ignore=0.1 --name dense", log, 120) == 0);
+  const EvalResult dense = read_eval_result(run + "/eval-dense.json");
+  REQUIRE(dense.results.size() == 1);
+  CHECK(dense.eval_settings == std::vector<std::string>{"task.flip_flop.p_ignore=0.1"});
+  // E[2^-reads] at p = 0.1 over 6 instructions: 1/2 (1 - 0.45/2)^4, not p = 0.8's 1/2 (1 - 0.1/2)^4.
+  CHECK(dense.results[0].chance.at("exact_match") == Approx(0.5 * std::pow(1 - 0.45 / 2, 4)));
+  CHECK(test::run_cli("eval " + run + " --set task.flip_flop.min_len=3 --name x", log, 120) == 2);
+  CHECK(test::has(slurp(log), "not an evaluation setting"));
+  CHECK_FALSE(std::filesystem::exists(run + "/eval-x.json"));
+  CHECK(test::run_cli("predict " + run, log, 120) != 0);
+  CHECK(test::has(slurp(log), "scores chosen positions of one sequence"));
+  std::filesystem::remove_all(dir);
 }
