@@ -1,11 +1,11 @@
 // dyck: Dyck-k completion. x is a prefix of a Dyck-k word (k bracket types, nesting depth at most
 // max_depth) with at least one bracket open; y closes it: the closing brackets of the open ones,
 // innermost first (the one shortest completion). This is the completion protocol of BIG-bench's
-// dyck_languages task (Suzgun et al. 2022, BIG-Bench Hard) at toy scale, as Hayakawa and Sato (ACL 2025)
-// study length and depth generalization on Dyck; trained on short, shallow prefixes, evaluated on longer
-// ones and, with `pelab eval --set task.dyck.max_depth=D`, deeper ones. The prefix is a random walk: at
-// depth 0 it opens, at max_depth it closes, else it opens with probability p_open (a uniform type) or
-// closes the innermost; the last step never closes to depth 0.
+// dyck_languages task (Suzgun et al. 2022, BIG-Bench Hard) at toy scale (issue 42 names Hayakawa and Sato,
+// ACL 2025, for length and depth generalization on Dyck; their generator was not read); trained on short,
+// shallow prefixes, evaluated on longer ones and, with `pelab eval --set task.dyck.max_depth=D`, deeper
+// ones. The prefix is a random walk: at depth 0 it opens, at max_depth it closes, else it opens with
+// probability p_open (a uniform type) or closes the innermost; the last step never closes to depth 0.
 #include <algorithm>
 
 #include "experiments/tasks/sequence.hpp"

@@ -1,5 +1,6 @@
 // flip_flop: flip-flop language modelling (Liu, Ash, Goel, Krishnamurthy, Zhang, NeurIPS 2023, "Exposing
-// Attention Glitches with Flip-Flop Language Modeling", arXiv 2306.00946, Definition 1 and Section 3):
+// Attention Glitches with Flip-Flop Language Modeling", arXiv 2306.00946, Definition 1, as we read the
+// paper; their released data and code were not read):
 // n instructions, each followed by a bit; write (w) stores its bit, ignore (i) carries a random bit to
 // be ignored, read (r) must be followed by the last bit written. The first instruction is w, the last r,
 // those between are i with probability p_ignore and w or r otherwise (equally likely): FFL(p), trained
