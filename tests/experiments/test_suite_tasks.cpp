@@ -373,6 +373,9 @@ TEST_CASE("pelab eval at another p_ignore writes a named evaluation with that se
   CHECK(test::run_cli("eval " + run + " --set task.flip_flop.min_len=3 --name x", log, 120) == 2);
   CHECK(test::has(slurp(log), "not an evaluation setting"));
   CHECK_FALSE(std::filesystem::exists(run + "/eval-x.json"));
+  REQUIRE(test::run_cli("show-task flip_flop --len 4", log, 60) == 0);
+  CHECK(test::has(slurp(log), "format: <BOS> then the task's tokens (a stream task: no format keys)"));
+  CHECK(test::has(slurp(log), "<BOS> w "));
   CHECK(test::run_cli("predict " + run, log, 120) != 0);
   CHECK(test::has(slurp(log), "scores chosen positions of one sequence"));
   std::filesystem::remove_all(dir);
