@@ -162,7 +162,7 @@ TEST_CASE("mqar: distinct pairs, every key queried once at an even offset, score
   CHECK(t->chance(2)->exact_match == Approx(1.0 / 400));
 }
 
-TEST_CASE("flip_flop: reads are scored with the last written bit; instruction frequencies follow p_ignore",
+TEST_CASE("flip_flop: reads are scored with the last written bit, instruction frequencies follow p_ignore",
           "[tasks][suites]") {
   for (double p : {0.8, 0.98, 0.1}) {
     INFO(p);
@@ -354,7 +354,7 @@ TEST_CASE("pelab eval may change a task's eval-time parameters and nothing else 
   CHECK_THROWS_WITH(check_eval_settings({"task.copy.symbols=5"}, copy.config), Contains("not an evaluation setting"));
 }
 
-TEST_CASE("pelab eval at another p_ignore writes a named evaluation with that setting's chance; predict refuses",
+TEST_CASE("pelab eval at another p_ignore writes a named evaluation with that setting's chance, and predict refuses",
           "[tasks][suites][cli]") {
   const std::string dir = test::fresh_temp_dir("suites_cli");
   const std::string cfg = dir + "/ff.toml", run = dir + "/run", log = dir + "/log.txt";
