@@ -22,9 +22,10 @@ struct Batch {
   IndexArray digit_index;
   // A default IndexArray is a 0-d scalar of size 1, not empty: ask the rank.
   bool has_digit_index() const { return digit_index.dimension() == 2; }
-  Array mask;          // (B, T) 1 where the target counts (y and EOS; every char for LM), else 0
-  // Sequence tasks: per row, the first and one-past-last t whose target belongs to y/EOS
-  // (exact match = every counted target predicted). Empty for LM tasks.
+  Array mask;          // (B, T) 1 where the target counts (y and EOS; every char for LM; the scored
+                       // positions of a stream task: MQAR's queries, flip-flop's reads), else 0
+  // Sequence and stream tasks: per row, the first and one-past-last t of its counted targets (exact
+  // match = every counted target in it predicted). Empty for LM tasks.
   std::vector<std::size_t> answer_begin, answer_end;
   // The blank output format (experiments/tasks/format.hpp): tokens[b, t] in the answer span are blanks and
   // targets[b, t] is read at t itself, all in one pass; nothing is fed back (teacher forced: false).

@@ -13,6 +13,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/run/run.hpp"
 #include "experiments/tasks/format.hpp"
+#include "experiments/tasks/stream.hpp"
 #include "experiments/tasks/task.hpp"
 #include "training/batch.hpp"
 
@@ -47,7 +48,9 @@ int cmd_show_task(const ShowTaskArgs& a) {
               info.format.c_str(), spec.task->vocab_size());
   const std::size_t n = spec.config.train_len;
   if (!spec.task->is_language_model()) {
-    std::printf("format: %s\n\nchance level (uniform guesser, see above):\n%8s  %10s  %12s\n", describe(spec.config.format).c_str(),
+    const bool stream = dynamic_cast<const StreamTask*>(spec.task.get()) != nullptr;  // no [task] format keys
+    std::printf("format: %s\n\nchance level (uniform guesser, see above):\n%8s  %10s  %12s\n",
+                stream ? "<BOS> then the task's tokens (a stream task: no format keys)" : describe(spec.config.format).c_str(),
                 "n", "token_acc", "exact_match");
     for (std::size_t k : {n / 2, n, 2 * n, 4 * n}) {  // the default eval lengths
       if (k == 0) continue;

@@ -1,5 +1,6 @@
 #include "experiments/eval/eval_named.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <sstream>
@@ -52,8 +53,16 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
                     "a trained run's");
       continue;
     }
+    // A task parameter that shapes only the data (TaskSpec::eval_params: flip_flop.p_ignore, passkey.depth).
+    const auto& eval_params = TaskRegistry::instance().get(trained.task).eval_params;
+    const std::string task_prefix = "task." + trained.task + ".";
+    if (starts_with(key, task_prefix) &&
+        std::count(eval_params.begin(), eval_params.end(), key.substr(task_prefix.size())) > 0)
+      continue;
+    std::string task_keys;
+    for (const auto& p : eval_params) task_keys += ", " + task_prefix + p;
     throw Error(where + "key '" + key + "' is not an evaluation setting; `pelab eval --set` accepts eval.*, encoding." +
-                trained.encoding + ".* and attention.* (retrain to change training settings)");
+                trained.encoding + ".*, attention.*" + task_keys + " (retrain to change training settings)");
   }
 }
 

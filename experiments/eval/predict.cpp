@@ -12,6 +12,7 @@
 #include "experiments/cli/cli_args.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/run/run.hpp"
+#include "experiments/tasks/stream.hpp"
 #include "training/positions.hpp"
 #include "training/signals.hpp"
 
@@ -276,6 +277,10 @@ int run_predict(const PredictArgs& a) {
   if (run.spec.task->is_language_model()) return predict_lm(run, a);
   if (!a.prompt.empty()) throw Error("pelab predict: --prompt is for language models; " + run.spec.config.task +
                                      " takes --input \"x in its notation\"");
+  if (dynamic_cast<const StreamTask*>(run.spec.task.get()))  // nothing to decode: targets are never fed back
+    throw Error("pelab predict: task '" + run.spec.config.task + "' scores chosen positions of one sequence "
+                "(experiments/tasks/stream.hpp), with no answer to decode token by token; its predictions at "
+                "those positions are one teacher-forced pass: `pelab eval " + a.run_dir + "`");
   return predict_sequence(run, a);
 }
 

@@ -1,6 +1,10 @@
 // Operand-length heatmaps of two-operand tasks ([eval] operand_grid): per group, exact match over
-// (len_a, len_b), mean over the group's runs that have a grid, the training range outlined.
+// (len_a, len_b), mean over the group's runs that have a grid, the training range outlined; and the same
+// heatmap of named evaluations at one task parameter each over the eval lengths (the passkey depth grid).
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -48,10 +52,21 @@ double grid_step(const std::set<std::size_t>& ls) {
   return step ? double(step) : 1.0;
 }
 
-std::string grid_dat(const Group& g, const Grid& grid) {
+// Axis texts of a heatmap: the operand grid's, or a task parameter's over the eval lengths (param_grids).
+struct GridAxes {
+  std::string what = "operand lengths (len_a, len_b), mean over seeds ([eval] operand_grid)";
+  std::string x = "len_a (digits of the first operand)", y = "len_b (digits of the second operand)";
+  bool square = true;  // one unit on both axes alike (digits and digits)
+};
+
+std::string grid_dat(const Group& g, const Grid& grid, const GridAxes& axes = {}) {
   std::ostringstream dat;
-  dat << "# " << g.label << ": exact match (%) per (len_a, len_b), over the group's runs with an operand grid.\n"
-      << "# len_a len_b mean std n n_na in_distribution (mean NaN: no run has a value)\n";
+  if (axes.square)
+    dat << "# " << g.label << ": exact match (%) per (len_a, len_b), over the group's runs with an operand grid.\n"
+        << "# len_a len_b mean std n n_na in_distribution (mean NaN: no run has a value)\n";
+  else
+    dat << "# " << g.label << ": exact match (%) per " << axes.what << ".\n"
+        << "# x y mean std n n_na in_distribution (mean NaN: no run has a value)\n";
   std::size_t last_a = grid.empty() ? 0 : grid.begin()->first.first;
   for (const auto& [ab, c] : grid) {
     if (ab.first != last_a) dat << "\n";  // one block per len_a
@@ -64,7 +79,9 @@ std::string grid_dat(const Group& g, const Grid& grid) {
   return dat.str();
 }
 
-std::string grid_gp(const Sweep& s, const Group& g, const Grid& grid, std::size_t runs, const std::string& name) {
+
+std::string grid_gp(const Sweep& s, const Group& g, const Grid& grid, std::size_t runs, const std::string& name,
+                    const GridAxes& axes = {}) {
   std::set<std::size_t> as, bs, in_a, in_b;
   for (const auto& [ab, c] : grid) {
     as.insert(ab.first), bs.insert(ab.second);
@@ -74,11 +91,11 @@ std::string grid_gp(const Sweep& s, const Group& g, const Grid& grid, std::size_
   std::ostringstream gp;
   const std::string title = task_text(s) + ": " + g.label + ": exact match, mean over " + std::to_string(runs) +
                             " seed" + (runs == 1 ? "" : "s");
-  gp << "# Exact match per operand lengths (len_a, len_b), mean over seeds ([eval] operand_grid).\n"
+  gp << "# Exact match per " << axes.what << ".\n"
      << "# Re-render: cd to this directory and run `gnuplot " << name << ".gp`.\n"
      << plot_preamble(name + ".png", title)
-     << "unset grid\nunset key\nset size ratio -1\n"
-     << "set xlabel \"len_a (digits of the first operand)\"\nset ylabel \"len_b (digits of the second operand)\"\n"
+     << "unset grid\nunset key\n" << (axes.square ? "set size ratio -1\n" : "")
+     << "set xlabel " << gp_string(axes.x) << "\nset ylabel " << gp_string(axes.y) << "\n"
      << "set xrange [" << gp_num(*as.begin() - ha) << ":" << gp_num(*as.rbegin() + ha) << "]\n"
      << "set yrange [" << gp_num(*bs.begin() - hb) << ":" << gp_num(*bs.rbegin() + hb) << "]\n"
      << "set xtics " << *as.begin() << ", " << gp_num(2 * ha) << " out nomirror\n"
@@ -98,6 +115,53 @@ std::string grid_gp(const Sweep& s, const Group& g, const Grid& grid, std::size_
   return gp.str();
 }
 
+// A run's one evaluation-time task setting ("task.passkey.depth=0.25" of `pelab eval --set`) and its value,
+// or nothing when it has none, several, or a value that is not a number.
+std::optional<std::pair<std::string, double>> task_setting(const Run& r) {
+  if (r.eval_settings.size() != 1 || r.eval_settings[0].compare(0, 5, "task.") != 0) return std::nullopt;
+  const std::string& kv = r.eval_settings[0];
+  const auto eq = kv.find('=');
+  char* end = nullptr;
+  const double v = eq == std::string::npos ? 0 : std::strtod(kv.c_str() + eq + 1, &end);
+  if (eq == std::string::npos || end == kv.c_str() + eq + 1 || *end) return std::nullopt;
+  return std::make_pair(kv.substr(0, eq), v);
+}
+
+// The passkey depth x length grid: named evaluations each at one value of a task parameter, merged over
+// the groups that differ only in the evaluation's name: (value in %, eval length) -> exact match.
+struct ParamGrid {
+  Group group;  // label without the evaluation's name; runs: those with such an evaluation
+  std::string param;
+  Grid grid;
+  std::set<std::string> run_dirs;
+};
+
+std::vector<ParamGrid> param_grids(const Sweep& s) {
+  const auto eval_key = std::find(s.group_keys.begin(), s.group_keys.end(), "eval");
+  if (eval_key == s.group_keys.end()) return {};
+  const std::size_t ek = std::size_t(eval_key - s.group_keys.begin());
+  std::vector<ParamGrid> out;
+  for (const Group& g : s.groups)
+    for (const Run* r : g.runs) {
+      const auto setting = task_setting(*r);
+      if (!setting) continue;
+      std::string label;
+      for (std::size_t i = 0; i < g.values.size(); ++i)
+        if (i != ek) label += (label.empty() ? "" : ", ") + g.values[i];
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const ParamGrid& p) { return p.group.label == label && p.param == setting->first; });
+      if (it == out.end()) it = out.insert(out.end(), ParamGrid{Group{{}, label, {}}, setting->first, {}, {}});
+      it->run_dirs.insert(r->rel_dir);
+      for (const LengthResult& lr : r->results) {
+        GridCell& c = it->grid[{std::size_t(std::lround(100 * setting->second)), lr.length}];
+        c.in_distribution = c.in_distribution || lr.in_distribution;
+        if (auto v = lr.metric(kGridMetric)) c.values.push_back(100 * *v);
+        else if (!lr.ok) ++c.n_na;
+      }
+    }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Script> operand_grid_plots(const Sweep& s) {
@@ -113,6 +177,18 @@ std::vector<Script> operand_grid_plots(const Sweep& s) {
                  "digits, the second len_b), mean over the group's " + std::to_string(runs) +
                  " run(s) with a grid. Dashed box: the training range (both operands within it); n/a: no run "
                  "could be evaluated there. The numbers: results.csv, the rows with len_a and len_b.";
+    out.push_back(sc);
+  }
+  std::size_t pi = 0;
+  for (const ParamGrid& p : param_grids(s)) {  // named in the operand grid's family: the page shows them alike
+    const std::string name = group_plot_name("operand_grid_eval_", pi++, p.group.label);
+    GridAxes axes;
+    axes.what = p.param + " (in %, named evaluations) and eval length, mean over seeds";
+    axes.x = p.param + " (%)", axes.y = "eval length", axes.square = false;
+    Script sc{name, grid_dat(p.group, p.grid, axes), grid_gp(s, p.group, p.grid, p.run_dirs.size(), name, axes), ""};
+    sc.caption = p.group.label + ": exact match (%) per " + p.param + " (x, in %, one named evaluation each: `pelab "
+                 "eval --set " + p.param + "=...`) and eval length (y), mean over " +
+                 std::to_string(p.run_dirs.size()) + " run(s). Dashed box: the training lengths.";
     out.push_back(sc);
   }
   return out;

@@ -3,7 +3,10 @@
 //
 // Sequence tasks produce `BOS x SEP y EOS` sequences by default; the loss (and accuracy) counts only the
 // predictions of y and EOS. SequenceFormat (format.hpp) changes which of the specials are there and
-// whether EOS is scored. Language-model tasks predict every next character.
+// whether EOS is scored. Language-model tasks predict every next character. Stream tasks (stream.hpp:
+// MQAR, flip-flop, state tracking) score chosen positions of one sequence, each with a target of its own.
+// All three meet in Batch's mask (training/batch.hpp): the loss, token accuracy and exact match count
+// the targets where it is set, wherever they are.
 #pragma once
 
 #include <functional>
@@ -106,6 +109,10 @@ struct TaskSpec {
   std::string format;       // vocabulary and sequence format, shown by `pelab show-task`
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Task>(const TaskCommon&, const Params&)> make;  // throws Error on bad settings
+  // Parameters that shape only the data, not the vocabulary or the model (flip_flop.p_ignore,
+  // passkey.depth): a trained run can be evaluated at other values, each a named evaluation
+  // (`pelab eval RUN --set task.NAME.KEY=VALUE --name NAME`, experiments/eval/eval_named.hpp).
+  std::vector<std::string> eval_params = {};
 };
 
 class TaskRegistry : public NamedRegistry<TaskSpec> {
