@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/perf_control.hpp"
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
 #include "core/ops/cross_entropy.hpp"
@@ -160,6 +161,7 @@ Timing time_recipe(const RunSpec& spec, Transformer& model, const std::vector<Ba
   Rng dropout = dropout_rng(t.seed);
   Timing r;
   for (std::size_t i = 0; i < batches.size(); ++i) {
+    if (int(i) == warmup) bench::perf_enable();  // PELAB_PERF_CTL: a profile of the timed steps alone
     const Batch& b = batches[i];
     const double c0 = cpu_now_s();
     const auto t0 = std::chrono::steady_clock::now();

@@ -4,7 +4,7 @@
 // sgemm (the kernel OPENBLAS_CORETYPE selects), and the same product by the GEMM path pelab runs
 // (blas::gemm_path: libxsmm's AVX-512 kernels can exceed OpenBLAS's AVX2 peak, so both are printed).
 //
-//   bench_train [--config a|b|c|all] [--encoding NAME[+SCALING]|all] [--positions MODE] [--steps N] [--warmup N]
+//   bench_train [--config a|b|c|d|all] [--encoding NAME[+SCALING]|all] [--positions MODE] [--steps N] [--warmup N]
 //               [--threads N] [--peak-gflops X] [--path-peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
@@ -12,6 +12,10 @@
 // encodings. Any registered encoding can be named, with an [attention] scaling after a '+' (rope+ssmax). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
 // (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
 // path); offset too.
+//
+// (d) is experiments/reproduce/deletang.toml's shape with one problem size per step (kConfigs below): its
+// step time, FLOPs and tokens are means over a fixed sequence of sizes that bench_torch.py repeats.
+// PELAB_PERF_CTL=CTL,ACK: profile the timed steps alone (bench/perf_control.hpp).
 //
 // Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
 // with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
@@ -50,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/perf_control.hpp"
 #include "core/allocator.hpp"
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
@@ -296,6 +301,7 @@ CellMeasure time_steps(const std::function<double()>& step, int warmup, int step
   m.wall.resize(steps), m.cpu.resize(steps);  // before the heap baseline: not a step's allocation
   m.rss_warm = proc_status_mb("VmRSS"), m.heap_warm = heap_in_use_kb();
   m.mem_warm = memory::stats();
+  bench::perf_enable();  // PELAB_PERF_CTL: a profile of the timed steps alone
   for (int i = 0; i < steps; ++i) {
     const double c0 = cpu_now_s();
     const auto t0 = std::chrono::steady_clock::now();
@@ -477,7 +483,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME[+SCALING]|all] [--positions contiguous|offset|"
+      std::printf("usage: bench_train [--config a|b|c|d|all] [--encoding NAME[+SCALING]|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
                   "[--path-peak-gflops X]\n                   [--peak-only] [--json] [--gemm-shapes]\n");
       std::exit(0);

@@ -159,6 +159,10 @@ for c in $configs; do
           --json "${check_flag[@]}" "${extra[@]}")
         [ -n "$json_out" ] && printf '%s\n' "$t" >>"$json_out"
         t_ms+=("$(jget "$t" step_ms)") t_cpu+=("$(jget "$t" cpu_ms)") t_last=$t
+        # (d): both sides must have timed the same sequence of sizes (bench_train's and bench_torch.py's mixed_sizes)
+        [ "$(jget "$p" tokens_per_step)" = "$(printf '%.1f' "$(jget "$t" tokens_per_step)")" ] || {
+          echo "bench.sh: config $c: pelab timed $(jget "$p" tokens_per_step) tokens a step, PyTorch $(jget "$t" tokens_per_step): not the same sizes" >&2
+          exit 1; }
         ((r == 1)) && check=$(printf '%s\n' "$t" | sed -n 's/.*"check":"\([^"]*\)".*/\1/p')
         read -r t_rss t_drss < <(awk -v a="$t_rss" -v b="$(jget "$t" peak_rss_mb)" -v c="$t_drss" \
           -v d="$(jget "$t" rss_delta_mb)" 'function mx(x, y) { return x > y ? x : y } BEGIN { print mx(a, b), mx(c, d) }')

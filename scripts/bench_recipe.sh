@@ -77,12 +77,13 @@ for r in $recipes; do
     read -r _ t_cmed < <(stats "${t_cpu[@]}")
     ratio=$(awk -v a="$t_min" -v b="$p_min" -v c="$t_med" -v d="$p_med" 'BEGIN { printf "%.2f / %.2f", a / b, c / d }')
     cratio=$(awk -v a="$t_cmed" -v b="$p_cmed" 'BEGIN { printf "%.2f", a / b }')
-    t_cols=("$t_min" "$t_med" "$t_cmed")
+    t_cols=("$(printf '%.3f' "$t_min")" "$(printf '%.3f' "$t_med")" "$(printf '%.3f' "$t_cmed")")
   else
     t_cols=(n/a n/a n/a) ratio=n/a cratio=n/a
   fi
   printf "$fmt" "$r" "$(jget "$p" encoding)" "$(jget "$p" task)" "$(jget "$p" batch)" \
-    "$(printf '%.1f' "$(jget "$p" mean_seq)")" "$p_min" "$p_med" "$p_cmed" "${t_cols[@]}" "$ratio" "$cratio" "$note"
+    "$(printf '%.1f' "$(jget "$p" mean_seq)")" "$(printf '%.3f' "$p_min")" "$(printf '%.3f' "$p_med")" \
+    "$(printf '%.3f' "$p_cmed")" "${t_cols[@]}" "$ratio" "$cratio" "$note"
 done
 echo
 echo "ms: median step of a run; min / median over the rounds. ratio = PyTorch / pelab (> 1: pelab faster); cpu"
