@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_common.hpp"
 #include "bench/perf_control.hpp"
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
@@ -41,6 +42,9 @@
 #include "training/trainer.hpp"
 
 using namespace pelab;
+using pelab::bench::cpu_now_s;
+using pelab::bench::median;
+using pelab::bench::parse_int;
 
 namespace {
 
@@ -49,18 +53,6 @@ struct Options {
   int steps = 20, warmup = 5, threads = 1;
   bool json = false;
 };
-
-double cpu_now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The recipe names of `dir`: its *.toml files without the extension, sorted.
 std::vector<std::string> recipe_names(const std::string& dir) {
@@ -213,14 +205,6 @@ void run_recipe(const std::string& name, const Options& o) {
                 spec.config.train.batch_size, mean_T, step_ms, cpu_ms, o.steps, o.warmup,
                 blas::gemm_path_name().c_str());
   std::fflush(stdout);
-}
-
-int parse_int(const std::string& flag, const char* s, int lo) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (end == s || *end || v < lo || v > 1000000)
-    throw Error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + s + "'");
-  return static_cast<int>(v);
 }
 
 Options parse(int argc, char** argv) {

@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.hpp"
 #include "bench/perf_control.hpp"
 #include "core/allocator.hpp"
 #include "core/blas.hpp"
@@ -69,6 +70,9 @@
 #include "training/positions.hpp"
 
 using namespace pelab;
+using pelab::bench::cpu_now_s;
+using pelab::bench::median;
+using pelab::bench::parse_int;
 
 namespace {
 
@@ -167,22 +171,10 @@ void print_gemm_shapes(int steps, double step_s, double peak) {
               100 * total_flop / total_s / 1e9 / peak);
 }
 
-double cpu_now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
   return s / double(v.size());
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // A "VmXXX:  1234 kB" field of /proc/self/status, in MB.
@@ -445,14 +437,6 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
     print_gemm_shapes(steps, f.step_s, peak_gflops);
   }
   std::fflush(stdout);
-}
-
-int parse_int(const std::string& flag, const char* s, int lo) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (end == s || *end || v < lo || v > 1000000)
-    throw Error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + s + "'");
-  return static_cast<int>(v);
 }
 
 Options parse(int argc, char** argv) {
