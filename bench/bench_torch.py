@@ -14,6 +14,10 @@ fastest form we found for PyTorch 1.13 on one CPU thread (`--variant`, default `
   trace   eager with the whole model traced by torch.jit.trace (the batch and positions are fixed)
   best    the variant that won for the config in bench/README.md's comparison (BEST below)
 
+Config (d) is experiments/reproduce/deletang.toml's shape: an encoder (no causal mask) over x of n tokens
+then n blanks, the loss on the blanks, one size n per step from mixed_sizes (bench_train.cpp's sequence);
+its step time is the mean over those steps.
+
 Every step: forward, loss, backward, AdamW step, zero_grad(set_to_none=True). Before timing a fast
 variant, a separate process checks that it computes what pelab_ref.Model computes (loss and every
 gradient on the cell's batch, float64, pelab_ref's fixture init) and the cell fails if not.
