@@ -48,16 +48,17 @@ dump=$(mktemp --suffix=.json)
 trap 'rm -f "$dump"' EXIT
 
 jget() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+# min, median and spread ((max - min) / min, in %) of numbers given as arguments.
 stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
-  med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.6g %.6g\n", v[1], med }'; }
+  med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.6g %.6g %.0f%%\n", v[1], med, 100 * (v[NR] - v[1]) / v[1] }'; }
 
 echo "recipes' main cells: one training step, pelab vs its PyTorch twin, $rounds rounds alternately"
 echo "date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC'); machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 echo "threads: $threads; steps $steps timed after $warmup warm-up per run; dropout off; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-fmt='%-12s %-9s %-18s %5s %6s | %9s %9s %9s | %9s %9s %9s | %-13s %5s | %s\n'
-printf "$fmt" recipe encoding task B "T" "pelab ms" "" "cpu" "torch ms" "" "cpu" "ratio" "cpu" "PyTorch twin"
-printf "$fmt" "" "" "" "" mean min median median min median median "min / median" ratio ""
+fmt='%-12s %-9s %-18s %5s %6s | %9s %9s %9s %5s | %9s %9s %9s %5s | %-13s %5s | %s\n'
+printf "$fmt" recipe encoding task B "T" "pelab ms" "" "cpu" "" "torch ms" "" "cpu" "" "ratio" "cpu" "PyTorch twin"
+printf "$fmt" "" "" "" "" mean min median median sprd min median median sprd "min / median" ratio ""
 for r in $recipes; do
   p_ms=() p_cpu=() t_ms=() t_cpu=() note=""
   for ((i = 1; i <= rounds; i++)); do
@@ -70,23 +71,24 @@ for r in $recipes; do
       note="none: $(printf '%s\n' "$t" | sed -n 's/.*"why":"\([^"]*\)".*/\1/p')"
     fi
   done
-  read -r p_min p_med < <(stats "${p_ms[@]}")
-  read -r _ p_cmed < <(stats "${p_cpu[@]}")
+  read -r p_min p_med _ < <(stats "${p_ms[@]}")
+  read -r _ p_cmed p_csprd < <(stats "${p_cpu[@]}")
   if ((${#t_ms[@]})); then
-    read -r t_min t_med < <(stats "${t_ms[@]}")
-    read -r _ t_cmed < <(stats "${t_cpu[@]}")
+    read -r t_min t_med _ < <(stats "${t_ms[@]}")
+    read -r _ t_cmed t_csprd < <(stats "${t_cpu[@]}")
     ratio=$(awk -v a="$t_min" -v b="$p_min" -v c="$t_med" -v d="$p_med" 'BEGIN { printf "%.2f / %.2f", a / b, c / d }')
     cratio=$(awk -v a="$t_cmed" -v b="$p_cmed" 'BEGIN { printf "%.2f", a / b }')
-    t_cols=("$(printf '%.3f' "$t_min")" "$(printf '%.3f' "$t_med")" "$(printf '%.3f' "$t_cmed")")
+    t_cols=("$(printf '%.3f' "$t_min")" "$(printf '%.3f' "$t_med")" "$(printf '%.3f' "$t_cmed")" "$t_csprd")
   else
-    t_cols=(n/a n/a n/a) ratio=n/a cratio=n/a
+    t_cols=(n/a n/a n/a "") ratio=n/a cratio=n/a
   fi
   printf "$fmt" "$r" "$(jget "$p" encoding)" "$(jget "$p" task)" "$(jget "$p" batch)" \
     "$(printf '%.1f' "$(jget "$p" mean_seq)")" "$(printf '%.3f' "$p_min")" "$(printf '%.3f' "$p_med")" \
-    "$(printf '%.3f' "$p_cmed")" "${t_cols[@]}" "$ratio" "$cratio" "$note"
+    "$(printf '%.3f' "$p_cmed")" "$p_csprd" "${t_cols[@]}" "$ratio" "$cratio" "$note"
 done
 echo
-echo "ms: median step of a run; min / median over the rounds. ratio = PyTorch / pelab (> 1: pelab faster); cpu"
+echo "ms: median step of a run; min / median over the rounds; sprd = (max - min) / min of the runs' CPU times."
+echo "ratio = PyTorch / pelab (> 1: pelab faster); cpu"
 echo "ratio from the median CPU times. Main cell = the first of the recipe's grid; the batches are the run's own"
 echo "(task sample, then [train] positions), drawn before timing and fed to both sides."
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
