@@ -4,7 +4,7 @@
 // sgemm (the kernel OPENBLAS_CORETYPE selects), and the same product by the GEMM path pelab runs
 // (blas::gemm_path: libxsmm's AVX-512 kernels can exceed OpenBLAS's AVX2 peak, so both are printed).
 //
-//   bench_train [--config a|b|c|all] [--encoding NAME[+SCALING]|all] [--positions MODE] [--steps N] [--warmup N]
+//   bench_train [--config a|b|c|d|all] [--encoding NAME[+SCALING]|all] [--positions MODE] [--steps N] [--warmup N]
 //               [--threads N] [--peak-gflops X] [--path-peak-gflops X] [--peak-only] [--json] [--gemm-shapes]
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
@@ -12,6 +12,10 @@
 // encodings. Any registered encoding can be named, with an [attention] scaling after a '+' (rope+ssmax). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
 // (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
 // path); offset too.
+//
+// (d) is experiments/reproduce/deletang.toml's shape with one problem size per step (kConfigs below): its
+// step time, FLOPs and tokens are means over a fixed sequence of sizes that bench_torch.py repeats.
+// PELAB_PERF_CTL=CTL,ACK: profile the timed steps alone (bench/perf_control.hpp).
 //
 // Each (config, encoding) cell runs in its own process so that peak RSS (VmHWM) is that cell's alone:
 // with more than one cell this process measures the sgemm peak once, then re-executes itself per cell.
@@ -50,6 +54,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.hpp"
+#include "bench/perf_control.hpp"
 #include "core/allocator.hpp"
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
@@ -64,13 +70,17 @@
 #include "training/positions.hpp"
 
 using namespace pelab;
+using pelab::bench::cpu_now_s;
+using pelab::bench::median;
+using pelab::bench::parse_int;
 
 namespace {
 
 struct BenchConfig {
   std::string name;
-  std::size_t d_model, n_layers, n_heads, batch, seq;
+  std::size_t d_model, n_layers, n_heads, batch, seq;  // mixed sizes: seq = the longest T
   int steps, warmup;  // defaults sized so a full scripts/bench.sh run stays within ~10 minutes
+  std::size_t max_size = 0;  // > 0: config (d), an encoder over x plus blanks, one size n in 1..max_size per step
 };
 
 constexpr std::size_t kVocab = 20;
@@ -78,7 +88,27 @@ const std::vector<BenchConfig> kConfigs = {
     {"a", 64, 2, 4, 32, 32, 300, 30},
     {"b", 128, 4, 4, 32, 64, 40, 5},
     {"c", 256, 4, 8, 16, 128, 12, 3},
+    // (d): experiments/reproduce/deletang.toml's shape (Delétang et al. 2023): d 64, 5 layers, 8 heads of
+    // size 8, batch 128, bidirectional, x of n tokens then n blanks (T = 2n, as reverse_string), the loss on
+    // the blanks; no dropout (as (a)-(c)). Warm-up: every size once (1..40), so that the timed steps see
+    // cached buffers as a long run does; timed: sizes from mixed_sizes (the same sequence as bench_torch.py).
+    {"d", 64, 5, 8, 128, 80, 20, 40, 40},
 };
+constexpr std::uint64_t kMixedSeed = 2026;  // (d)'s size sequence; bench_torch.py's MIXED_SEED
+
+// (d)'s problem size of timed step i: 1 + splitmix64(seed + i + 1) % max_size (Steele et al. 2014, as
+// java.util.SplittableRandom); bench_torch.py's mixed_sizes computes the same sequence.
+std::vector<std::size_t> mixed_sizes(std::size_t max_size, int steps) {
+  std::vector<std::size_t> sizes(steps);
+  std::uint64_t s = kMixedSeed;
+  for (auto& n : sizes) {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    n = 1 + (z ^ (z >> 31)) % max_size;
+  }
+  return sizes;
+}
 // The eleven attention-family encodings, then the history encodings (docs/encodings.md).
 const std::vector<std::string> kEncodings = {"none", "learned", "sinusoidal", "rope", "alibi", "t5",
                                              "shaw", "fire", "kerple", "xpos", "cope",
@@ -141,16 +171,10 @@ void print_gemm_shapes(int steps, double step_s, double peak) {
               100 * total_flop / total_s / 1e9 / peak);
 }
 
-double cpu_now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / double(v.size());
 }
 
 // A "VmXXX:  1234 kB" field of /proc/self/status, in MB.
@@ -196,7 +220,7 @@ double measure_peak_gflops(blas::GemmFn fn = blas::gemm_openblas) {
 const BenchConfig& find_config(const std::string& name) {
   for (const auto& c : kConfigs)
     if (c.name == name) return c;
-  throw Error("--config: unknown configuration '" + name + "'; allowed: a, b, c, all");
+  throw Error("--config: unknown configuration '" + name + "'; allowed: a, b, c, d, all");
 }
 
 // A cell's encoding, optionally with an [attention] scaling after a '+': "rope+ssmax" (SSMax is a
@@ -219,6 +243,7 @@ ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encodin
   mc.n_heads = bc.n_heads;
   std::tie(mc.encoding, mc.attention.scaling) = split_scaling(encoding);
   mc.train_seq_len = bc.seq;
+  mc.causal = bc.max_size == 0;  // (d): an encoder
   if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows
   return mc;
 }
@@ -230,19 +255,22 @@ struct BenchBatch {
   Batch ids;                              // the position ids, drawn once; kept with the batch (as above)
 };
 
-BenchBatch bench_batch(const BenchConfig& bc, const PositionConfig& pc) {
-  const std::size_t B = bc.batch, T = bc.seq;
+// T = bc.seq, or (d) x of n tokens then n blank tokens (T = 2n, the loss on the blanks only).
+BenchBatch bench_batch(const BenchConfig& bc, const PositionConfig& pc, std::size_t n = 0) {
+  const std::size_t B = bc.batch, T = n ? 2 * n : bc.seq;
   // Every buffer made at its size: a default-constructed Array (one element) replaced later would be
   // freed into the allocator's cache and change the count of buffers the timed steps take from the system.
   BenchBatch b{IndexArray(Shape{B, T}), IndexArray(Shape{B, T}), IndexArray(), Array(Shape{B, T}), Batch()};
   Rng data_rng(1);
-  for (auto& v : b.tokens) v = static_cast<std::int32_t>(data_rng.below(kVocab));
+  for (auto& v : b.tokens) v = static_cast<std::int32_t>(data_rng.below(kVocab - (n ? 1 : 0)));
   for (auto& v : b.targets) v = static_cast<std::int32_t>(data_rng.below(kVocab));
+  b.mask.fill(real(1));
+  for (std::size_t r = 0; n && r < B; ++r)
+    for (std::size_t t = 0; t < n; ++t) b.tokens(r, n + t) = kVocab - 1, b.mask(r, t) = 0;  // blanks; x not scored
   b.ids.tokens = b.tokens;
   Rng position_rng(2);
   assign_positions(b.ids, pc, position_rng);
   b.positions = b.ids.positions;
-  b.mask.fill(real(1));
   return b;
 }
 
@@ -265,6 +293,7 @@ CellMeasure time_steps(const std::function<double()>& step, int warmup, int step
   m.wall.resize(steps), m.cpu.resize(steps);  // before the heap baseline: not a step's allocation
   m.rss_warm = proc_status_mb("VmRSS"), m.heap_warm = heap_in_use_kb();
   m.mem_warm = memory::stats();
+  bench::perf_enable();  // PELAB_PERF_CTL: a profile of the timed steps alone
   for (int i = 0; i < steps; ++i) {
     const double c0 = cpu_now_s();
     const auto t0 = std::chrono::steady_clock::now();
@@ -284,7 +313,8 @@ struct CellFigures {
   std::size_t B, T, d, L, params;
   int steps, warmup;
   double rss_base, peak_gflops, path_peak_gflops;
-  double flops, step_s, cpu_s, tok_s, gflops, util, path_util;
+  double flops, step_s, cpu_s, tok_s, gflops, util, path_util;  // (d): means over its sizes
+  double mean_T;
   std::size_t sys_allocs;  // tensor buffers obtained from the system during the timed steps: 0 in steady state
   double sys_mb_delta;
 };
@@ -297,11 +327,18 @@ CellFigures cell_figures(const BenchConfig& bc, const ModelConfig& mc, std::size
   f.path_peak_gflops = path_peak_gflops;
   f.sys_allocs = m.mem_end.system_allocs - m.mem_warm.system_allocs;
   f.sys_mb_delta = (double(m.mem_end.system_bytes) - double(m.mem_warm.system_bytes)) / (1 << 20);
-  const std::size_t B = f.B, T = f.T, d = f.d, ff = mc.d_ff ? mc.d_ff : 4 * d, L = f.L;
+  const std::size_t B = f.B, d = f.d, ff = mc.d_ff ? mc.d_ff : 4 * d, L = f.L;
   const double n_mm = double(L) * (4.0 * d * d + 2.0 * d * ff) + double(d) * kVocab;
-  f.flops = 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d;
-  f.step_s = median(m.wall), f.cpu_s = median(m.cpu);
-  f.tok_s = double(B * T) / f.step_s, f.gflops = f.flops / f.step_s / 1e9;
+  auto flops_at = [&](double T) { return 6.0 * n_mm * B * T + double(L) * 12.0 * B * T * T * d; };
+  if (bc.max_size == 0) {
+    f.flops = flops_at(double(f.T)), f.mean_T = double(f.T);
+    f.step_s = median(m.wall), f.cpu_s = median(m.cpu);
+  } else {  // (d): steps of different T; the mean over the fixed sequence (its median step would be one size)
+    f.flops = f.mean_T = 0;
+    for (std::size_t n : mixed_sizes(bc.max_size, steps)) f.flops += flops_at(2.0 * n) / steps, f.mean_T += 2.0 * n / steps;
+    f.step_s = mean(m.wall), f.cpu_s = mean(m.cpu);
+  }
+  f.tok_s = double(B) * f.mean_T / f.step_s, f.gflops = f.flops / f.step_s / 1e9;
   f.util = f.gflops / peak_gflops, f.path_util = f.gflops / path_peak_gflops;
   return f;
 }
@@ -311,14 +348,15 @@ void print_cell_json(const BenchConfig& bc, const std::string& encoding, const O
   std::printf(
       "{\"impl\":\"pelab\",\"config\":\"%s\",\"encoding\":\"%s\",\"positions\":\"%s\",\"threads\":%d,\"batch\":%zu,\"seq\":%zu,"
       "\"d_model\":%zu,\"n_layers\":%zu,\"n_heads\":%zu,\"vocab\":%zu,\"params\":%zu,\"warmup\":%d,"
-      "\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
+      "\"steps\":%d,\"mean_seq\":%.3f,\"tokens_per_step\":%.1f,\"step_ms\":%.4f,\"cpu_ms\":%.4f,\"tok_s\":%.1f,\"cpu_tok_s\":%.1f,"
       "\"flops_per_step\":%.6e,\"gflops\":%.4f,\"peak_gflops\":%.4f,\"util\":%.5f,\"gemm_path\":\"%s\","
       "\"path_peak_gflops\":%.4f,\"path_util\":%.5f,\"rss_base_mb\":%.2f,"
       "\"peak_rss_mb\":%.2f,\"rss_warm_mb\":%.2f,\"rss_end_mb\":%.2f,\"rss_delta_mb\":%.3f,"
       "\"heap_delta_kb\":%.1f,\"tensor_sys_allocs\":%zu,\"tensor_sys_mb_delta\":%.3f,"
       "\"tensor_sys_mb\":%.2f,\"loss_first\":%.5f,\"loss_last\":%.9g,\"blas_core\":\"%s\",\"simd\":\"%s\"}\n",
       bc.name.c_str(), encoding.c_str(), opt.positions.c_str(), opt.threads, f.B, f.T, f.d, f.L, bc.n_heads, kVocab,
-      f.params, f.warmup, f.steps, f.step_s * 1e3, f.cpu_s * 1e3, f.tok_s, double(f.B * f.T) / f.cpu_s,
+      f.params, f.warmup, f.steps, f.mean_T, f.B * f.mean_T, f.step_s * 1e3, f.cpu_s * 1e3, f.tok_s,
+      f.B * f.mean_T / f.cpu_s,
       f.flops, f.gflops, f.peak_gflops, f.util, blas::gemm_path_name().c_str(), f.path_peak_gflops, f.path_util, f.rss_base, m.peak_rss, m.rss_warm, m.rss_end, m.rss_end - m.rss_warm,
       m.heap_end - m.heap_warm, f.sys_allocs, f.sys_mb_delta, m.mem_end.system_bytes / double(1 << 20), m.loss_first,
       m.loss_last, blas::core_name().c_str(), simd::summary().c_str());
@@ -329,9 +367,13 @@ void print_cell_text(const BenchConfig& bc, const std::string& encoding, const O
   std::printf("config %s (d_model %zu, %zu layers, %zu heads, batch %zu, seq %zu), encoding %s, %s positions, "
               "%d thread(s)\n", bc.name.c_str(), f.d, f.L, bc.n_heads, f.B, f.T, encoding.c_str(), opt.positions.c_str(),
               opt.threads);
-  std::printf("  %.0f tok/s: median step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", f.tok_s,
-              f.step_s * 1e3, f.cpu_s * 1e3, f.steps, f.warmup);
-  std::printf("  model FLOP/s (forward + backward by formula / median step): %.2f GFLOP/s (%.3g GFLOP/step)\n", f.gflops,
+  if (bc.max_size)
+    std::printf("  sizes n = 1..%zu, T = 2n (x, then n blanks scored), bidirectional; warm-up: every size once; "
+                "timed: mixed_sizes (seed %llu), mean T %.2f; step = MEAN over the timed steps\n", bc.max_size,
+                (unsigned long long)kMixedSeed, f.mean_T);
+  std::printf("  %.0f tok/s: %s step %.3f ms (cpu %.3f ms) over %d steps after %d warm-up\n", f.tok_s,
+              bc.max_size ? "mean" : "median", f.step_s * 1e3, f.cpu_s * 1e3, f.steps, f.warmup);
+  std::printf("  model FLOP/s (forward + backward by formula / %s step): %.2f GFLOP/s (%.3g GFLOP/step)\n", bc.max_size ? "mean" : "median", f.gflops,
               f.flops / 1e9);
   std::printf("    = %.1f%% of the single-thread OpenBLAS sgemm 1024^3 peak %.1f GFLOP/s (kernel %s)\n", 100 * f.util,
               f.peak_gflops, blas::core_name().c_str());
@@ -362,11 +404,18 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
   common.weight_decay = 0.01;
   auto optimizer = make_optimizer("adamw", {}, common, model.parameters());
 
-  const BenchBatch batch = bench_batch(bc, pc);
+  // (d): one batch per size n (T = 2n); warm-up step i runs size i % max_size + 1, timed step i mixed_sizes[i].
+  std::vector<BenchBatch> batches;
+  if (bc.max_size == 0) batches.push_back(bench_batch(bc, pc));
+  for (std::size_t n = 1; n <= bc.max_size; ++n) batches.push_back(bench_batch(bc, pc, n));
+  const std::vector<std::size_t> sizes = mixed_sizes(std::max<std::size_t>(bc.max_size, 1), steps);
   if (opt.gemm_shapes) blas::set_serial_gemm_for_testing(timed_gemm);
   int step_count = 0;
   const std::function<double()> step = [&] {
-    g_gemm_recording = opt.gemm_shapes && step_count++ >= warmup;  // the timed steps only
+    const int i = step_count++;
+    g_gemm_recording = opt.gemm_shapes && i >= warmup;  // the timed steps only
+    const BenchBatch& batch = bc.max_size == 0 ? batches[0]
+                              : batches[i < warmup ? std::size_t(i) % bc.max_size : sizes[i - warmup] - 1];
     Tensor logits = model.forward(batch.tokens, batch.positions);
     Tensor loss = cross_entropy(logits, batch.targets, &batch.mask);
     const double l = loss.item();
@@ -388,14 +437,6 @@ void run_cell(const BenchConfig& bc, const std::string& encoding, const Options&
     print_gemm_shapes(steps, f.step_s, peak_gflops);
   }
   std::fflush(stdout);
-}
-
-int parse_int(const std::string& flag, const char* s, int lo) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (end == s || *end || v < lo || v > 1000000)
-    throw Error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + s + "'");
-  return static_cast<int>(v);
 }
 
 Options parse(int argc, char** argv) {
@@ -426,7 +467,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_train [--config a|b|c|all] [--encoding NAME[+SCALING]|all] [--positions contiguous|offset|"
+      std::printf("usage: bench_train [--config a|b|c|d|all] [--encoding NAME[+SCALING]|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
                   "[--path-peak-gflops X]\n                   [--peak-only] [--json] [--gemm-shapes]\n");
       std::exit(0);

@@ -126,8 +126,9 @@ class FastModel(nn.Module):
 
     def __init__(self, cfg, encoding, encoding_params=None, script=False):
         super().__init__()
+        self.causal = cfg.get("causal", True)  # False: an encoder (config (d)), no mask
         dims = dict(d_model=cfg["d_model"], n_heads=cfg["n_heads"], head_dim=cfg["d_model"] // cfg["n_heads"],
-                    n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=True)
+                    n_layers=cfg["n_layers"], train_len=cfg["seq_len"], causal=self.causal)
         self.n_heads, self.hs = cfg["n_heads"], cfg["d_model"] // cfg["n_heads"]
         pos = ref.make_encoding(encoding, encoding_params or {}, dims)  # decides the token width (concat)
         self.tok_emb = nn.Embedding(cfg["vocab"], pos.token_width(cfg["d_model"]))
@@ -142,7 +143,7 @@ class FastModel(nn.Module):
         self.is_cope = isinstance(self.pos, ref.CoPE)
         # a bias from learned parameters (T5, Kerple, FIRE), rebuilt every forward
         self.learned_bias = (any(True for _ in self.pos.parameters()) and not self.is_shaw and not self.is_cope)
-        self._key = None  # (positions, per-layer position-only inputs) for the positions last seen
+        self._cache = {}  # positions' shape -> (positions, per-layer position-only inputs): one per length
 
     def _layer_inputs(self, positions, B, T, dtype):
         """Per layer: the additive mask (causal -inf above the diagonal, plus the encoding's bias), rotation
@@ -150,11 +151,12 @@ class FastModel(nn.Module):
         logit scale: what depends on the positions only is computed once and reused while they repeat; a
         learned bias (T5, Kerple, FIRE) is rebuilt every forward. The tables of Shaw and CoPE are the
         encoding's parameters themselves."""
-        if self._key is None or self._key[0].shape != positions.shape or not torch.equal(self._key[0], positions):
-            self._key = (positions.clone(), [self._fixed_inputs(positions, layer, B, T, dtype)
-                                             for layer in range(len(self.blocks))])
+        key = self._cache.get(tuple(positions.shape))
+        if key is None or not torch.equal(key[0], positions):
+            key = self._cache[tuple(positions.shape)] = (
+                positions.clone(), [self._fixed_inputs(positions, layer, B, T, dtype) for layer in range(len(self.blocks))])
         out = []
-        for layer, (causal, cos, sin, rot, half, scale, rel_index, cope_keep) in enumerate(self._key[1]):
+        for layer, (causal, cos, sin, rot, half, scale, rel_index, cope_keep) in enumerate(key[1]):
             mask = causal
             if self.learned_bias:
                 mask = self._with_bias(causal, positions, layer, B, dtype)
@@ -177,7 +179,7 @@ class FastModel(nn.Module):
 
     def _fixed_inputs(self, positions, layer, B, T, dtype):
         H, hs = self.n_heads, self.hs
-        causal = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
+        causal = torch.full((T, T), float("-inf"), dtype=dtype).triu(1) if self.causal else torch.zeros(T, T, dtype=dtype)
         mask = causal if self.learned_bias or self.is_cope else self._with_bias(causal, positions, layer, B, dtype)
         cos = sin = rel_index = cope_keep = None
         rot, half = 0, False
@@ -215,10 +217,16 @@ class FastModel(nn.Module):
             tables.append(both.repeat_interleave(2, dim=-1).to(dtype).contiguous())
         return tables[0], tables[1]
 
-    def forward(self, tokens, positions):
+    def forward(self, tokens, positions, digit_index: Optional[torch.Tensor] = None):
+        """digit_index (B, T): the task's digit indices (pelab's Batch::digit_index) for Abacus, whose
+        reference derives them from the tokens in a Python loop; without it, as the reference."""
         B, T = tokens.shape
         self.pos.begin_forward(positions)
-        x = self.pos.encode_input(self.tok_emb(tokens), positions)            # (B, T, d)
+        if isinstance(self.pos, ref.Abacus) and digit_index is not None:
+            x = self.tok_emb(tokens) + F.embedding(digit_index, self.pos.weight)  # no training offset (k = 0)
+        else:
+            self.pos.tokens = tokens  # what an input encoding derives its own ids from, as pelab_ref.Model
+            x = self.pos.encode_input(self.tok_emb(tokens), positions)        # (B, T, d)
         inputs = self._layer_inputs(positions, B, T, x.dtype)
         for blk, args in zip(self.blocks, inputs):
             x = blk(x, *args)
@@ -254,7 +262,7 @@ def make_adamw(model, lr, weight_decay, foreach=True, **rule):
 
 
 def check_matches_reference(cfg, encoding, tokens, positions, targets, mask, script=False, seed=0,
-                            encoding_params=None, trace=False):
+                            encoding_params=None, trace=False, digit_index=None):
     """Builds pelab_ref.Model and FastModel (blocks scripted, or the whole model traced, if asked) with the
     same weights (pelab_ref's deliberately large fixture init, so that a wrong term shows), runs forward +
     loss + backward on one batch in float64, and returns (loss difference, worst gradient difference relative to that gradient's
@@ -268,7 +276,8 @@ def check_matches_reference(cfg, encoding, tokens, positions, targets, mask, scr
     loss_ref = ref.masked_ce(m_ref(tokens, positions), targets, mask.double())
     loss_ref.backward()
     fwd = trace_fixed(m_fast, tokens, positions) if trace else m_fast
-    loss_fast = loss_fn(fwd(tokens, positions), ce_targets(targets, mask))
+    logits = fwd(tokens, positions) if digit_index is None else fwd(tokens, positions, digit_index)
+    loss_fast = loss_fn(logits, ce_targets(targets, mask))
     loss_fast.backward()
     g_ref = dict(m_ref.named_parameters())
     # A gradient that is zero in exact arithmetic (FIRE's output bias: a per-head constant shifts no

@@ -44,7 +44,23 @@ bool kernel_call(bool ta, std::size_t m_rows, std::size_t n_cols, std::size_t k,
   const libxsmm_blasint la = libxsmm_blasint(ldb), lb = libxsmm_blasint(lda), lc = libxsmm_blasint(ldc);
   const float alpha = 1;
   const int flags = ta ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
-  const libxsmm_smmfunction f = libxsmm_smmdispatch(m, n, kk, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
+  // The last kernel this thread dispatched, keyed by every argument of the dispatch: attention's per-(row,
+  // head) products call one shape B H times in a row, and libxsmm's dispatch (descriptor, hash, registry
+  // lookup) was about 0.7% of a (d) step (bench/README.md, "Profiles of (d) and zhou2024"). The kernel
+  // called is the one the dispatch returns either way (libxsmm keeps its kernels for the process's life),
+  // so no result changes.
+  struct Last {
+    libxsmm_blasint m = -1, n = -1, k = -1, la = -1, lb = -1, lc = -1;
+    float beta = -1;
+    int flags = -1;
+    libxsmm_smmfunction f = nullptr;
+  };
+  thread_local Last last;
+  const bool hit = last.m == m && last.n == n && last.k == kk && last.la == la && last.lb == lb && last.lc == lc &&
+                   last.beta == beta && last.flags == flags;
+  const libxsmm_smmfunction f =
+      hit ? last.f : libxsmm_smmdispatch(m, n, kk, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
+  if (!hit) last = Last{m, n, kk, la, lb, lc, beta, flags, f};
   if (!f) return false;
   f(B, A, C);
   return true;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Training throughput and peak memory of pelab and of the same model in PyTorch, measured alternately.
-# For each configuration (a, b, c) and encoding (none, learned, sinusoidal, rope, alibi, t5, shaw, fire,
+# For each configuration (a, b, c; d: the deletang recipe's shape, mixed sizes, bidirectional) and encoding (none, learned, sinusoidal, rope, alibi, t5, shaw, fire,
 # kerple, xpos, cope) it runs
 # build/bench/bench_train and bench/bench_torch.py (Debian's python3-torch at /usr/bin/python3) in turn,
 # pelab, PyTorch, pelab, PyTorch, ... for --rounds rounds (each run a fresh process), and prints per side
@@ -12,8 +12,10 @@
 # methods (--encoding frontier: fox, stick_breaking, selective, dape, dynamic_bias, path, pope, hope, fope,
 # transformer_xl and rope+ssmax, SSMax as rope's [attention] scaling) have no fast PyTorch twin in
 # bench_torch.py: pelab's side only, against rope. `all` is both lists. See bench/README.md.
+# --recipe NAME|all runs scripts/bench_recipe.sh instead: one step of each recipe's main cell against its
+# PyTorch twin (the other arguments go with it).
 #
-#   scripts/bench.sh [--threads N] [--config a|b|c|all] [--encoding NAME[,NAME...]|all|frontier] [--rounds N (>= 3)]
+#   scripts/bench.sh [--threads N] [--config a|b|c|d|all] [--encoding NAME[,NAME...]|all|frontier] [--rounds N (>= 3)]
 #                    [--steps N] [--warmup N] [--variant V] [--build-dir DIR] [--json-out FILE]
 #                    [--torch-coretype K]
 # PyTorch's OpenBLAS kernel: --torch-coretype K, else pelab's when pelab's GEMMs are OpenBLAS's
@@ -22,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+for a in "$@"; do [ "$a" = --recipe ] && exec scripts/bench_recipe.sh "$@"; done
 threads=1 config=all encoding=all rounds=3 steps="" warmup="" variant=best build_dir=build json_out="" torch_core=""
 while (($#)); do
   case "$1" in
@@ -34,14 +37,14 @@ while (($#)); do
         --json-out) json_out=$v ;; --torch-coretype) torch_core=$v ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --threads must be a positive integer, got '$threads'" >&2; exit 2; }
 [[ $rounds =~ ^[0-9]+$ ]] && ((rounds >= 3)) || { echo "bench.sh: --rounds must be an integer >= 3, got '$rounds'" >&2; exit 2; }
-case "$config" in a|b|c) configs=$config ;; all) configs="a b c" ;;
-  *) echo "bench.sh: --config must be a, b, c or all, got '$config'" >&2; exit 2 ;; esac
+case "$config" in a|b|c|d) configs=$config ;; all) configs="a b c d" ;;
+  *) echo "bench.sh: --config must be a, b, c, d or all, got '$config'" >&2; exit 2 ;; esac
 torch_encodings="none learned sinusoidal rope alibi t5 shaw fire kerple xpos cope"  # bench_torch.py has these
 frontier_encodings="fox stick_breaking selective dape dynamic_bias path pope hope fope transformer_xl rope+ssmax"
 all_encodings="$torch_encodings $frontier_encodings"
@@ -156,6 +159,10 @@ for c in $configs; do
           --json "${check_flag[@]}" "${extra[@]}")
         [ -n "$json_out" ] && printf '%s\n' "$t" >>"$json_out"
         t_ms+=("$(jget "$t" step_ms)") t_cpu+=("$(jget "$t" cpu_ms)") t_last=$t
+        # (d): both sides must have timed the same sequence of sizes (bench_train's and bench_torch.py's mixed_sizes)
+        [ "$(jget "$p" tokens_per_step)" = "$(printf '%.1f' "$(jget "$t" tokens_per_step)")" ] || {
+          echo "bench.sh: config $c: pelab timed $(jget "$p" tokens_per_step) tokens a step, PyTorch $(jget "$t" tokens_per_step): not the same sizes" >&2
+          exit 1; }
         ((r == 1)) && check=$(printf '%s\n' "$t" | sed -n 's/.*"check":"\([^"]*\)".*/\1/p')
         read -r t_rss t_drss < <(awk -v a="$t_rss" -v b="$(jget "$t" peak_rss_mb)" -v c="$t_drss" \
           -v d="$(jget "$t" rss_delta_mb)" 'function mx(x, y) { return x > y ? x : y } BEGIN { print mx(a, b), mx(c, d) }')
@@ -163,7 +170,7 @@ for c in $configs; do
     done
     read -r p_min p_med p_spread < <(stats "${p_ms[@]}")
     read -r _ p_cmed p_cspread < <(stats "${p_cpu[@]}")
-    B=$(jget "$p_last" batch) T=$(jget "$p_last" seq)
+    N=$(jget "$p_last" tokens_per_step)  # B x T; (d): B x its mean T
     if ((${#t_ms[@]})); then
       read -r t_min t_med t_spread < <(stats "${t_ms[@]}")
       read -r _ t_cmed t_cspread < <(stats "${t_cpu[@]}")
@@ -172,13 +179,13 @@ for c in $configs; do
         'BEGIN { r = (ps > lim || ts > lim) ? "noisy:_rerun" : sprintf("%.2f_/_%.2f", tm / pm, td / pd)
                  q = (pcs > lim || tcs > lim) ? "noisy:_rerun" : sprintf("%.2f", tc / pc); print r, q }')
       t_cols=("$(printf '%.3f' "$t_min")" "$(printf '%.3f' "$t_med")" "$(awk -v s="$t_spread" 'BEGIN { printf "%.0f%%", 100 * s }')")
-      t_tok=$(awk -v m="$t_med" -v n=$((B * T)) 'BEGIN { printf "%.0f", n / m * 1000 }')
+      t_tok=$(awk -v m="$t_med" -v n="$N" 'BEGIN { printf "%.0f", n / m * 1000 }')
     else
       t_cols=(n/a n/a "") ratio=n/a cratio=n/a t_tok=n/a
     fi
     printf "$fmt" "$c" "$e" "$(printf '%.3f' "$p_min")" "$(printf '%.3f' "$p_med")" \
       "$(awk -v s="$p_spread" 'BEGIN { printf "%.0f%%", 100 * s }')" "${t_cols[@]}" "${ratio//_/ }" "${cratio//_/ }" \
-      "$(awk -v m="$p_med" -v n=$((B * T)) 'BEGIN { printf "%.0f", n / m * 1000 }')" "$t_tok"
+      "$(awk -v m="$p_med" -v n="$N" 'BEGIN { printf "%.0f", n / m * 1000 }')" "$t_tok"
     rows+=("$c|$e|$p_last|$p_rss|$p_alloc|$p_heap|$p_drss|$t_rss|$t_drss|$p_med|$check|$(jget "$t_last" variant)|$p_cmed|$p_cspread|$p_spread")
   done
 done
@@ -254,6 +261,7 @@ if ((have_torch)); then
   done
 fi
 echo
+echo "(d): a run's step is the MEAN over its fixed sequence of problem sizes (the same on both sides), not a median."
 echo "ms = median step time of one run; min / median over the $rounds runs of each side; sprd = (max - min) / min"
 echo "of those. speed ratio = PyTorch time / pelab time (> 1: pelab faster) from the minima and from the medians;"
 echo "cpu ratio the same from median process CPU time (insensitive to preemption). A ratio is printed only when"

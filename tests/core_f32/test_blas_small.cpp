@@ -89,6 +89,37 @@ TEST_CASE("the libxsmm path agrees with the reference: every transpose pair, alp
   blas::check_gemm_agrees(small_only);
 }
 
+TEST_CASE("the libxsmm path's kernel cache: one dispatch argument changed at a time gets its own kernel",
+          "[blas][libxsmm]") {
+  if (!blas::detail::small_gemm_built()) {
+    WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
+    return;
+  }
+  // One (M, N, K), called back to back as attention calls its per-head products; each call changes one of
+  // the arguments the kernel is dispatched by (beta, the leading dimensions, trans_a), so a cache keyed
+  // on fewer would run the previous call's kernel and miss the reference.
+  const std::size_t M = 24, N = 20, K = 8;
+  struct Call {
+    bool ta;
+    std::size_t pad_a, pad_b, pad_c;
+    float beta;
+  };
+  const Call calls[] = {{false, 0, 0, 0, 0.0f}, {false, 0, 0, 0, 1.0f}, {false, 3, 0, 0, 1.0f}, {false, 3, 5, 0, 1.0f},
+                        {false, 3, 5, 7, 1.0f}, {true, 3, 5, 7, 1.0f},  {true, 3, 5, 7, 0.0f}, {false, 0, 0, 0, 0.0f}};
+  for (const Call& c : calls) {
+    const std::size_t lda = (c.ta ? M : K) + c.pad_a, ldb = N + c.pad_b, ldc = N + c.pad_c;
+    const auto A = lcg((c.ta ? K : M) * lda, 11), B = lcg(K * ldb, 12);
+    std::vector<float> C = lcg(M * ldc, 13), ref = C;
+    REQUIRE(blas::detail::small_gemm(c.ta, false, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc));
+    blas::gemm_reference(c.ta, false, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, c.beta, ref.data(), ldc);
+    double worst = 0;
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < ldc; ++j) worst = std::max(worst, std::fabs(double(C[i * ldc + j]) - ref[i * ldc + j]));
+    INFO("trans_a " << c.ta << " lda " << lda << " ldb " << ldb << " ldc " << ldc << " beta " << c.beta);
+    CHECK(worst <= 1e-4);  // float rounding of 8-term sums of |terms| < 1 (a wrong kernel errs by about 1)
+  }
+}
+
 TEST_CASE("the libxsmm path and OpenBLAS agree within float rounding of each other", "[blas][libxsmm]") {
   if (!blas::detail::small_gemm_built()) {
     WARN("skipped: built without libxsmm (-DPELAB_LIBXSMM=OFF)");
