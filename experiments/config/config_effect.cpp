@@ -63,10 +63,16 @@ void check_dape_base(const ExperimentConfig& cfg, const ModelConfig& m) {
 }
 
 // [encoding] heads restricts an attention-level encoding to some heads; NoPE and the input-level
-// encodings (learned, sinusoidal, ...) have none to restrict.
+// encodings (learned, sinusoidal, ...) have none to restrict, and PoPE's q and k are twice as wide as
+// the other heads' (SelfAttention::encode_some_heads refused it only at the first forward pass).
 void check_heads_apply(const ExperimentConfig& cfg, const ModelConfig& m) {
-  if (m.encoding_heads == 0 || swept(cfg, "encoding.name") || swept(cfg, "encoding.layers")) return;
+  if (m.encoding_heads == 0) return;
   const std::vector<std::string> names = in_play(m);
+  if (std::find(names.begin(), names.end(), "pope") != names.end())
+    fail(location(cfg, "encoding.heads"),
+         "[encoding] heads = " + num(m.encoding_heads) + " cannot restrict 'pope' to some heads: it doubles q and "
+         "k's head width; expected heads = 0");
+  if (swept(cfg, "encoding.name") || swept(cfg, "encoding.layers")) return;
   if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n != "none" && !input_level(n); }))
     return;
   fail(location(cfg, "encoding.heads"),

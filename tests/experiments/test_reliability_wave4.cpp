@@ -87,6 +87,7 @@ TEST_CASE("settings without effect are refused: heads of NoPE or an input-level 
   CHECK(has(err(model("[encoding]\nname = \"none\"\nheads = 1\n")), "heads = 1 has no effect"));
   CHECK(has(err(model("[encoding]\nname = \"sinusoidal\"\nheads = 1\n")), "heads = 1 has no effect"));
   CHECK(err(model("[encoding]\nname = \"rope\"\nheads = 1\n")) == "(no error)");
+  CHECK(has(err(model("[encoding]\nname = \"pope\"\nheads = 1\n")), "c.toml:7: [encoding] heads = 1 cannot restrict 'pope'"));
   CHECK(err(model("[encoding]\nname = \"learned\"\nlayers = \"rope\"\nheads = 1\n")) == "(no error)");
 
   e = err(addition("[encoding]\nname = \"rope\"\n") + "[task.addition]\nhint_symbols = 20\n");
