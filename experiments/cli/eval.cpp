@@ -15,6 +15,7 @@
 #include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/eval/evaluate_grid.hpp"
+#include "experiments/run/estimate.hpp"
 #include "experiments/run/run.hpp"
 #include "experiments/run/trained_run.hpp"
 #include "training/checkpoint.hpp"
@@ -122,6 +123,23 @@ void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<Len
   }
 }
 
+// "estimate: ..." on stderr when the evaluation may take over progress_threshold() (its lengths then
+// print their own progress).
+void print_eval_estimate(Transformer& model, const RunSpec& spec) {
+  set_phase("estimating the time");
+  const EvalConfig& e = spec.config.eval;
+  double flops = 0;
+  std::size_t longest = 0;
+  for (std::size_t n : e.lengths) {
+    flops += forward_flops(spec.model, e.samples, spec.task->sequence_length(n));
+    longest = std::max(longest, spec.task->sequence_length(n));
+  }
+  const JobProgress estimate("evaluating " + std::to_string(e.lengths.size()) + " length(s) of " +
+                                 std::to_string(e.samples) + " examples",
+                             flops, worth_measuring(flops) ? measure_forward_rate(model, longest) : 0);
+  (void)estimate;  // the constructor prints the line
+}
+
 int cmd_eval(const EvalArgs& a) {
   install_stop_handlers();
   arm_stop_deadline(kStopDeadline);  // read-only until the results are written whole
@@ -147,6 +165,7 @@ int cmd_eval(const EvalArgs& a) {
   set_phase("building the model");
   Transformer model(spec.model);
   const std::string checkpoint = load_newest_checkpoint(a.run_dir, model, *spec.task);
+  print_eval_estimate(model, spec);
   EvalOptions eo;
   eo.batches = &batches;
   eo.progress = a.json_out != "-";  // stdout is the JSON's

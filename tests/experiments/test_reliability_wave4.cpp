@@ -222,6 +222,8 @@ TEST_CASE("a long predict prints its estimate and progress, and SIGINT names the
     CHECK(has(text, "GFLOP/s measured on this model); Ctrl-C stops it"));
     CHECK(has(text, "decoding row "));
     CHECK(has(text, "% after "));
+    CHECK(run_cli("eval " + run + " --lengths 300 --samples 4", log, 120) == 0);
+    CHECK(has(read_file(log), "estimate: evaluating 1 length(s) of 4 examples takes about "));
     // SIGINT in the middle of decoding: the message names the phase.
     write_text(log, "");
     const pid_t pid = test::start_cli("predict " + run + " --len 3000 --count 50", log);
