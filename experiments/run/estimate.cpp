@@ -38,6 +38,8 @@ double measure_forward_rate(Transformer& model, std::size_t tokens) {
   IndexArray t(Shape{1, T}), p(Shape{1, T});
   for (std::size_t i = 0; i < T; ++i) t.data()[i] = 0, p.data()[i] = std::int32_t(i);
   NoGrad ng;
+  const bool was_training = model.training();
+  model.set_training(false);  // dropout would need the run's RNG (and draw from it)
   model.forward(t, p);  // warm: first-touch allocation, JIT kernels
   const auto t0 = std::chrono::steady_clock::now();
   double secs = 0;
@@ -47,6 +49,7 @@ double measure_forward_rate(Transformer& model, std::size_t tokens) {
     ++runs;
     secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  model.set_training(was_training);
   return double(runs) * forward_flops(m, 1, T) / std::max(secs, 1e-9);
 }
 

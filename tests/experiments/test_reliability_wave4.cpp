@@ -248,6 +248,9 @@ TEST_CASE("a long predict prints its estimate and progress, and SIGINT names the
   CHECK(has(text, "total: "));
   CHECK(has(text, "with --jobs 2"));
   CHECK_FALSE(fs::exists(dir + "/sweep"));
+  // A model with dropout is timed in evaluation mode (dropout would need the run's RNG).
+  CHECK(run_cli("sweep " + grid + " --out " + dir + "/sweep --dry-run --set model.dropout=0.1", log, 120) == 0);
+  CHECK_FALSE(fs::exists(dir + "/sweep"));
   fs::remove_all(dir);
 }
 
