@@ -256,7 +256,12 @@ def main():
     ap.add_argument("--update", action="store_true")
     ap.add_argument("--reason", help="with --update: what moved and why (the CHANGELOG line)")
     ap.add_argument("--keep", help="run directories here instead of a removed temporary one")
+    ap.add_argument("--data", help="the checksums file (default: tests/golden/golden_bits.json; tests)")
+    ap.add_argument("--changelog", help="the changelog (default: CHANGELOG.md; tests)")
     a = ap.parse_args()
+    global DATA, CHANGELOG
+    DATA = Path(a.data) if a.data else DATA
+    CHANGELOG = Path(a.changelog) if a.changelog else CHANGELOG
     if a.update and not (a.reason and a.reason.strip()):
         ap.error("--update needs --reason: what moved and why (it becomes the CHANGELOG line)")
     work = a.keep or tempfile.mkdtemp(prefix="golden_bits_")
