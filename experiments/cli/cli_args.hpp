@@ -15,6 +15,8 @@ namespace pelab {
 // "a,b,c" -> integers in [1, max]; an item that is not one throws Error("FLAG: 'item' is not ALLOWED").
 inline std::vector<std::size_t> parse_positive_list(const std::string& flag, const std::string& csv, long max,
                                                     const std::string& allowed) {
+  if (csv.empty() || csv.back() == ',')  // getline would drop a trailing empty item
+    throw Error(flag + ": '" + csv + "' is not a comma-separated list; expected items that are each " + allowed);
   std::vector<std::size_t> out;
   std::stringstream ss(csv);
   std::string item;
@@ -43,6 +45,18 @@ inline std::string check_unsigned_text(std::string& text) {
     return "'" + text + "' is out of range (at most 18446744073709551615)";
   }
   return "";
+}
+
+// A list option given as '' (CLI11 would store "", which reads as not given).
+inline std::string check_nonempty_text(std::string& text) {
+  return text.empty() ? "'' is empty; expected a comma-separated list" : "";
+}
+
+// check_unsigned_text, and not 0 (a size: show-task --len).
+inline std::string check_positive_text(std::string& text) {
+  const std::string e = check_unsigned_text(text);
+  if (e.empty() && std::stoull(text) == 0) return "'" + text + "' is not a positive integer";
+  return e;
 }
 
 inline std::string check_finite_text(std::string& text) {

@@ -15,6 +15,7 @@
 #include "experiments/eval/eval_named.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/eval/evaluate_grid.hpp"
+#include "experiments/run/estimate.hpp"
 #include "experiments/run/run.hpp"
 #include "experiments/run/trained_run.hpp"
 #include "training/checkpoint.hpp"
@@ -32,6 +33,21 @@ struct EvalArgs {
   std::string name;
   std::string memory_mb;
 };
+
+// A --set of what a flag sets would silently win over the flag (it is applied after): refused, as two
+// flags are. --lengths and --length-range each replace both forms of the lengths.
+void check_flag_conflicts(const EvalArgs& a) {
+  for (const std::string& kv : a.overrides) {
+    const std::string key = kv.substr(0, kv.find('='));
+    std::string flag;
+    if ((key == "eval.lengths" || key == "eval.length_range") && (!a.lengths_csv.empty() || !a.range_csv.empty()))
+      flag = a.lengths_csv.empty() ? "--length-range " + a.range_csv : "--lengths " + a.lengths_csv;
+    if (key == "eval.samples" && a.samples) flag = "--samples " + std::to_string(a.samples);
+    if (!flag.empty())
+      throw Error("--set " + kv + " and " + flag + " both set the evaluation " +
+                  (key == "eval.samples" ? "samples" : "lengths") + "; give one of them");
+  }
+}
 
 // The run's own config.toml, with any --lengths / --length-range / --samples applied as overrides (same
 // checks), then --set. Either flag replaces both forms the run may have recorded.
@@ -52,6 +68,7 @@ std::vector<std::string> eval_sets(const EvalArgs& a) {
     sets.insert(sets.end(), {"eval.length_range=[" + items + "]", "eval.lengths=[]"});
   }
   if (a.samples) sets.push_back("eval.samples=" + std::to_string(a.samples));
+  check_flag_conflicts(a);
   if (!a.name.empty()) check_eval_name(a.name);
   check_eval_settings(a.overrides, load_config(a.run_dir + "/config.toml").runs.at(0).config);
   sets.insert(sets.end(), a.overrides.begin(), a.overrides.end());
@@ -106,6 +123,23 @@ void write_results(const EvalArgs& a, const RunSpec& spec, const std::vector<Len
   }
 }
 
+// "estimate: ..." on stderr when the evaluation may take over progress_threshold() (its lengths then
+// print their own progress).
+void print_eval_estimate(Transformer& model, const RunSpec& spec) {
+  set_phase("estimating the time");
+  const EvalConfig& e = spec.config.eval;
+  double flops = 0;
+  std::size_t longest = 0;
+  for (std::size_t n : e.lengths) {
+    flops += forward_flops(spec.model, e.samples, spec.task->sequence_length(n));
+    longest = std::max(longest, spec.task->sequence_length(n));
+  }
+  const JobProgress estimate("evaluating " + std::to_string(e.lengths.size()) + " length(s) of " +
+                                 std::to_string(e.samples) + " examples",
+                             flops, worth_measuring(flops) ? measure_forward_rate(model, longest) : 0);
+  (void)estimate;  // the constructor prints the line
+}
+
 int cmd_eval(const EvalArgs& a) {
   install_stop_handlers();
   arm_stop_deadline(kStopDeadline);  // read-only until the results are written whole
@@ -131,6 +165,7 @@ int cmd_eval(const EvalArgs& a) {
   set_phase("building the model");
   Transformer model(spec.model);
   const std::string checkpoint = load_newest_checkpoint(a.run_dir, model, *spec.task);
+  print_eval_estimate(model, spec);
   EvalOptions eo;
   eo.batches = &batches;
   eo.progress = a.json_out != "-";  // stdout is the JSON's
@@ -159,10 +194,12 @@ void add_eval(CLI::App& app, Commands& commands) {
   auto* c = app.add_subcommand("eval", "evaluate a trained run at chosen lengths");
   c->add_option("run_dir", a->run_dir, "run directory (holds config.toml and checkpoints/)")->required()->check(CLI::ExistingDirectory);
   auto* lengths =
-      c->add_option("--lengths", a->lengths_csv, "comma-separated lengths (default: the config's eval.lengths)");
+      c->add_option("--lengths", a->lengths_csv, "comma-separated lengths (default: the config's eval.lengths)")
+          ->check(CLI::Validator(check_nonempty_text, "LIST"));
   c->add_option("--length-range", a->range_csv, "FROM,TO[,STEP]: every length FROM..TO (inclusive), as [eval] "
                 "length_range (e.g. 1,500: Deletang et al. 2023)")
-      ->excludes(lengths);
+      ->excludes(lengths)
+      ->check(CLI::Validator(check_nonempty_text, "LIST"));
   c->add_option("--samples", a->samples, "held-out examples per length (default: eval.samples)")
       ->check(CLI::Validator(check_unsigned_text, "UINT"));
   c->add_option("--json", a->json_out, "also write the results to this JSON file (a new or regular file; "

@@ -39,6 +39,11 @@ void print_registry(const char* title, const Registry& r) {
 int cmd_list() {
   print_registry("positional encodings ([encoding] name = ...; parameters in [encoding.NAME]):",
                  EncodingRegistry::instance());
+  std::printf("\nper-layer layout and per-head subsets, with the attention-level encodings ([encoding]):\n");
+  std::vector<ParamSpec> layout;
+  for (const auto& f : config_detail::find_section("encoding")->fields)
+    if (f.spec.key != "name") layout.push_back(f.spec);
+  print_params(layout);
   std::printf("\nattention scaling, with every encoding ([attention]; at evaluation: pelab eval --set attention.KEY=V):\n");
   std::vector<ParamSpec> attention;
   for (const auto& f : config_detail::find_section("attention")->fields) attention.push_back(f.spec);

@@ -24,13 +24,13 @@ namespace {
 struct ShowTaskArgs {
   std::string task_name;
   std::vector<std::string> overrides;  // --set
-  std::size_t n_show = 3, len = 0;
+  std::size_t n_show = 3, len = 8;
   std::uint64_t seed = 0;
 };
 
 // Built through the config loader: the same checks and messages as a config's [task.NAME].
 RunSpec task_spec(const ShowTaskArgs& a) {
-  const std::string len = std::to_string(a.len ? a.len : 8);
+  const std::string len = std::to_string(a.len);
   std::vector<std::string> sets = {"task.name=" + a.task_name, "task.train_len=" + len, "task.min_len=" + len,
                                    "eval.lengths=[" + len + "]"};
   for (const auto& kv : a.overrides) {
@@ -76,7 +76,8 @@ void add_show_task(CLI::App& app, Commands& commands) {
                 "task parameter or format key: key=value, e.g. reverse_digits=true, bos=false, eos=absent, output=blank "
                 "(repeatable)");
   c->add_option("-n", a->n_show, "samples")->check(CLI::Range(1, 100));
-  c->add_option("--len", a->len, "problem size (default 8)");
+  c->add_option("--len", a->len, "problem size (default 8)")
+      ->check(CLI::Validator(check_positive_text, "N"));
   c->add_option("--seed", a->seed, "seed")->check(CLI::Validator(check_unsigned_text, "UINT"));
   commands.push_back({c, [a](const Invocation&) { return cmd_show_task(*a); }});
 }

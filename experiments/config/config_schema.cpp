@@ -107,7 +107,8 @@ Section attention_section() {
   return {"attention",
           {choices(PELAB_FIELD("scaling", model.attention.scaling, none, none,
                                "logit scaling on top of 1/sqrt(hs): none; fixed = 1/temperature; log_length = "
-                               "max(1, log n / log L)/temperature, n = keys the query sees (1-based row); learned "
+                               "max(1, log n / log L)/temperature, n = keys up to the query's own (1-based row; a "
+                               "stick_breaking query sees one fewer); learned "
                                "= exp(w) per layer and head, w0 = -ln(temperature); ssmax = s log n, s learned per "
                                "layer and head from 1/(log L temperature) (Nakanishi 2025). Parameter-free ones "
                                "can be set at evaluation only (pelab eval --set)"),

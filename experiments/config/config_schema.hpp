@@ -96,6 +96,9 @@ std::string activation_name(Activation a);
 // The task's own ids against [train] / [eval] positions and the encodings (config_streams.cpp): Error at
 // the line of a key involved when the pairing makes no sense.
 void check_task_streams(const ExperimentConfig& cfg, const Task& task, const ModelConfig& m);
+// Settings that would be accepted and do nothing, or something else than the config says
+// (config_effect.cpp): Error at the line of a key involved. After ModelConfig::validate.
+void check_settings_take_effect(const ExperimentConfig& cfg, const Task& task, const ModelConfig& m);
 // [eval] operand_grid: a two-operand task, at most 10000 cells, each one the task can generate.
 void check_operand_grid(const ExperimentConfig& cfg, const Task& task);
 std::vector<std::size_t> operand_grid_lengths(const ExperimentConfig& cfg);  // the range's lengths

@@ -95,26 +95,50 @@ TaskInfo& task_info(const ExperimentConfig& cfg, TaskCache& cache) {
   return cache[key] = std::move(info);
 }
 
+// Why the task cannot generate problem size n, or "" when it can (one example sampled).
+std::string cannot_generate(const ExperimentConfig& cfg, const Task& task, std::size_t n) {
+  try {
+    task.eval_batch(cfg.eval.seed, 1, n);
+  } catch (const Error& e) {
+    return strip_prefix(e.what(), "task '" + cfg.task + "': ");
+  }
+  return "";
+}
+
 // Evaluation must not fail after training: every eval length has to be one the task can produce.
-// A range names its bounds and the allowed ones: e.g. modular_arithmetic_brackets cannot make some sizes.
+// A range names its first impossible length and the allowed ones. Every task's limit on a size is a
+// bound (a smallest or largest size: Task::eval_batch's errors, SequenceTask::check_size, char_lm's
+// held-out split), so a range is checked at its two ends and, when the last fails, bisected for the
+// first that does: sampling each of 1..100000 took 30 s (issue #38).
 void check_eval_lengths(const ExperimentConfig& cfg, TaskInfo& info) {
   const auto& r = cfg.eval.length_range;
-  for (std::size_t n : cfg.eval.lengths) {
+  const std::vector<std::size_t>& all = cfg.eval.lengths;
+  if (!r.empty() && !all.empty()) {
+    std::string why = cannot_generate(cfg, *info.task, all.front());
+    std::size_t n = all.front();
+    if (why.empty() && !(why = cannot_generate(cfg, *info.task, all.back())).empty()) {
+      std::size_t ok = 0, bad = all.size() - 1;  // indices: all[ok] can be generated, all[bad] cannot
+      while (bad - ok > 1) {
+        const std::size_t mid = ok + (bad - ok) / 2;
+        std::string w = cannot_generate(cfg, *info.task, all[mid]);
+        if (w.empty()) ok = mid;
+        else bad = mid, why = std::move(w);
+      }
+      n = all[bad];
+    }
+    if (why.empty()) return;
+    fail(location(cfg, "eval.length_range"),
+         "[eval] length_range [" + num(r[0]) + ", " + num(r[1]) + ", " + num(r[2]) + "] includes length " + num(n) +
+             ", which task '" + cfg.task + "' cannot generate: " + why + "; expected a range of lengths the task can generate");
+  }
+  for (std::size_t n : all) {
     if (info.checked_lengths.count(n)) continue;
-    try {
-      info.task->eval_batch(cfg.eval.seed, 1, n);
-    } catch (const Error& e) {
-      const std::string why = strip_prefix(e.what(), "task '" + cfg.task + "': ");
-      if (!r.empty())
-        fail(location(cfg, "eval.length_range"),
-             "[eval] length_range [" + num(r[0]) + ", " + num(r[1]) + ", " + num(r[2]) + "] includes length " + num(n) +
-                 ", which task '" + cfg.task + "' cannot generate: " + why +
-                 "; expected a range of lengths the task can generate");
-      const bool explicit_lengths = given(cfg, "eval.lengths");  // else the defaults derive from train_len
+    const std::string why = cannot_generate(cfg, *info.task, n);
+    const bool explicit_lengths = given(cfg, "eval.lengths");  // else the defaults derive from train_len
+    if (!why.empty())
       fail(explicit_lengths ? location(cfg, "eval.lengths") : location_any(cfg, {"task.train_len", "task.name", "eval"}),
            "[eval] length " + num(n) + " is not possible for task '" + cfg.task + "': " + why +
                (explicit_lengths ? "" : " (a default eval length, derived from train_len; set [eval] lengths)"));
-    }
     info.checked_lengths.insert(n);
   }
 }
@@ -274,6 +298,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   cfg.eval.lengths = eval_lengths(cfg, *spec.task);  // fills the defaults when none are given
   check_eval_lengths(cfg, info);
   check_task_streams(cfg, *spec.task, m);
+  check_settings_take_effect(cfg, *spec.task, m);
   check_operand_grid(cfg, *spec.task);
   resolve_positions(cfg, *spec.task, m);
   record_auto_sizes(cfg, m);

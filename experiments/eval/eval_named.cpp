@@ -8,6 +8,7 @@
 #include "core/parallel.hpp"
 #include "experiments/run/provenance.hpp"
 #include "experiments/tasks/task.hpp"
+#include "layers/attention_scaling.hpp"
 #include "training/fs.hpp"
 
 namespace pelab {
@@ -42,12 +43,15 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
       continue;
     }
     if (starts_with(key, "attention.")) {
-      const bool was_learned = trained.model.attention.scaling == "learned";
-      if (key == "attention.scaling" && was_learned != (value_of(kv) == "learned"))
+      // learned temperatures and SSMax's s are trained parameters: the checkpoint has them or not.
+      const std::string& was = trained.model.attention.scaling;
+      const bool was_learned = was == "learned";
+      const std::string now = value_of(kv);
+      if (key == "attention.scaling" && now != was && (learned_scaling(was) || learned_scaling(now)))
         throw Error(where + "key 'attention.scaling' cannot " +
-                    (was_learned ? std::string("leave \"learned\"") : std::string("become \"learned\"")) +
-                    " at evaluation: learned temperatures are trained parameters (the run was trained with \"" +
-                    trained.model.attention.scaling + "\")");
+                    (learned_scaling(was) ? "leave \"" + was + "\"" : "become \"" + now + "\"") + " at evaluation: " +
+                    (was == "ssmax" || now == "ssmax" ? "SSMax's s_h are" : "learned temperatures are") +
+                    " trained parameters (the run was trained with \"" + was + "\")");
       if (key == "attention.temperature" && was_learned)
         throw Error(where + "key 'attention.temperature' only initializes learned temperatures; it cannot change "
                     "a trained run's");

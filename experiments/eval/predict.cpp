@@ -34,11 +34,26 @@ std::vector<real> last_logits(Transformer& model, const std::vector<std::int32_t
     std::copy(digits, digits + P, d.data());
     fo.digit_index = &d;
   }
-  fo.between_layers = [] { throw_if_stopped("predicting"); };
+  fo.between_layers = [] { throw_if_stopped("decoding"); };
   const Tensor logits = model.forward(t, p, fo);  // (1, P, V)
   const std::size_t V = logits.value().shape()[2];
   const real* row = logits.value().data() + (P - 1) * V;
   return std::vector<real>(row, row + V);
+}
+
+// The estimate of decoding every row of `batch` (greedy_decode: one forward per answer token over the
+// prefix read so far; a blank-format row, one forward of the whole row).
+JobProgress decoding_progress(Transformer& model, const Batch& batch) {
+  set_phase("estimating the time");
+  const ModelConfig& m = model.config();
+  double flops = 0;
+  for (std::size_t b = 0; b < batch.batch() && b < batch.answer_begin.size(); ++b) {
+    const std::size_t a = batch.answer_begin[b], e = batch.answer_end[b];
+    flops += batch.blank_answer ? forward_flops(m, 1, batch.length()) : decoding_flops(m, a + 1, e - a);
+  }
+  const double rate = worth_measuring(flops) ? measure_forward_rate(model, batch.length()) : 0;
+  return JobProgress("decoding " + std::to_string(batch.batch()) + " row(s) of " + std::to_string(batch.length()) +
+                         " tokens", flops, rate);
 }
 
 std::int32_t argmax(const std::vector<real>& v) {
@@ -109,7 +124,11 @@ int predict_sequence(TrainedRun& run, const PredictArgs& a) {
     std::vector<std::int32_t> pos(batch.positions.data() + b * batch.length(),
                                   batch.positions.data() + (b + 1) * batch.length());
     check_positions(*run.model, pos, "pelab predict: problem size " + std::to_string(n ? n : 0));
-    preds.push_back(greedy_decode(*run.model, batch, b));
+  }
+  JobProgress progress = decoding_progress(*run.model, batch);
+  set_phase("decoding");
+  for (std::size_t b = 0; b < batch.batch(); ++b) {
+    preds.push_back(greedy_decode(*run.model, batch, b, &progress));
     preds.back().n = n;
   }
   std::size_t right = 0, total = 0, exact = 0;
@@ -170,7 +189,14 @@ int predict_lm(TrainedRun& run, const PredictArgs& a) {
   Rng rng(a.seed);
   std::string out, stopped;
   std::vector<std::string> pieces;
-  const std::vector<std::int32_t> added = continue_tokens(*run.model, ids, a.tokens, a.temperature, rng, stopped);
+  set_phase("estimating the time");
+  const double flops = decoding_flops(run.spec.model, ids.size(), a.tokens);
+  JobProgress progress("generating " + std::to_string(a.tokens) + " characters after a prompt of " +
+                           std::to_string(ids.size()), flops,
+                       worth_measuring(flops) ? measure_forward_rate(*run.model, ids.size() + a.tokens) : 0);
+  set_phase("generating");
+  const std::vector<std::int32_t> added =
+      continue_tokens(*run.model, ids, a.tokens, a.temperature, rng, stopped, &progress);
   for (const std::int32_t id : added) {
     pieces.push_back(task.token_text(id));
     out += pieces.back();
@@ -200,7 +226,7 @@ int predict_lm(TrainedRun& run, const PredictArgs& a) {
 }  // namespace
 
 std::vector<std::int32_t> continue_tokens(Transformer& model, std::vector<std::int32_t> ids, std::size_t count,
-                                          double temperature, Rng& rng, std::string& stopped) {
+                                          double temperature, Rng& rng, std::string& stopped, JobProgress* progress) {
   NoGrad ng;
   std::vector<std::int32_t> added;
   for (std::size_t k = 0; k < count; ++k) {
@@ -211,6 +237,9 @@ std::vector<std::int32_t> continue_tokens(Transformer& model, std::vector<std::i
       break;
     }
     const auto logits = last_logits(model, ids, pos);
+    if (progress)
+      progress->add(forward_flops(model.config(), 1, ids.size()),
+                    "generating token " + std::to_string(k + 1) + " of " + std::to_string(count));
     const std::int32_t next = temperature > 0 ? sample_token(logits, temperature, rng) : argmax(logits);
     ids.push_back(next);
     added.push_back(next);
@@ -218,7 +247,7 @@ std::vector<std::int32_t> continue_tokens(Transformer& model, std::vector<std::i
   return added;
 }
 
-Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) {
+Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b, JobProgress* progress) {
   if (batch.answer_begin.size() <= b) throw Error("greedy_decode: the batch has no answer span (not a sequence task)");
   const std::size_t T = batch.length(), a = batch.answer_begin[b], e = batch.answer_end[b];
   Prediction p;
@@ -235,8 +264,9 @@ Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) 
     std::copy_n(pos, T, ps.data());
     ForwardOptions fo;
     if (digits) d = IndexArray(Shape{1, T}), std::copy_n(digits, T, d.data()), fo.digit_index = &d;
-    fo.between_layers = [] { throw_if_stopped("predicting"); };
+    fo.between_layers = [] { throw_if_stopped("decoding"); };
     const Tensor logits = model.forward(t, ps, fo);  // (1, T, V)
+    if (progress) progress->add(forward_flops(model.config(), 1, T), "decoding row " + std::to_string(b + 1));
     const std::size_t V = logits.value().shape()[2];
     for (std::size_t j = a; j < e; ++j) {
       const real* row = logits.value().data() + j * V;
@@ -250,6 +280,10 @@ Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b) 
   for (std::size_t j = 0; j < p.target.size(); ++j) {
     const std::vector<std::int32_t> ps(pos, pos + seq.size());
     const std::int32_t next = argmax(last_logits(model, seq, ps, digits));
+    if (progress)
+      progress->add(forward_flops(model.config(), 1, seq.size()), "decoding row " + std::to_string(b + 1) + ", token " +
+                                                                     std::to_string(j + 1) + " of " +
+                                                                     std::to_string(p.target.size()));
     p.output.push_back(next);
     p.correct.push_back(next == p.target[j]);
     if (a + 1 + j < T) seq.push_back(next);  // the last answer token is never read
@@ -273,6 +307,7 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& a) {
 }
 
 int run_predict(const PredictArgs& a) {
+  set_phase("loading the run");
   TrainedRun run = load_trained_run(a.run_dir);
   if (run.spec.task->is_language_model()) return predict_lm(run, a);
   if (!a.prompt.empty()) throw Error("pelab predict: --prompt is for language models; " + run.spec.config.task +

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/run/estimate.hpp"
 #include "experiments/run/resources.hpp"
 #include "experiments/run/trained_run.hpp"
 
@@ -41,13 +42,15 @@ struct Prediction {
 // Greedy decoding of row b of `batch` (positions as assigned in it): the row's prefix up to its first
 // counted target, then one token at a time, each fed back. Needs answer_begin/answer_end (sequence tasks).
 // A blank-format batch (Batch::blank_answer) is read whole in one pass, the answer the argmax at its blanks.
-Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b);
+// `progress` (optional) is told each forward pass's FLOPs.
+Prediction greedy_decode(Transformer& model, const Batch& batch, std::size_t b, JobProgress* progress = nullptr);
 
 // Continues `ids` (read at positions 0, 1, ...) by up to `count` tokens, each fed back: greedily
 // (temperature 0) or drawn from softmax(logits / temperature) with `rng`. Stops early, with the reason in
 // `stopped`, at a position the encoding cannot represent. Returns the new tokens. NoGrad inside.
 std::vector<std::int32_t> continue_tokens(Transformer& model, std::vector<std::int32_t> ids, std::size_t count,
-                                          double temperature, Rng& rng, std::string& stopped);
+                                          double temperature, Rng& rng, std::string& stopped,
+                                          JobProgress* progress = nullptr);
 
 // The registration (one call in experiments/cli/predict.cpp) and the command.
 CLI::App* add_predict_command(CLI::App& app, PredictArgs& args);

@@ -74,7 +74,7 @@ struct Board {
                   sweep_cell_summary(dir).c_str());
     } else {
       if (code == kInterrupted || stop_requested()) interrupted = stopping = true;
-      failed.push_back(label);
+      failed.push_back(failed_cell_text(label, dir + "/train.log"));
       std::printf("[%zu/%zu] %s %-45s exit %d on rank %d, see %s/train.log\n", finished, cells.size(),
                   interrupted ? "stopped" : "FAILED", label.c_str(), code, rank, dir.c_str());
     }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -86,6 +87,13 @@ void check_sweep_directory(const std::vector<RunSpec>& cells, const std::string&
                 (n_changed > 5 ? "\n  ... and " + std::to_string(n_changed - 5) + " more" : ""));
 }
 
+std::string failed_cell_text(const std::string& label, const std::string& log) {
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("error: ", 0) == 0) return label + ": " + line;
+  return label + ": see " + log;
+}
+
 std::string sweep_tally(double seconds, std::size_t done, std::size_t cells, std::size_t failed, bool interrupted) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "sweep %s after %.0fs: %zu of %zu cells done", interrupted ? "stopped" : "finished",
@@ -121,9 +129,8 @@ int finish_sweep(const LoadedConfig& loaded, const std::string& root, const Swee
     return kInterrupted;
   }
   if (!failed.empty()) {
-    std::fprintf(stderr, "%zu cell(s) failed: ", failed.size());
-    for (const auto& f : failed) std::fprintf(stderr, "%s  ", f.c_str());
-    std::fprintf(stderr, "\n");
+    std::fprintf(stderr, "%zu cell(s) failed:\n", failed.size());
+    for (const auto& f : failed) std::fprintf(stderr, "  %s\n", f.c_str());
     return kError;
   }
   return kOk;
@@ -232,7 +239,7 @@ struct CellRunner {
                   cell_summary(dir).c_str());
     } else {
       if (code == kInterrupted || stop_requested()) interrupted = true;
-      failed.push_back(label);
+      failed.push_back(failed_cell_text(label, dir + "/stdout.log"));
       std::printf("[%zu/%zu] %s %-45s exit %d, see %s/stdout.log\n", finished, cells.size(),
                   interrupted ? "stopped" : "FAILED", label.c_str(), code, dir.c_str());
     }

@@ -34,6 +34,10 @@ struct SweepOptions {
 // Under an MPI launcher it runs the cells across the ranks instead (experiments/run/mpi_sweep.hpp).
 int run_sweep(const LoadedConfig& loaded, const SweepOptions& opt);
 
+// `pelab sweep --dry-run`: each cell's estimated CPU time (estimate.hpp) and training memory
+// (resources.hpp), and the totals; trains and writes nothing (sweep_estimate.cpp). Returns kOk.
+int print_sweep_estimate(const LoadedConfig& loaded, const SweepOptions& opt);
+
 // One line summarising a finished cell directory (its headline metric), "" when it has no result.
 std::string sweep_cell_summary(const std::string& dir);
 
@@ -46,8 +50,12 @@ void check_sweep_directory(const std::vector<RunSpec>& cells, const std::string&
 // The last line of a sweep: "sweep finished after 12s: 85 of 200 cells done, 2 failed, 113 not started".
 std::string sweep_tally(double seconds, std::size_t done, std::size_t cells, std::size_t failed, bool interrupted);
 
+// A failed cell for the sweep's last lines: "LABEL: the first error line of LOG", or "LABEL: see LOG"
+// when the log has none.
+std::string failed_cell_text(const std::string& label, const std::string& log);
+
 // The end of a sweep, local or across ranks: probes (opt.probe or [probe] run), the report, and the
-// exit code: interrupted, some cells failed (listed), or 0.
+// exit code: interrupted, some cells failed (listed, one failed_cell_text a line), or 0.
 int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
                  const std::vector<std::string>& failed);
 

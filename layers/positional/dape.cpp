@@ -4,8 +4,9 @@
 //   bias = B + f([S ; B]),   S = q k^T / sqrt(hs) (before the mask),   f: Linear(2H, width) -> LeakyReLU -> Linear(width, H),
 // so the logits are S + B + f(S, B). As the authors' code (chuanyang-Zheng/DAPE, megatron/model/
 // positional_embeddings.py, classes AliBi_C / ParallelKerpleLog_C): width 32, LeakyReLU slope 0.01, an MLP
-// per layer. The static bias is built by pelab's own alibi or kerple encoding (its parameters under
-// pos.base.*, set in [encoding.kerple] or [encoding.alibi]); the MLP's Linear layers are initialized as
+// per layer. The static bias is built by pelab's own alibi or kerple encoding at its defaults (its
+// parameters under pos.base.*; a config setting [encoding.kerple] or [encoding.alibi] for it is refused,
+// experiments/config/config_effect.cpp); the MLP's Linear layers are initialized as
 // every pelab Linear. Reads q and k; a function of id differences and content: relative.
 #include <cmath>
 #include <string>

@@ -103,7 +103,9 @@ PELAB_REGISTER_ENCODING(fox, EncodingSpec{
     true,  // relative: position ids are never read
     {number_param("bias_init", 0.0, "initial gate bias b: f = sigmoid(w.x + b) starts near sigmoid(b) (0: 1/2)")
          .in(-20.0, 20.0)},
-    nullptr,
+    [](const Params&, const ModelDims& dims) {  // the gates sum over the tokens between key and query, in order
+      if (!dims.causal) throw Error("fox needs causal attention (model.causal = true): a future key would get a bonus");
+    },
     [](const Params& p, const ModelDims& dims) { return std::make_unique<Fox>(dims, p.get_number("bias_init")); },
     fox_cost,
 });

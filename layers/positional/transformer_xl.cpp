@@ -251,8 +251,8 @@ static EncodingCost transformer_xl_cost(const Params&, const ModelDims& d, const
 
 PELAB_REGISTER_ENCODING(transformer_xl, EncodingSpec{
     "transformer_xl",
-    "Transformer-XL relative encoding: (q_i + v) . W_R R_{i-j} + u . k_j with a fixed sinusoid R of the "
-    "distance, W_R, u, v learned per layer (Dai et al. 2019, as DeepMind's RELATIVE)",
+    "Transformer-XL relative encoding: (q_i + v) . W_R R_{i-j+1} + u . k_j (causal; R_{i-j} bidirectional) with a "
+    "fixed sinusoid R of the distance, W_R, u, v learned per layer (Dai et al. 2019, as DeepMind's RELATIVE)",
     true,  // relative: a function of id differences only
     {
         number_param("base", 10000.0,
