@@ -1,6 +1,7 @@
 #include "core/allocator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -41,6 +42,8 @@ struct Cache {
   std::unordered_map<std::size_t, std::vector<void*>> free;  // size class -> blocks
   Stats st;
 };
+
+std::atomic<Hook*> g_hook{nullptr};
 
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: tensors in static storage may be freed after main
@@ -91,8 +94,14 @@ std::size_t size_class(std::size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+void set_hook(Hook* hook) { g_hook.store(hook, std::memory_order_release); }
+
+bool keeps_freed_block(std::size_t cached_bytes, std::size_t cls) { return cached_bytes + cls <= kMaxCached; }
+
 void* allocate(std::size_t bytes) {
   const std::size_t cls = size_class(bytes);
+  if (Hook* h = g_hook.load(std::memory_order_acquire))
+    if (void* p = h->allocate(cls)) return p;
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -120,9 +129,11 @@ void* allocate(std::size_t bytes) {
 void deallocate(void* p, std::size_t bytes) noexcept {
   if (!p) return;
   const std::size_t cls = size_class(bytes);
+  if (Hook* h = g_hook.load(std::memory_order_acquire))
+    if (h->deallocate(p, cls)) return;
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  if (c.st.cached_bytes + cls > kMaxCached) {
+  if (!keeps_freed_block(c.st.cached_bytes, cls)) {
     system_free(p, cls);
     c.st.system_bytes -= cls;
     return;

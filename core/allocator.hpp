@@ -31,6 +31,23 @@ bool huge_blocks();
 // asked, always a multiple of 64).
 std::size_t size_class(std::size_t bytes);
 
+// The reuse rule: whether a freed block of class `cls` goes to its free list when `cached_bytes` sit in
+// the free lists already (otherwise it goes back to the system). The shape-only estimate
+// (core/shape_only.hpp) replays traces under this same rule.
+bool keeps_freed_block(std::size_t cached_bytes, std::size_t cls);
+
+// An observer of every request (any thread), for traces and the shape-only mode (core/shape_only.hpp).
+// allocate(cls) may answer with a block of its own (then neither the free lists nor the system are
+// touched) or nullptr; deallocate(p, cls) returns true when p was such a block.
+struct Hook {
+  virtual void* allocate(std::size_t cls) = 0;
+  virtual bool deallocate(void* p, std::size_t cls) noexcept = 0;
+
+ protected:
+  ~Hook() = default;
+};
+void set_hook(Hook* hook);  // nullptr: none; the hook must outlive every block it handed out
+
 template <class T>
 struct CachingAllocator {
   using value_type = T;

@@ -18,6 +18,7 @@
 #include "core/blas_coretype.hpp"
 #include "core/blas_small.hpp"
 #include "core/parallel.hpp"
+#include "core/shape_only.hpp"
 
 extern "C" {
 void openblas_set_num_threads(int);
@@ -176,6 +177,7 @@ std::size_t gemm_pieces(std::size_t M, std::size_t N, std::size_t K) {
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {
+  if (shape_only()) return;  // shape-only mode: no kernel (core/shape_only.hpp)
   // gemm_pieces(M, N, K) contiguous pieces, one serial BLAS call each, whatever the thread count
   // (core/parallel.hpp: the plan never depends on it).
   const Cut cut = cut_of(M, N, K);

@@ -3,6 +3,8 @@
 #include <string>
 #include <type_traits>
 
+#include "core/shape_only.hpp"
+
 namespace pelab {
 
 Tape& Tape::current() {
@@ -98,12 +100,14 @@ void Tape::backward(const Tensor& root, const Array* seed) {
                   " does not match the tensor's shape " + shape_str(r.value.shape()));
     real* g = grad_buffer(r).data();
     const real* sd = seed->data();
-    for (std::size_t i = 0, n = seed->size(); i < n; ++i) g[i] += sd[i];
+    if (!shape_only())  // shape-only mode (core/shape_only.hpp): the buffer allocated, not written
+      for (std::size_t i = 0, n = seed->size(); i < n; ++i) g[i] += sd[i];
   } else {
     if (r.value.size() != 1)
       throw Error("backward: tensor of shape " + shape_str(r.value.shape()) +
                   " is not a scalar; pass a seed gradient of the same shape");
-    grad_buffer(r).data()[0] += real(1);
+    real* g = grad_buffer(r).data();
+    if (!shape_only()) g[0] += real(1);
   }
   if (r.node < 0) return;  // a leaf: its gradient is the seed
 

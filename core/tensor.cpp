@@ -3,6 +3,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/shape_only.hpp"
 #include "core/tape.hpp"
 
 namespace pelab {
@@ -40,21 +41,22 @@ void Tensor::release() noexcept {
   }
 }
 
+// Shape-only mode (core/shape_only.hpp): the block is allocated, never written.
 Tensor Tensor::zeros(const Shape& shape, bool requires_grad) {
   Array a(shape);
-  a.fill(real(0));
+  if (!shape_only()) a.fill(real(0));
   return Tensor(std::move(a), requires_grad);
 }
 
 Tensor Tensor::full(const Shape& shape, real v, bool requires_grad) {
   Array a(shape);
-  a.fill(v);
+  if (!shape_only()) a.fill(v);
   return Tensor(std::move(a), requires_grad);
 }
 
 Tensor Tensor::scalar(real v, bool requires_grad) {
   Array a(Shape{});
-  a() = v;
+  if (!shape_only()) a() = v;
   return Tensor(std::move(a), requires_grad);
 }
 
@@ -63,7 +65,7 @@ Tensor Tensor::from(const Shape& shape, const std::vector<real>& values, bool re
     throw Error("Tensor::from: shape " + shape_str(shape) + " holds " +
                 std::to_string(shape_numel(shape)) + " values, got " + std::to_string(values.size()));
   Array a(shape);
-  std::copy(values.begin(), values.end(), a.begin());
+  if (!shape_only()) std::copy(values.begin(), values.end(), a.begin());
   return Tensor(std::move(a), requires_grad);
 }
 
@@ -88,6 +90,7 @@ std::size_t Tensor::size(int axis) const {
 }
 
 real Tensor::item() const {
+  if (shape_only()) throw Error("Tensor::item: a shape-only run has no values (core/shape_only.hpp)");
   if (numel() != 1) throw Error("Tensor::item: tensor of shape " + shape_str(shape()) + " is not one element");
   return *data();
 }
@@ -124,7 +127,7 @@ Array& grad_buffer_for_write(TensorImpl& t, bool& fresh) {
     const Shape& shape = t.released ? t.released_shape : t.value.shape();
     if (t.grad.shape() != shape) t.grad.resize(shape);
 #ifdef PELAB_POISON_FRESH_GRADS
-    t.grad.fill(std::numeric_limits<real>::quiet_NaN());
+    if (!shape_only()) t.grad.fill(std::numeric_limits<real>::quiet_NaN());
 #endif
     t.has_grad = true;
   }
@@ -135,7 +138,7 @@ Array& grad_buffer(TensorImpl& t) {
   if (!t.has_grad) {
     const Shape& shape = t.released ? t.released_shape : t.value.shape();
     if (t.grad.shape() != shape) t.grad.resize(shape);
-    t.grad.fill(real(0));
+    if (!shape_only()) t.grad.fill(real(0));
     t.has_grad = true;
   }
   return t.grad;

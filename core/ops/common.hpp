@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/parallel.hpp"
+#include "core/shape_only.hpp"
 #include "core/tape.hpp"
 #include "core/tensor.hpp"
 
@@ -29,6 +30,7 @@ inline std::size_t row_grain(std::size_t row_len) {
 }
 template <class F>
 void for_rows(std::size_t rows, std::size_t row_len, F&& f) {
+  if (shape_only()) return;  // the loop helpers are the kernels' skip points (core/shape_only.hpp)
   parallel::for_range(rows, row_grain(row_len), [&](std::size_t, std::size_t r0, std::size_t r1) { f(r0, r1); });
 }
 
@@ -36,6 +38,7 @@ void for_rows(std::size_t rows, std::size_t row_len, F&& f) {
 // floats: two threads never write one line), for sums over rows that keep their row order.
 template <class F>
 void for_cols(std::size_t rows, std::size_t cols, F&& f) {
+  if (shape_only()) return;
   constexpr std::size_t kUnit = 16;
   const std::size_t units = (cols + kUnit - 1) / kUnit, per_unit = kUnit * (rows ? rows : 1);
   const std::size_t grain = per_unit >= kParallelWork ? 1 : kParallelWork / per_unit;
@@ -72,6 +75,7 @@ Shape broadcast_strides(const Shape& in, const Shape& out);
 // The fast paths (equal shapes, a scalar side, a trailing-suffix side) cover nearly all calls.
 template <class F>
 void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
+  if (shape_only()) return;
   const std::size_t n = shape_numel(out), na = shape_numel(a), nb = shape_numel(b);
   if (na == n && nb == n && a == b) {
     for (std::size_t i = 0; i < n; ++i) f(i, i, i);

@@ -126,14 +126,14 @@ Tensor add_scalar(const Tensor& a, real s) {
   Tensor out = detail::empty(a.shape());
   const real* pa = a.data();
   real* po = out.mutable_data();
-  const std::size_t n = a.numel();
+  const std::size_t n = shape_only() ? 0 : a.numel();  // core/shape_only.hpp
   for (std::size_t i = 0; i < n; ++i) po[i] = pa[i] + s;
   Tape& tape = Tape::current();
   if (tape.should_record({&a})) {
     tape.record("add_scalar", out, {a}, {}, [](const BackwardCtx& c) {
       real* ga = c.grad(0);
       const real* pg = c.grad_out().data();
-      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) ga[i] += pg[i];
+      for (std::size_t i = 0, n = shape_only() ? 0 : c.grad_out().size(); i < n; ++i) ga[i] += pg[i];
     });
   }
   return out;
@@ -144,14 +144,14 @@ Tensor mul_scalar(const Tensor& a, real s) {
   Tensor out = detail::empty(a.shape());
   const real* pa = a.data();
   real* po = out.mutable_data();
-  const std::size_t n = a.numel();
+  const std::size_t n = shape_only() ? 0 : a.numel();
   for (std::size_t i = 0; i < n; ++i) po[i] = pa[i] * s;
   Tape& tape = Tape::current();
   if (tape.should_record({&a})) {
     tape.record("mul_scalar", out, {a}, {}, [s](const BackwardCtx& c) {
       real* ga = c.grad(0);
       const real* pg = c.grad_out().data();
-      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) ga[i] += pg[i] * s;
+      for (std::size_t i = 0, n = shape_only() ? 0 : c.grad_out().size(); i < n; ++i) ga[i] += pg[i] * s;
     });
   }
   return out;

@@ -18,6 +18,7 @@ void layer_norm_backward(const BackwardCtx& c, std::size_t rows, std::size_t C, 
   real* gbet = c.grad(2);
   bool fresh = false;
   real* gx = c.grad_write(0, fresh);
+  if (shape_only()) return;  // gradients allocated, not computed (core/shape_only.hpp)
   if (parallel::pieces(rows, row_grain(C)) <= 1) {  // one pass for everything (the plan, not the threads, decides)
     kernels::layer_norm_backward_rows(px, pg, pgam, mean, rstd, gx, !fresh, ggam, gbet, 0, rows, C);
     return;

@@ -117,7 +117,7 @@ Tensor reduce_sum(const char* op, const Tensor& x, const std::vector<int>& axes,
   ReduceGeom G = reduce_geom(x.shape(), axes, keepdims, op);
   const real scale = mean ? real(1) / real(G.count) : real(1);  // count 0: inf, so 0 * inf = nan
   Tensor out = detail::empty(G.out_shape);
-  {
+  if (!shape_only()) {  // core/shape_only.hpp
     const real* px = x.data();
     real* po = out.mutable_data();
     const std::size_t n_out = out.numel();
@@ -154,6 +154,7 @@ Tensor reduce_sum(const char* op, const Tensor& x, const std::vector<int>& axes,
   if (tape.should_record({&x})) {
     tape.record(op, out, {x}, {}, [G, scale, n_in = x.numel()](const BackwardCtx& c) {
       real* gx = c.grad(0);
+      if (shape_only()) return;
       const real* pg = c.grad_out().data();
       if (G.simple) {
         for (std::size_t o = 0; o < G.outer; ++o) {

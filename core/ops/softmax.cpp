@@ -31,7 +31,7 @@ Tensor softmax(const Tensor& x) {
   std::size_t rows, C;
   row_dims(x, op, rows, C);
   Tensor out = detail::empty(x.shape());
-  {
+  if (!shape_only()) {  // core/shape_only.hpp
     const real* px = x.data();
     real* py = out.mutable_data();
     for (std::size_t r = 0; r < rows; ++r) {
@@ -52,6 +52,7 @@ Tensor softmax(const Tensor& x) {
     // Backward reads only y: x's value is not kept.
     tape.record(op, out, {x}, {out}, [rows, C](const BackwardCtx& c) {
       real* gx = c.grad(0);
+      if (shape_only()) return;
       const real* py = c.saved(0);
       const real* pg = c.grad_out().data();
       for (std::size_t r = 0; r < rows; ++r) {
@@ -72,7 +73,7 @@ Tensor log_softmax(const Tensor& x) {
   std::size_t rows, C;
   row_dims(x, op, rows, C);
   Tensor out = detail::empty(x.shape());
-  {
+  if (!shape_only()) {  // core/shape_only.hpp
     const real* px = x.data();
     real* py = out.mutable_data();
     for (std::size_t r = 0; r < rows; ++r) {
@@ -90,6 +91,7 @@ Tensor log_softmax(const Tensor& x) {
     // Backward reads only y: x's value is not kept.
     tape.record(op, out, {x}, {out}, [rows, C](const BackwardCtx& c) {
       real* gx = c.grad(0);
+      if (shape_only()) return;
       const real* py = c.saved(0);
       const real* pg = c.grad_out().data();
       for (std::size_t r = 0; r < rows; ++r) {

@@ -19,7 +19,7 @@ template <From S, class Fwd, class Deriv>
 Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
   detail::require_defined(x, op, "x");
   Tensor out = detail::empty(x.shape());
-  {
+  if (!shape_only()) {  // core/shape_only.hpp
     const real* px = x.data();
     real* po = out.mutable_data();
     for (std::size_t i = 0, n = x.numel(); i < n; ++i) po[i] = f(px[i]);
@@ -30,6 +30,7 @@ Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
     Tensor src = S == From::input ? x : S == From::output ? out : Tensor();
     tape.record(op, out, {x}, {src}, [d](const BackwardCtx& c) {
       real* gx = c.grad(0);
+      if (shape_only()) return;
       const real* pg = c.grad_out().data();
       const std::size_t n = c.grad_out().size();
       if constexpr (S == From::nothing) {

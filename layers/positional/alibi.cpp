@@ -4,6 +4,7 @@
 // only on relative distance, so it is defined for any length.
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/pairwise.hpp"
 
@@ -55,7 +56,7 @@ class Alibi : public PositionalEncoding {
     const std::size_t rows = d.shape()[0], n = d.shape()[1] * d.shape()[2], H = slopes_.size();
     Array bias(Shape{rows, H, d.shape()[1], d.shape()[2]});
     real* out = bias.data();
-    for (std::size_t b = 0; b < rows; ++b)
+    for (std::size_t b = 0; b < (shape_only() ? 0 : rows); ++b)  // core/shape_only.hpp
       for (std::size_t h = 0; h < H; ++h) {
         const real* dist = d.data() + b * n;
         for (std::size_t k = 0; k < n; ++k) *out++ = static_cast<real>(-slopes_[h] * std::abs(double(dist[k])));

@@ -1,0 +1,161 @@
+#include "core/shape_only.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <new>
+
+#include <sys/mman.h>
+
+#include "core/allocator.hpp"
+#include "core/tensor.hpp"
+
+namespace pelab {
+
+namespace {
+
+thread_local bool t_shape_only = false;
+
+// Fake blocks are 4 KiB slots of one reservation (4 GiB of address space, no memory). Blocks larger than
+// a slot get slots that are never readable or writable: a block's extent past its slot is never touched
+// either, so a slot is enough whatever the size class. Blocks of one slot or less get slots of a writable
+// part (pages committed only if written): xtensor writes into small arrays itself (a default-constructed
+// Array holds one element, set to 0), and those few bytes may as well land somewhere.
+constexpr std::size_t kSlot = 4096, kSlots = std::size_t(1) << 20, kSmallSlots = std::size_t(1) << 16;
+
+// The allocator hook (core/allocator.hpp): hands out fake blocks to threads in shape-only mode and
+// records the events of the recording scope. Installed on first use and never removed (a fake block may
+// be released after its scope ends); with nothing recording and no fake block live it costs two loads.
+class Observer final : public memory::Hook {
+ public:
+  void* allocate(std::size_t cls) override {
+    if (!t_shape_only) {
+      if (recording_.load(std::memory_order_acquire)) record(cls, true, false);
+      return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!base_) reserve();
+    const bool small = cls <= kSlot;
+    Pool& pool = small ? small_ : large_;
+    std::size_t slot = 0;
+    if (!pool.free.empty()) slot = pool.free.back(), pool.free.pop_back();
+    else if (pool.next < pool.end) slot = pool.next++;
+    else throw std::bad_alloc();
+    pool.free.reserve(pool.next - pool.begin);  // so that deallocate never allocates
+    live_.fetch_add(1, std::memory_order_relaxed);
+    if (trace_ && fake_trace_) push({cls, true});
+    return base_ + slot * kSlot;
+  }
+
+  bool deallocate(void* p, std::size_t cls) noexcept override {
+    const bool any_fake = live_.load(std::memory_order_relaxed) > 0;
+    if (!any_fake && !recording_.load(std::memory_order_acquire)) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    char* c = static_cast<char*>(p);
+    const bool fake = base_ && c >= base_ && c < base_ + kSlots * kSlot;
+    if (fake) {
+      const std::size_t slot = std::size_t(c - base_) / kSlot;
+      (slot < kSmallSlots ? small_ : large_).free.push_back(slot);  // capacity reserved in allocate
+      live_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (trace_ && fake == fake_trace_) push({cls, false});
+    return fake;
+  }
+
+  void start(memory::Trace* t, bool fake) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (trace_) throw Error("memory::TraceScope: another trace is recording (one at a time)");
+    trace_ = t, fake_trace_ = fake;
+    recording_.store(true, std::memory_order_release);
+  }
+  void stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    trace_ = nullptr;
+    recording_.store(false, std::memory_order_release);
+  }
+  std::size_t live() const { return live_.load(std::memory_order_relaxed); }
+
+ private:
+  void reserve() {
+    void* m = mmap(nullptr, kSlots * kSlot, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    if (mprotect(m, kSmallSlots * kSlot, PROT_READ | PROT_WRITE) != 0) {
+      munmap(m, kSlots * kSlot);
+      throw std::bad_alloc();
+    }
+    base_ = static_cast<char*>(m);
+  }
+  void record(std::size_t cls, bool alloc, bool fake) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (trace_ && fake == fake_trace_) push({cls, alloc});
+  }
+  void push(memory::TraceEvent e) noexcept {
+    try {
+      trace_->events.push_back(e);
+    } catch (...) {  // out of memory for the trace itself: the summary will be short, never a crash
+    }
+  }
+
+  std::mutex mu_;
+  char* base_ = nullptr;
+  struct Pool {
+    std::size_t begin, end, next;
+    std::vector<std::size_t> free;
+  };
+  Pool small_{0, kSmallSlots, 0, {}}, large_{kSmallSlots, kSlots, kSmallSlots, {}};
+  std::atomic<std::size_t> live_{0};
+  std::atomic<bool> recording_{false};
+  memory::Trace* trace_ = nullptr;
+  bool fake_trace_ = false;
+};
+
+Observer& observer() {
+  static Observer* o = [] {
+    auto* p = new Observer;  // never destroyed: blocks may be released during static destruction
+    memory::set_hook(p);
+    return p;
+  }();
+  return *o;
+}
+
+}  // namespace
+
+bool shape_only() { return t_shape_only; }
+
+namespace memory {
+
+// Replays the events: live blocks per class, and free lists per class under keeps_freed_block from a
+// cold start (what allocate / deallocate in allocator.cpp do, minus the system calls).
+TraceSummary Trace::summary() const {
+  TraceSummary s;
+  std::map<std::size_t, std::size_t> live, cached;
+  std::size_t live_bytes = 0, cached_bytes = 0, system_bytes = 0;
+  for (const TraceEvent& e : events) {
+    std::size_t& n = live[e.cls];
+    if (e.alloc) {
+      ++s.requests[e.cls];
+      s.peak_live[e.cls] = std::max(s.peak_live[e.cls], ++n);
+      s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes += e.cls);
+      std::size_t& c = cached[e.cls];
+      if (c) --c, cached_bytes -= e.cls;
+      else s.peak_system_bytes = std::max(s.peak_system_bytes, system_bytes += e.cls);
+    } else if (n) {  // a release of a block requested before the trace began is not counted
+      --n, live_bytes -= e.cls;
+      if (keeps_freed_block(cached_bytes, e.cls)) ++cached[e.cls], cached_bytes += e.cls;
+      else system_bytes -= e.cls;
+    }
+  }
+  return s;
+}
+
+TraceScope::TraceScope(bool fake_blocks) { observer().start(&trace_, fake_blocks); }
+TraceScope::~TraceScope() { observer().stop(); }
+
+std::size_t fake_blocks_live() { return observer().live(); }
+
+}  // namespace memory
+
+ShapeOnly::ShapeOnly() : prev_(t_shape_only), trace_(true) { t_shape_only = true; }
+ShapeOnly::~ShapeOnly() { t_shape_only = prev_; }
+
+}  // namespace pelab
