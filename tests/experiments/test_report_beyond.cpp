@@ -150,9 +150,13 @@ TEST_CASE("report beyond curves: per group, each length beyond training against 
   const std::string gp = slurp(plots / "beyond_3_rope.gp");
   INFO(gp);
   CHECK_THAT(gp, Contains("set ylabel \"held-out token accuracy (%)\""));
-  CHECK_THAT(gp, Contains("copy: rope: held-out token accuracy (%) during training, per eval length (mean ± std "
-                          "over 2 run(s))\\nbudget: first fit (a run stops at its first held-out evaluation with "
-                          "token_acc ≥ 90%; at most 600 steps)"));
+  // The title wrapped to the 640 px panel (at most 64 bytes a line).
+  CHECK_THAT(gp, Contains("copy: rope: held-out token accuracy (%) during training, per\\neval length (mean ± std "
+                          "over 2 run(s)); budget: first fit (a\\nrun stops at its first held-out evaluation with "
+                          "token_acc ≥\\n90%; at most 600 steps)"));
+  // Every group's panel spans the same steps: 0 to the sweep's last held-out evaluation (300).
+  CHECK_THAT(gp, Contains("set xrange [0:300]\n"));
+  CHECK_THAT(slurp(plots / "beyond_2_none.gp"), Contains("set xrange [0:300]\n"));
   CHECK_THAT(gp, Contains("set arrow from 200, graph 0 to 200, graph 1"));
   CHECK_THAT(gp, Contains("set arrow from 300, graph 0 to 300, graph 1"));
   CHECK_THAT(gp, Contains("title \"length 64\""));
