@@ -190,6 +190,11 @@ TEST_CASE("report beyond curves: rendered into summary.md and a report.html sect
   REQUIRE(section != std::string::npos);
   CHECK(html.find("<figure id=\"plot-beyond_3_rope\">", section) != std::string::npos);
   CHECK(html.find("<figure id=\"plot-beyond_2_none\">", section) != std::string::npos);
+  // Two to a row, each shown at the width its text was sized for: 640 px wide, 11 pt, so >= 11 px on the page.
+  CHECK(html.find("grid-template-columns: repeat(2, minmax(0, 1fr))", section) != std::string::npos);
+  const std::size_t fig = html.find("<figure id=\"plot-beyond_3_rope\">", section);
+  CHECK(html.find(" width=\"640\">", fig) < html.find("</figure>", fig));
+  CHECK_THAT(slurp(t.dir / "plots" / "beyond_3_rope.gp"), Contains("size 640,460 noenhanced font \"sans,11\""));
   CHECK(html.find("<h2 id=\"training\">") < section);
   CHECK(html.find("Not drawn for learned: no length beyond training has values", section) != std::string::npos);
   CHECK_FALSE(fs::exists(t.dir / "plots" / "beyond_1_learned.dat"));
