@@ -191,7 +191,7 @@ Plot rotary_decay_plot(const EncodingProbe& p, const Matrix& g) {
     dp.csv += "\n";
   }
   dp.gp = "set title " + report_detail::gp_string(dp.title) + "\nset xlabel \"relative distance m\"\n"
-          "set ylabel \"relative to m = 0\"\nset grid\nset key top right\n"
+          "set ylabel \"relative to m = 0\"\nset grid\nset key outside right top\n"
           "plot \"rotary_decay.csv\" skip 1 using 1:2 with lines lw 1.5 lc rgb \"#1f77b4\" title \"<R_0 1, R_m 1> (all-ones q, k)\"" +
           std::string(bound.empty() ? "" : ", \"rotary_decay.csv\" skip 1 using 1:3 with lines lw 2 lc rgb \"#d62728\" title \"RoFormer bound (normalized)\"") + "\n";
   dp.json["settings"] = p.settings;

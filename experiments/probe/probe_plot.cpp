@@ -46,11 +46,7 @@ void write_plot(Output& out, const Plot& p) {
   const std::string base = (fs::path(out.dir) / p.name).string();
   std::ostringstream gp;
   gp << "if (!exists(\"outfile\")) outfile = " << gp_string(p.name + ".png") << "\n"
-     << "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-     << "  set terminal pngcairo size " << p.width << "," << p.height << " noenhanced font \"sans,10\"\n"
-     << "} else {\n"
-     << "  set terminal png size " << p.width << "," << p.height << " noenhanced\n"
-     << "}\n"
+     << report_detail::plot_terminal(p.width, p.height)
      << "set output outfile\n"
      << "set datafile separator " << (p.dat.empty() ? "\",\"" : "whitespace") << "\n"
      << p.gp;
@@ -87,15 +83,25 @@ std::string image_block(const Matrix& m, bool hide_upper) {
 
 std::string image_grid(const std::string& name, const std::string& title, std::size_t rows, std::size_t cols,
                        const std::vector<std::string>& titles, const std::string& cb_range, bool colorbox,
-                       std::size_t T) {
+                       std::size_t T, int width) {
   std::ostringstream gp;
+  // Axis labels and (with `colorbox`) a colour bar on every panel, so that all panels keep one size; every
+  // text in the terminal's font (report_detail::plot_font_pt: readable where report.html shows it), the
+  // title wrapped to the width, tics every `step` positions so that their labels do not run together.
+  std::size_t step = 1;
+  for (std::size_t k = 1; T / step > 5; k *= 10)
+    for (std::size_t m : {1, 2, 5})
+      if (T / step > 5) step = m * k;
   gp << "set palette defined (0 \"#ffffff\", 0.35 \"#6baed6\", 1 \"#08306b\")\n"
      << "set cbrange " << cb_range << "\n"
-     << (colorbox ? "" : "unset colorbox\n")
-     << "set size ratio -1\n" << square_ranges(T) << "set tics out scale 0.5 font \",8\"\nunset key\n"
-     << "set multiplot layout " << rows << "," << cols << " title " << gp_string(title) << " font \",10\"\n";
+     << (colorbox ? "set colorbox\nset cblabel \"weight\"\n" : "unset colorbox\n")
+     << "set size ratio -1\n" << square_ranges(T) << "set tics out scale 0.5\nset xtics " << step << "\nset ytics "
+     << step << "\nunset key\n"
+     << "set xlabel \"key position j\"\nset ylabel \"query position i\"\n"
+     << "set multiplot layout " << rows << "," << cols << " title "
+     << report_detail::gp_wrapped(title, report_detail::title_chars(width)) << "\n";
   for (std::size_t k = 0; k < rows * cols; ++k)
-    gp << "set title " << gp_string(titles.at(k)) << " font \",9\"\n"
+    gp << "set title " << gp_string(titles.at(k)) << "\n"
        << "plot " << gp_string(name + ".dat") << " index " << k << " using 1:2:3 with image\n";
   gp << "unset multiplot\n";
   return gp.str();

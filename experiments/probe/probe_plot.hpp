@@ -36,11 +36,11 @@ void write_plot(Output& out, const Plot& p);
 using Matrix = std::vector<std::vector<double>>;
 // One gnuplot image block "j i value" (NaN where `hide_upper` and j > i), rows separated by blank lines.
 std::string image_block(const Matrix& m, bool hide_upper);
-// Script lines drawing heatmaps `index k` of NAME.dat in a rows x cols multiplot titled `title`, panels
-// titled `titles`.
+// Script lines drawing heatmaps `index k` of NAME.dat in a rows x cols multiplot titled `title` (wrapped to
+// a PNG `width` px wide), panels titled `titles`, axes labelled, a colour bar on each with `colorbox`.
 std::string image_grid(const std::string& name, const std::string& title, std::size_t rows, std::size_t cols,
                        const std::vector<std::string>& titles, const std::string& cb_range, bool colorbox,
-                       std::size_t T);
+                       std::size_t T, int width);
 // x and y ranges of a T x T heatmap, row 0 at the top.
 std::string square_ranges(std::size_t T);
 std::string num(double x);  // %.9g

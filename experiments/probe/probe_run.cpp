@@ -63,8 +63,8 @@ Plot attention_plot(const TrainedRun& run, const LengthProbe& lp, std::size_t L,
       p.dat += image_block(m, run.spec.model.causal) + "\n";
       titles.push_back("layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1));
     }
-  p.gp = image_grid(p.name, p.title, L, H, titles, "[0:1]", false, lp.T);
-  p.width = int(std::min<std::size_t>(2400, 60 + H * 300)), p.height = int(std::min<std::size_t>(2400, 40 + L * 290));
+  p.width = int(std::min<std::size_t>(2400, 60 + H * 380)), p.height = int(std::min<std::size_t>(2400, 80 + L * 300));
+  p.gp = image_grid(p.name, p.title, L, H, titles, "[0:1]", true, lp.T, p.width);
   p.json["n"] = lp.n;
   p.json["tokens"] = lp.T;
   return p;
@@ -105,9 +105,9 @@ Plot entropy_plot(const TrainedRun& run, const std::vector<LengthProbe>& lps, st
   plot += "\"entropy.csv\" skip 1 using 1:" + std::to_string(col) +
           " with lines dt 2 lc rgb \"#888888\" title \"uniform over the prefix: log(t+1)\"\n";
   p.gp = "set title " + gp_string(p.title) + "\nset xlabel \"query position t (tokens)\"\nset ylabel \"entropy (nats)\"\n"
-         "set grid\nset key top left\nset arrow from " + std::to_string(train_T) + ", graph 0 to " + std::to_string(train_T) +
+         "set grid\nset key outside right top\nset arrow from " + std::to_string(train_T) + ", graph 0 to " + std::to_string(train_T) +
          ", graph 1 nohead dt 3 lc rgb \"#444444\"\nset label \"training length\" at " + std::to_string(train_T) +
-         ", graph 0.04 offset 0.5,0 font \",9\"\n" + plot;
+         ", graph 0.04 offset 0.5,0\n" + plot;
   for (const auto& lp : lps) {
     nlohmann::ordered_json j;
     j["n"] = lp.n;
@@ -153,7 +153,7 @@ Plot accuracy_plot(const TrainedRun& run, const std::vector<LengthProbe>& lps, b
     }
   const std::size_t train_len = run.spec.config.train_len;
   p.gp = "set title " + gp_string(p.title) + "\nset xlabel \"" + (lm ? "position" : "answer position (1 = first y token)") +
-         "\"\nset ylabel \"token accuracy (%)\"\nset yrange [0:105]\nset grid\nset key bottom left\n"
+         "\"\nset ylabel \"token accuracy (%)\"\nset yrange [0:105]\nset grid\nset key outside right top\n"
          "set arrow from " + std::to_string(train_len) + ".5, graph 0 to " + std::to_string(train_len) +
          ".5, graph 1 nohead dt 3 lc rgb \"#444444\"\n" + plot + "\n";
   for (const auto& lp : lps) {

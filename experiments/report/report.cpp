@@ -44,6 +44,18 @@ std::vector<std::string> csv_metric_names(const Sweep& s) {
   return shown;
 }
 
+// Every group with a score beyond training scores exactly 0 on `metric` there (and some group has one).
+bool zero_beyond_training(const Sweep& s, const std::string& metric) {
+  bool any = false;
+  for (const Group& g : s.groups) {
+    const SeedStats st = ood_seed_stats(g, metric);
+    if (!st.mean) continue;
+    if (*st.mean != 0 || st.std != 0) return false;
+    any = true;
+  }
+  return any;
+}
+
 // Per group, the run whose probes are shown: its first in grid order with any.
 std::vector<std::pair<const Group*, const Run*>> probe_runs(const Sweep& s) {
   std::vector<std::pair<const Group*, const Run*>> out;
@@ -99,9 +111,11 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   }
 
   HtmlInput html;
+  html.headline = headline(s, metric);
   for (const std::string& m : tables) {
-    html.metric_tables.push_back(length_table(s, m));
-    if (auto t = ood_table(s, m)) html.metric_tables.push_back(*t);
+    std::vector<Table>& to = m != metric && zero_beyond_training(s, m) ? html.zero_tables : html.metric_tables;
+    to.push_back(length_table(s, m));
+    if (auto t = ood_table(s, m)) to.push_back(*t);
   }
   html.steps = steps_table(s);
   std::vector<Table> ranks;
@@ -126,11 +140,14 @@ ReportResult write_report(const std::string& sweep_dir, const ReportOptions& opt
   md << s.runs.size() << " finished run(s) in " << s.groups.size() << " group(s)";
   if (!s.unfinished.empty()) md << ", " << s.unfinished.size() << " unfinished";
   md << ". Cells are mean ± sample std over seeds (n runs); accuracies are in percent.\n\n";
+  for (const std::string& h : html.headline) md << "**" << h << "**\n\n";
+  if (!html.headline.empty()) md << tie_rule_text() << "\n\n";
   for (std::size_t i = 0; i < html.metric_tables.size(); ++i) {
     const std::string t = markdown(html.metric_tables[i]);
     if (i == 0) out.table_markdown = t;
     md << t << "\n";
   }
+  for (const Table& t : html.zero_tables) md << markdown(t) << "\n";
   if (html.steps) md << markdown(*html.steps) << "\n";
   for (const Table& t : ranks) md << markdown(t) << "\n";
   html.ranks = ranks;

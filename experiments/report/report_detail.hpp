@@ -170,6 +170,27 @@ std::string length_list_text(const std::vector<std::size_t>& lengths);
 // min and max over seeds; nullopt when no run evaluated beyond its training length.
 std::optional<Table> ood_table(const Sweep& s, const std::string& metric);
 
+// Seed-level statistics of a score: mean (nullopt: no run has one), sample std (0 for one seed), runs.
+struct SeedStats {
+  std::optional<double> mean;
+  double std = 0;
+  int n = 0;
+};
+// Each run's OOD score of `metric` (as ood_table) over the group's seeds.
+SeedStats ood_seed_stats(const Group& g, const std::string& metric);
+
+// report_headline.cpp: the answer first. The tie rule of the recipe pages (python/pelab/reproduce/stats.py
+// separated / tie_ranks, ported; tests/fixtures/tie_rule_cases.json holds both to the same answers):
+// a above b when both have >= 2 seeds and mean_a - std_a > mean_b + std_b.
+bool separated(const SeedStats& a, const SeedStats& b);
+// Indices of `stats` best (highest mean) first, chained into groups whose neighbours the seeds do not
+// separate; no mean: one last group.
+std::vector<std::vector<std::size_t>> tie_groups(const std::vector<SeedStats>& stats);
+// Per task (or one for the sweep): which group is best beyond training on `metric`, by how much over the
+// next, and whether that order is a tie; empty when no group has a score beyond training.
+std::vector<std::string> headline(const Sweep& s, const std::string& metric);
+std::string tie_rule_text();
+
 // report_results.cpp: the long table of `metrics` (as summary.csv lists them) of every run.
 ResultsTable results_table(const Sweep& s, const std::vector<std::string>& metrics);
 
@@ -203,7 +224,10 @@ std::string base64(const std::string& bytes);
 std::string html_escape(const std::string& s);
 std::string url_path(const std::string& rel);  // percent-encodes a relative path for an href
 struct HtmlInput {
+  std::vector<std::string> headline;  // headline(): shown first, above the main plot
   std::vector<Table> metric_tables;  // chosen metric first
+  // Tables of metrics that read 0 for every group beyond training: collapsed, below the others.
+  std::vector<Table> zero_tables;
   std::optional<Table> steps;
   std::vector<Table> ranks;
   std::vector<Figure> figures;       // in order
@@ -218,13 +242,45 @@ struct Script {
 };
 std::string gp_string(const std::string& s);
 std::string gp_num(double x);
+// A gnuplot string of several lines: `text` broken at spaces into lines of at most `width` bytes, joined by
+// gnuplot's own "\n" (titles that fit a narrow plot).
+std::string gp_wrapped(const std::string& text, std::size_t width);
 std::string plot_color(std::size_t i);
 int plot_point_type(std::size_t i);
 // Dash type of group g's line: 1 (solid) for every group when the sweep has one key; with several keys,
 // one dash type per value of the first (e.g. solid for copy, dashed for reverse), so that groups that
 // share a colour (the palette repeats every 10) stay apart.
 int plot_dash_type(const Sweep& s, std::size_t g);
-std::string plot_preamble(const std::string& png, const std::string& title);
+// Readable plots (issue #43): the page shows a PNG W px wide at shown_width(W) px (report.html sets the
+// <img> width): full width (at most 1100) above kHalfShownMax, else two to a row (at most 640). Its scripts set
+// the font to plot_font_pt(W) = ceil(11 W / shown) pt, so text reads at least kMinTextPx px on the page
+// (a lower bound: pngcairo draws a point as 4/3 px). No script sets a smaller font anywhere.
+constexpr int kMinTextPx = 11, kFullShownWidth = 1100, kHalfShownWidth = 640, kHalfShownMax = 1000;
+int shown_width(int png_width);
+int plot_font_pt(int png_width);
+struct PlotSize {
+  int width = 1100, height = 620;
+};
+constexpr PlotSize kPanelPlot{640, 460};  // two to a row (beyond_*, operand_grid_*)
+constexpr std::size_t kMaxLines = 8;  // more lines than this in one plot are split into panels
+// The terminal lines of a script: pngcairo (else png) of that size with plot_font_pt's font.
+std::string plot_terminal(int width, int height);
+// The characters a title line of a PNG `png_width` px wide holds in plot_font_pt's font (a glyph taken as
+// 0.6 em, an em as 4/3 px a point: conservative for DejaVu Sans).
+inline std::size_t title_chars(int png_width) {
+  return static_cast<std::size_t>(png_width * 5 / (plot_font_pt(png_width) * 4 * 4 / 3));
+}
+// Preamble of every report plot: outfile, terminal, title, grid, the key outside the plot area.
+std::string plot_preamble(const std::string& png, const std::string& title, PlotSize size = PlotSize{});
+// Panels for n lines of at most kMaxLines each (1 for n <= kMaxLines).
+inline std::size_t plot_panels(std::size_t n) { return n <= kMaxLines ? 1 : (n + kMaxLines - 1) / kMaxLines; }
+// A full-width plot of n lines: 1100 x 620, 400 px taller per extra panel (plot_panels).
+inline PlotSize split_size(std::size_t n) { return {1100, int(620 + 400 * (plot_panels(n) - 1))}; }
+// `plot` commands drawing `lines` (per line its parts: band, line; the first part may start `""`), at most
+// kMaxLines lines per panel: one plot when they fit, else a multiplot of plot_panels panels stacked, each
+// with the `shared` parts (reference lines) too. The first part of each plot names `dat_file`.
+std::string split_plot(const std::string& dat_file, const std::vector<std::vector<std::string>>& lines,
+                       const std::vector<std::string>& shared);
 std::string task_text(const Sweep& s);  // "copy + reverse"
 // The program's path (a name is looked up in PATH), or "" when not found.
 std::string find_program(const std::string& name);

@@ -120,20 +120,64 @@ std::string gp_num(double x) {
   return buf;
 }
 
+int shown_width(int png_width) {
+  return std::min(png_width, png_width > kHalfShownMax ? kFullShownWidth : kHalfShownWidth);
+}
+
+int plot_font_pt(int png_width) {
+  const int shown = shown_width(png_width);
+  return (kMinTextPx * png_width + shown - 1) / shown;
+}
+
+std::string plot_terminal(int width, int height) {
+  const std::string size = std::to_string(width) + "," + std::to_string(height);
+  return "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+         "  set terminal pngcairo size " + size + " noenhanced font \"sans," + std::to_string(plot_font_pt(width)) +
+         "\"\n} else {\n  set terminal png size " + size + " noenhanced\n}\n";
+}
+
 // Script preamble: output file overridable (`gnuplot -e "outfile='x.png'" s.gp`), pngcairo when present.
-std::string plot_preamble(const std::string& png, const std::string& title) {
+std::string plot_preamble(const std::string& png, const std::string& title, PlotSize size) {
   std::ostringstream os;
   os << "if (!exists(\"outfile\")) outfile = " << gp_string(png) << "\n"
-     << "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-     << "  set terminal pngcairo size 1100,620 noenhanced font \"sans,11\"\n"
-     << "} else {\n"
-     << "  set terminal png size 1100,620 noenhanced\n"
-     << "}\n"
+     << plot_terminal(size.width, size.height)
      << "set output outfile\n"
      << "set title " << gp_string(title) << "\n"
      << "set grid lc rgb \"#dddddd\"\n"
      << "set key outside right top box opaque\n";
   return os.str();
+}
+
+std::string split_plot(const std::string& dat_file, const std::vector<std::vector<std::string>>& lines,
+                       const std::vector<std::string>& shared) {
+  const std::size_t panels = plot_panels(lines.size());
+  std::string out = panels > 1 ? "set multiplot layout " + std::to_string(panels) + ",1\n" : "";
+  for (std::size_t p = 0; p < panels; ++p) {
+    std::vector<std::string> parts;
+    for (std::size_t i = p * kMaxLines; i < std::min(lines.size(), (p + 1) * kMaxLines); ++i)
+      parts.insert(parts.end(), lines[i].begin(), lines[i].end());
+    parts.insert(parts.end(), shared.begin(), shared.end());
+    if (parts.empty()) continue;
+    if (parts.front().compare(0, 2, "\"\"") == 0) parts.front().replace(0, 2, gp_string(dat_file));
+    out += "plot \\\n";
+    for (std::size_t i = 0; i < parts.size(); ++i) out += "  " + parts[i] + (i + 1 < parts.size() ? ", \\\n" : "\n");
+  }
+  return out + (panels > 1 ? "unset multiplot\n" : "");
+}
+
+std::string gp_wrapped(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines(1);
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (!lines.back().empty() && lines.back().size() + 1 + w.size() > width) lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : " ") + w;
+  }
+  std::string out;
+  for (const std::string& l : lines) {
+    const std::string q = gp_string(l);
+    out += out.empty() ? q.substr(0, q.size() - 1) : "\\n" + q.substr(1, q.size() - 2);
+  }
+  return out + "\"";
 }
 
 std::string task_text(const Sweep& s) {

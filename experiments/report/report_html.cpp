@@ -101,6 +101,10 @@ details { margin: .25em 0; }
 summary { cursor: pointer; }
 code { font-size: .92em; }
 .warn { color: #a40; }
+.headline { font-size: 1.08em; max-width: 70em; margin: .3em 0 .6em; }
+.headline p { margin: .25em 0; }
+.headline .note { font-size: .8em; }
+#plot-length_generalization { margin-top: .4em; }
 )";
 
 std::string table_html(const Table& t) {
@@ -127,6 +131,22 @@ std::string table_html(const Table& t) {
   return os.str();
 }
 
+// The width in the PNG's IHDR chunk (bytes 16..19, big-endian; RFC 2083 §4.1.1); 0 when too short.
+int png_width(const std::string& png) {
+  if (png.size() < 24) return 0;
+  unsigned w = 0;
+  for (int i = 16; i < 20; ++i) w = (w << 8) | static_cast<unsigned char>(png[i]);
+  return w > 100000 ? 0 : static_cast<int>(w);
+}
+
+int png_file_width(const std::string& path) {
+  try {
+    return png_width(read_file(path));
+  } catch (const Error&) {
+    return 0;  // img_tag reports it
+  }
+}
+
 // A PNG as an <img> with a data: URI; "" (and a warning) when the file is missing or not a PNG.
 std::string img_tag(const std::string& path, const std::string& alt, std::vector<std::string>& warnings) {
   std::string bytes;
@@ -140,7 +160,10 @@ std::string img_tag(const std::string& path, const std::string& alt, std::vector
     warnings.push_back("report.html: " + path + " is not a PNG file; left out");
     return "";
   }
-  return "<img src=\"data:image/png;base64," + base64(bytes) + "\" alt=\"" + html_escape(alt) + "\">";
+  // Shown at shown_width (plot_font_pt sized the plot's text for it); narrower windows shrink it further.
+  const int width = png_width(bytes);
+  return "<img src=\"data:image/png;base64," + base64(bytes) + "\" alt=\"" + html_escape(alt) + "\"" +
+         (width > 0 ? " width=\"" + std::to_string(shown_width(width)) + "\"" : "") + ">";
 }
 
 std::string figure_html(const Figure& f, std::vector<std::string>& warnings) {
@@ -208,8 +231,13 @@ std::string probes_html(const Sweep& s, std::vector<std::string>& warnings) {
     for (const auto& [g, r] : cols)
       for (const ProbeFile& p : r->probes)
         if (p.name == name && p.title != p.name) title = p.title;
+    // Two to a row, or one where a PNG is wider than kHalfShownMax: the width its text was sized for.
+    std::size_t per_row = std::min<std::size_t>(2, cols.size());
+    for (const auto& [g, r] : cols)
+      for (const ProbeFile& q : r->probes)
+        if (q.name == name && png_file_width((fs::path(s.dir) / q.png).string()) > kHalfShownMax) per_row = 1;
     os << "<h3 id=\"probe-" << html_escape(name) << "\">" << html_escape(title) << "</h3>\n"
-       << "<div class=\"probe-grid\" style=\"grid-template-columns: repeat(" << cols.size() << ", minmax(0, 1fr))\">\n";
+       << "<div class=\"probe-grid\" style=\"grid-template-columns: repeat(" << per_row << ", minmax(0, 1fr))\">\n";
     for (const auto& [g, r] : cols) {
       const ProbeFile* p = nullptr;
       for (const ProbeFile& q : r->probes)
@@ -310,10 +338,23 @@ std::string operand_grid_html(const HtmlInput& in, std::vector<std::string>& war
   if (figs.empty()) return "";
   std::ostringstream os;
   os << "<h3 id=\"operand-grid\">Operand lengths (len_a × len_b)</h3>\n"
-     << "<div class=\"probe-grid\" style=\"grid-template-columns: repeat(" << std::min<std::size_t>(2, figs.size())
-     << ", minmax(0, 1fr))\">\n";
+     << "<div class=\"probe-grid\" style=\"grid-template-columns: minmax(0, 1fr)\">\n";
   for (const Figure* f : figs) os << figure_html(*f, warnings);
   os << "</div>\n";
+  return os.str();
+}
+
+// Metrics that read 0 for every group beyond training, folded away below the informative tables.
+std::string zero_tables_html(const HtmlInput& in) {
+  if (in.zero_tables.empty()) return "";
+  std::string names;
+  for (const Table& t : in.zero_tables)
+    if (t.id.compare(0, 4, "ood-") != 0) names += (names.empty() ? "" : ", ") + t.title.substr(0, t.title.find(':'));
+  std::ostringstream os;
+  os << "<details id=\"zero-tables\"><summary>" << html_escape(names)
+     << ": 0 for every group beyond the training length (tables folded)</summary>\n";
+  for (const Table& t : in.zero_tables) os << table_html(t);
+  os << "</details>\n";
   return os.str();
 }
 
@@ -327,8 +368,15 @@ std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::st
         "style-src 'unsafe-inline'\">\n"
      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
      << "<title>pelab report: " << html_escape(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
-  os << "<h1>Sweep report: " << html_escape(title) << "</h1>\n<p>" << s.runs.size() << " finished run(s) in "
-     << s.groups.size() << " group(s)";
+  os << "<h1>Sweep report: " << html_escape(title) << "</h1>\n";
+  // The answer first (issue #43): the headline, then the main plot, then the tables.
+  if (!in.headline.empty()) {
+    os << "<div id=\"headline\" class=\"headline\">";
+    for (const std::string& h : in.headline) os << "<p>" << html_escape(h) << "</p>";
+    os << "<p class=\"note\">" << html_escape(tie_rule_text()) << "</p></div>\n";
+  }
+  if (const Figure* f = find_figure(in, "length_generalization")) os << figure_html(*f, warnings);
+  os << "<p>" << s.runs.size() << " finished run(s) in " << s.groups.size() << " group(s)";
   if (!s.unfinished.empty()) os << ", " << s.unfinished.size() << " unfinished";
   os << ". Cells are mean ± sample std over seeds (n runs); accuracies are in percent. Written by <code>pelab "
         "report</code>; the numbers are also in <a href=\"summary.csv\">summary.csv</a> (full precision), "
@@ -345,7 +393,7 @@ std::string report_html(const Sweep& s, const HtmlInput& in, std::vector<std::st
   for (std::size_t i = 0; i < in.metric_tables.size() && i < 2; ++i) os << table_html(in.metric_tables[i]);
   os << "</div>\n";
   for (std::size_t i = 2; i < in.metric_tables.size(); ++i) os << table_html(in.metric_tables[i]);
-  if (const Figure* f = find_figure(in, "length_generalization")) os << figure_html(*f, warnings);
+  os << zero_tables_html(in);
   os << operand_grid_html(in, warnings);
 
   os << "<h2 id=\"training\">Training</h2>\n";

@@ -59,6 +59,17 @@ std::vector<std::string> ood_row(const Group& g, const OodStats& st, const std::
 
 }  // namespace
 
+SeedStats ood_seed_stats(const Group& g, const std::string& metric) {
+  const OodStats st = ood_stats(g, metric);
+  SeedStats out;
+  out.n = static_cast<int>(st.scores.size());
+  if (st.scores.empty()) return out;
+  const MeanStd m = mean_std(st.scores);
+  out.mean = m.mean;
+  out.std = m.std;
+  return out;
+}
+
 std::optional<Table> ood_table(const Sweep& s, const std::string& metric) {
   Table t;
   t.id = "ood-" + metric;

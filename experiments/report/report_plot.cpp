@@ -112,23 +112,20 @@ std::string length_plot_command(const Sweep& s, const Blocks& blocks,
   if (blocks.empty())
     return "set label \"no data: every length is n/a\" at graph 0.5, graph 0.5 center\n"
            "plot NaN notitle\n";
-  std::vector<std::string> parts;
+  std::vector<std::vector<std::string>> lines;
   for (const auto& [g, idx] : blocks) {
-    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
-                    "\" notitle");
     const std::string every = many_lengths(s) ? " pi " + std::to_string(s.lengths.size() / 10) : "";
-    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 dt " +
-                    std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) + every +
-                    " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " +
-                    gp_string(s.groups[g].label));
+    lines.push_back({"\"\" index " + std::to_string(idx) + " using 1:5:6 with filledcurves lc rgb \"" + plot_color(g) +
+                         "\" notitle",
+                     "\"\" index " + std::to_string(idx) + " using 1:2 with linespoints lw 2 dt " +
+                         std::to_string(plot_dash_type(s, g)) + " pt " + std::to_string(plot_point_type(g)) + every +
+                         " ps 1.2 lc rgb \"" + plot_color(g) + "\" title " + gp_string(s.groups[g].label)});
   }
+  std::vector<std::string> shared;
   for (std::size_t k = 0; k < chances.size(); ++k)
-    parts.push_back("\"\" index " + std::to_string(chances[k].second) + " using 1:2 with lines dt " +
-                    std::to_string(3 + k) + " lw 1.5 lc rgb \"#000000\" title " + gp_string(chances[k].first));
-  parts.front().replace(0, 2, "\"length_generalization.dat\"");
-  std::string cmd = "plot \\\n";
-  for (std::size_t i = 0; i < parts.size(); ++i) cmd += "  " + parts[i] + (i + 1 < parts.size() ? ", \\\n" : "\n");
-  return cmd;
+    shared.push_back("\"\" index " + std::to_string(chances[k].second) + " using 1:2 with lines dt " +
+                     std::to_string(3 + k) + " lw 1.5 lc rgb \"#000000\" title " + gp_string(chances[k].first));
+  return split_plot("length_generalization.dat", lines, shared);
 }
 
 }  // namespace
@@ -150,7 +147,8 @@ Script length_plot(const Sweep& s, const std::string& metric) {
   gp << "# Length generalization: " << m.title << " vs eval length.\n"
      << "# Re-render: cd to this directory and run `gnuplot length_generalization.gp`.\n"
      << plot_preamble("length_generalization.png",
-                      task_text(s) + ": " + m.title + " vs eval length (mean ± std over seeds)")
+                      task_text(s) + ": " + m.title + " vs eval length (mean ± std over seeds)",
+                      split_size(blocks.size()))
      << "set ylabel " << gp_string(m.title) << "\n"
      << length_x_axis(s, train_lens);
   if (pct) {
@@ -203,21 +201,21 @@ std::optional<Script> training_plot(const Sweep& s) {
   std::ostringstream gp;
   gp << "# Training curves: training loss vs step, mean over seeds.\n"
      << "# Re-render: cd to this directory and run `gnuplot training_curves.gp`.\n"
-     << plot_preamble("training_curves.png", task_text(s) + ": training loss (mean over seeds)")
+     << plot_preamble("training_curves.png", task_text(s) + ": training loss (mean over seeds)",
+                      split_size(blocks.size()))
      << "set xlabel \"step\"\n"
      << "set ylabel \"training loss (log scale)\"\n"
      << "set logscale y\n"
-     << "set autoscale xfix\n"
-     << "plot \\\n";
-  for (std::size_t b = 0; b < blocks.size(); ++b) {
-    const auto [g, idx] = blocks[b];
-    gp << "  " << (b == 0 ? "\"training_curves.dat\"" : "\"\"") << " index " << idx
-       << " using 1:2 with lines lw 1 dt 2 lc rgb \"" << plot_color(g) << "\" notitle, \\\n"
-       << "  \"\" index " << idx + 1 << " using 1:2 with lines lw 2 lc rgb \"" << plot_color(g) << "\" title "
-       << gp_string(s.groups[g].label) << (b + 1 < blocks.size() || any_partial ? ", \\\n" : "\n");
-  }
-  if (any_partial)
-    gp << "  NaN with lines lw 1 dt 2 lc rgb \"#555555\" title \"fewer seeds (others stopped)\"\n";
+     << "set autoscale xfix\n";
+  std::vector<std::vector<std::string>> lines;
+  for (const auto& [g, idx] : blocks)
+    lines.push_back({"\"\" index " + std::to_string(idx) + " using 1:2 with lines lw 1 dt 2 lc rgb \"" + plot_color(g) +
+                         "\" notitle",
+                     "\"\" index " + std::to_string(idx + 1) + " using 1:2 with lines lw 2 lc rgb \"" + plot_color(g) +
+                         "\" title " + gp_string(s.groups[g].label)});
+  std::vector<std::string> shared;
+  if (any_partial) shared.push_back("NaN with lines lw 1 dt 2 lc rgb \"#555555\" title \"fewer seeds (others stopped)\"");
+  gp << split_plot("training_curves.dat", lines, shared);
   Script sc{"training_curves", dat.str(), gp.str(), ""};
   sc.caption = "Training loss (mean over the log interval) against step, mean over seeds" +
                std::string(any_partial ? "; thin dashed where some seeds had already stopped (the mean is then over "

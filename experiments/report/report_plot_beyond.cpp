@@ -69,40 +69,34 @@ std::string curve_color(const Sweep& s, const Curve& c) {
                                              s.lengths.begin()));
 }
 
-// gnuplot's two-line title: each line escaped, joined by gnuplot's own "\n".
-std::string gp_two_lines(const std::string& a, const std::string& b) {
-  const std::string qa = gp_string(a), qb = gp_string(b);
-  return qa.substr(0, qa.size() - 1) + "\\n" + qb.substr(1);
-}
-
 std::string group_script_gp(const Sweep& s, const Group& g, const std::vector<Curve>& curves, const MetricSpec& m,
-                            const std::string& name, const CurveRange& range) {
+                            const std::string& name, const CurveRange& range, long xmax) {
   std::ostringstream gp;
   const std::string title = task_text(s) + ": " + g.label + ": held-out " + m.title +
                             " during training, per eval length (mean ± std over " + std::to_string(g.runs.size()) +
-                            " run(s))";
-  const std::string sub = "budget: " + budget_policy_text(g.runs);
+                            " run(s)); budget: " + budget_policy_text(g.runs);
+  const PlotSize size{kPanelPlot.width, int(kPanelPlot.height * plot_panels(curves.size()))};
   gp << "# Held-out " << m.name << " at the training length and beyond it vs step, mean over seeds.\n"
      << "# Re-render: cd to this directory and run `gnuplot " << name << ".gp`.\n"
-     << plot_preamble(name + ".png", title);
-  gp << "set title " << gp_two_lines(title, sub) << "\n" << step_axes(m, range);
+     << plot_preamble(name + ".png", title, size);
+  // Every group's panel spans the same steps (the sweep's last held-out evaluation), so panels compare.
+  gp << "set title " << gp_wrapped(title, 64) << "\n" << step_axes(m, range) << "set xrange [0:" << xmax << "]\n"
+     << "set key outside below\n";
   std::set<long> stops;  // each run's last held-out evaluation
   for (const Run* r : g.runs)
     if (!r->held_out.empty()) stops.insert(r->held_out.back().step);
   for (long st : stops)
     gp << "set arrow from " << st << ", graph 0 to " << st << ", graph 1 nohead dt 3 lw 1 lc rgb \"#888888\"\n";
-  gp << "set style fill transparent solid 0.12 noborder\nplot \\\n";
-  std::vector<std::string> parts;
+  gp << "set style fill transparent solid 0.12 noborder\n";
+  std::vector<std::vector<std::string>> lines;
   for (std::size_t i = 0; i < curves.size(); ++i) {
     const std::string c = curve_color(s, curves[i]), idx = std::to_string(i);
     const std::string label = "length " + std::to_string(curves[i].length) + (curves[i].train ? " (training)" : "");
-    parts.push_back("\"\" index " + idx + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle");
-    parts.push_back("\"\" index " + idx + " using 1:2 with linespoints lw " + (curves[i].train ? "2.5" : "2") +
-                    " pt 7 ps 0.6 lc rgb \"" + c + "\" title " + gp_string(label));
+    lines.push_back({"\"\" index " + idx + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle",
+                     "\"\" index " + idx + " using 1:2 with linespoints lw " + (curves[i].train ? "2.5" : "2") +
+                         " pt 7 ps 0.6 lc rgb \"" + c + "\" title " + gp_string(label)});
   }
-  parts.push_back("NaN with lines dt 3 lw 1 lc rgb \"#888888\" title \"a run stopped\"");
-  parts.front().replace(0, 2, gp_string(name + ".dat"));
-  for (std::size_t i = 0; i < parts.size(); ++i) gp << "  " << parts[i] << (i + 1 < parts.size() ? ", \\\n" : "\n");
+  gp << split_plot(name + ".dat", lines, {"NaN with lines dt 3 lw 1 lc rgb \"#888888\" title \"a run stopped\""});
   return gp.str();
 }
 
@@ -163,6 +157,9 @@ std::vector<Script> beyond_plots(const Sweep& s, const std::string& metric, std:
   const MetricSpec& m = find_metric(metric);
   const double k = m.percent ? 100.0 : 1.0;
   std::vector<Script> out;
+  long xmax = 1;  // the sweep's last held-out evaluation: one x-range for every group's panel
+  for (const Run& r : s.runs)
+    if (!r.held_out.empty()) xmax = std::max(xmax, r.held_out.back().step);
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
     const Group& g = s.groups[gi];
     const std::vector<Curve> curves = group_curves(g, metric, k);
@@ -183,7 +180,7 @@ std::vector<Script> beyond_plots(const Sweep& s, const std::string& metric, std:
       dat << "# length " << curves[i].length << (curves[i].train ? " (training)" : "") << "\n"
           << curve_block(curves[i].series, steps_of(curves[i].series), m.percent, range);
     }
-    Script sc{name, dat.str(), group_script_gp(s, g, curves, m, name, range), ""};
+    Script sc{name, dat.str(), group_script_gp(s, g, curves, m, name, range, xmax), ""};
     sc.caption = beyond_caption(g, m, range);
     out.push_back(sc);
   }

@@ -108,25 +108,24 @@ std::string at_train_len_text(const Sweep& s) {
 // evaluations; then the legend entry for those, the target and chance.
 std::string held_out_plot_command(const Sweep& s, const std::vector<std::pair<std::size_t, std::size_t>>& blocks,
                                   const std::string& metric, double k, const ReferenceLines& ref) {
-  std::vector<std::string> parts;
+  std::vector<std::vector<std::string>> lines;
   for (const auto& [g, idx] : blocks) {
     const std::string c = plot_color(g);
-    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle");
-    parts.push_back("\"\" index " + std::to_string(idx) + " using 1:2 with lines lw 2 lc rgb \"" + c + "\" title " +
-                    gp_string(s.groups[g].label));
-    parts.push_back("\"\" index " + std::to_string(idx + 1) + " using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb \"" + c +
-                    "\" notitle");
+    lines.push_back(
+        {"\"\" index " + std::to_string(idx) + " using 1:6:7 with filledcurves lc rgb \"" + c + "\" notitle",
+         "\"\" index " + std::to_string(idx) + " using 1:2 with lines lw 2 lc rgb \"" + c + "\" title " +
+             gp_string(s.groups[g].label),
+         "\"\" index " + std::to_string(idx + 1) + " using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb \"" + c +
+             "\" notitle"});
   }
-  parts.push_back("NaN with points pt 6 ps 1.6 lw 1.5 lc rgb \"#000000\" title \"a run's last evaluation\"");
+  std::vector<std::string> shared = {
+      "NaN with points pt 6 ps 1.6 lw 1.5 lc rgb \"#000000\" title \"a run's last evaluation\""};
   if (ref.all_target && ref.targets.size() == 1)
-    parts.push_back(gp_num(k * *ref.targets.begin()) + " with lines dt 3 lw 1.5 lc rgb \"#555555\" title " +
-                    gp_string("target " + target_text(metric, *ref.targets.begin())));
+    shared.push_back(gp_num(k * *ref.targets.begin()) + " with lines dt 3 lw 1.5 lc rgb \"#555555\" title " +
+                     gp_string("target " + target_text(metric, *ref.targets.begin())));
   if (ref.chances.size() == 1)
-    parts.push_back(gp_num(k * *ref.chances.begin()) + " with lines dt 4 lw 1.5 lc rgb \"#000000\" title \"chance\"");
-  parts.front().replace(0, 2, "\"held_out_curves.dat\"");
-  std::string cmd = "plot \\\n";
-  for (std::size_t i = 0; i < parts.size(); ++i) cmd += "  " + parts[i] + (i + 1 < parts.size() ? ", \\\n" : "\n");
-  return cmd;
+    shared.push_back(gp_num(k * *ref.chances.begin()) + " with lines dt 4 lw 1.5 lc rgb \"#000000\" title \"chance\"");
+  return split_plot("held_out_curves.dat", lines, shared);
 }
 
 std::string held_out_caption(const MetricSpec& m, const std::string& at_len, const std::set<std::size_t>& every,
@@ -180,7 +179,8 @@ std::optional<Script> held_out_plot(const Sweep& s, const std::string& metric) {
   gp << "# Held-out " << m.name << " at the training length vs step, mean over seeds.\n"
      << "# Re-render: cd to this directory and run `gnuplot held_out_curves.gp`.\n"
      << plot_preamble("held_out_curves.png",
-                      task_text(s) + ": held-out " + m.title + " at " + at_len + " during training (mean ± std over seeds)")
+                      task_text(s) + ": held-out " + m.title + " at " + at_len + " during training (mean ± std over seeds)",
+                      split_size(blocks.size()))
      << step_axes(m, range);
   gp << "set style fill transparent solid 0.18 noborder\n";
   gp << held_out_plot_command(s, blocks, metric, k, ref);

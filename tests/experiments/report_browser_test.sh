@@ -4,11 +4,15 @@
 #   1. the page as written loads with no console message at all (errors, CSP violations, failed loads), and
 #   2. every <img> decodes and is laid out (naturalWidth/Height and box > 0), and there is one per rendered
 #      plot and probe: checked by a copy of the page with a small script that writes the result into the
-#      DOM, read back with --dump-dom.
+#      DOM, read back with --dump-dom;
+#   3. in a 1400 px wide window the headline and the main plot lie within the first 1400 x 900 px (what a
+#      --window-size=1400,900 screenshot shows; with --dump-dom this chromium reports innerHeight 757, so
+#      the check uses 900 itself), the plot before the first table (DOM order).
 # Exits 77 (ctest: skipped, not passed) when no chromium is installed or gnuplot is missing (no plots).
 #   tests/experiments/report_browser_test.sh PELAB_BINARY
 # Env: PELAB_CHROMIUM (browser binary; default chromium or chromium-browser on PATH),
-#      PELAB_REPORT_SCREENSHOT=FILE.png (also save a screenshot of the page, for a human look).
+#      PELAB_REPORT_SCREENSHOT=FILE.png (also save a screenshot of the page, for a human look;
+#      PELAB_REPORT_SCREENSHOT_SIZE=1400,900 for the first screen only).
 set -uo pipefail
 
 pelab=${1:?usage: report_browser_test.sh PELAB_BINARY}
@@ -93,22 +97,33 @@ window.addEventListener("load", function () {\
     if (!imgs[i].complete \|\| imgs[i].naturalWidth < 1 \|\| imgs[i].naturalHeight < 1 \|\| r.width < 1 \|\| r.height < 1)\
       bad.push(imgs[i].alt \|\| String(i));\
   }\
+  var head = document.getElementById("headline"), plot = document.getElementById("plot-length_generalization"),\
+      table = document.querySelector("table"), screen = [], W = 1400, H = 900;\
+  function off(e) { var r = e.getBoundingClientRect(); return r.bottom > H \|\| r.right > W; }\
+  if (!head \|\| off(head)) screen.push("headline");\
+  if (!plot \|\| off(plot.querySelector("img"))) screen.push("plot");\
+  if (!plot \|\| !table \|\| !(plot.compareDocumentPosition(table) \& Node.DOCUMENT_POSITION_FOLLOWING))\
+    screen.push("plot-after-table");\
   var d = document.createElement("pre");\
   d.id = "pelab-check";\
   d.textContent = "images=" + imgs.length + " bad=" + bad.length + " errors=" + (window.errs \|\| []).length +\
+                  " first-screen=" + innerWidth + "x" + H + (screen.length ? ":missing:" + screen.join(",") : ":ok") +\
                   " [" + bad.concat(window.errs \|\| []).join("; ") + "]";\
   document.body.appendChild(d);\
 });\
 </script></body>|' "$page" >"$check"
 grep -q "script-src 'unsafe-inline'" "$check" || fail "could not widen the CSP of the check copy"
-browse "$work/dom2.html" "$work/err2.log" --dump-dom "file://$check" || { cat "$work/err2.log"; fail "chromium failed"; }
+browse "$work/dom2.html" "$work/err2.log" --window-size=1400,900 --dump-dom "file://$check" || { cat "$work/err2.log"; fail "chromium failed"; }
 result=$(grep -o 'id="pelab-check">[^<]*' "$work/dom2.html" | sed 's/.*>//')
-echo "check page: $result (expected images=$expected bad=0 errors=0)"
-[ "$result" = "images=$expected bad=0 errors=0 []" ] || fail "not every image shows"
+echo "check page: $result (expected images=$expected bad=0 errors=0 first-screen=1400x900:ok)"
+# 3. The answer first (issue #43): at 1400 x 900 the headline and the whole main plot are on the first
+#    screen, and the main plot comes before the first table in the DOM.
+case "$result" in *"first-screen=1400x900:ok"*) ;; *) fail "headline or main plot not on the first screen" ;; esac
+[ "$result" = "images=$expected bad=0 errors=0 first-screen=1400x900:ok []" ] || fail "not every image shows"
 if grep -a "CONSOLE" "$work/err2.log"; then fail "console messages on the check copy (above)"; fi
 
 if [ -n "${PELAB_REPORT_SCREENSHOT:-}" ]; then
-  browse /dev/null "$work/err3.log" --hide-scrollbars --window-size=1500,5200 \
+  browse /dev/null "$work/err3.log" --hide-scrollbars --window-size="${PELAB_REPORT_SCREENSHOT_SIZE:-1500,5200}" \
     --screenshot="$PELAB_REPORT_SCREENSHOT" "file://$page" || fail "screenshot failed"
   echo "screenshot: $PELAB_REPORT_SCREENSHOT"
 fi

@@ -150,9 +150,13 @@ TEST_CASE("report beyond curves: per group, each length beyond training against 
   const std::string gp = slurp(plots / "beyond_3_rope.gp");
   INFO(gp);
   CHECK_THAT(gp, Contains("set ylabel \"held-out token accuracy (%)\""));
-  CHECK_THAT(gp, Contains("copy: rope: held-out token accuracy (%) during training, per eval length (mean ± std "
-                          "over 2 run(s))\\nbudget: first fit (a run stops at its first held-out evaluation with "
-                          "token_acc ≥ 90%; at most 600 steps)"));
+  // The title wrapped to the 640 px panel (at most 64 bytes a line).
+  CHECK_THAT(gp, Contains("copy: rope: held-out token accuracy (%) during training, per\\neval length (mean ± std "
+                          "over 2 run(s)); budget: first fit (a\\nrun stops at its first held-out evaluation with "
+                          "token_acc ≥\\n90%; at most 600 steps)"));
+  // Every group's panel spans the same steps: 0 to the sweep's last held-out evaluation (300).
+  CHECK_THAT(gp, Contains("set xrange [0:300]\n"));
+  CHECK_THAT(slurp(plots / "beyond_2_none.gp"), Contains("set xrange [0:300]\n"));
   CHECK_THAT(gp, Contains("set arrow from 200, graph 0 to 200, graph 1"));
   CHECK_THAT(gp, Contains("set arrow from 300, graph 0 to 300, graph 1"));
   CHECK_THAT(gp, Contains("title \"length 64\""));
@@ -186,6 +190,11 @@ TEST_CASE("report beyond curves: rendered into summary.md and a report.html sect
   REQUIRE(section != std::string::npos);
   CHECK(html.find("<figure id=\"plot-beyond_3_rope\">", section) != std::string::npos);
   CHECK(html.find("<figure id=\"plot-beyond_2_none\">", section) != std::string::npos);
+  // Two to a row, each shown at the width its text was sized for: 640 px wide, 11 pt, so >= 11 px on the page.
+  CHECK(html.find("grid-template-columns: repeat(2, minmax(0, 1fr))", section) != std::string::npos);
+  const std::size_t fig = html.find("<figure id=\"plot-beyond_3_rope\">", section);
+  CHECK(html.find(" width=\"640\">", fig) < html.find("</figure>", fig));
+  CHECK_THAT(slurp(t.dir / "plots" / "beyond_3_rope.gp"), Contains("size 640,460 noenhanced font \"sans,11\""));
   CHECK(html.find("<h2 id=\"training\">") < section);
   CHECK(html.find("Not drawn for learned: no length beyond training has values", section) != std::string::npos);
   CHECK_FALSE(fs::exists(t.dir / "plots" / "beyond_1_learned.dat"));
