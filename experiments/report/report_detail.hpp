@@ -180,7 +180,7 @@ struct SeedStats {
 SeedStats ood_seed_stats(const Group& g, const std::string& metric);
 
 // report_headline.cpp: the answer first. The tie rule of the recipe pages (python/pelab/reproduce/stats.py
-// separated / tie_ranks, ported; tests/fixtures/tie_rule_cases.json holds both to the same answers):
+// separated / tie_ranks, ported; tests/scripts/tie_rule_cases.json holds both to the same answers):
 // a above b when both have >= 2 seeds and mean_a - std_a > mean_b + std_b.
 bool separated(const SeedStats& a, const SeedStats& b);
 // Indices of `stats` best (highest mean) first, chained into groups whose neighbours the seeds do not

@@ -4,7 +4,7 @@
 // The tie rule is the recipe pages' (python/pelab/reproduce/stats.py: separated, tie_ranks; its words are
 // common.py's TIE_TEXT). It is defined there; tie_groups below is a line-for-line port, because the report
 // must not need Python and the null simulations call the rule thousands of times without a binary. The
-// two are held together by one case file both test suites run: tests/fixtures/tie_rule_cases.json
+// two are held together by one case file both test suites run: tests/scripts/tie_rule_cases.json
 // (tests/experiments/test_report_headline.cpp, tests/scripts/test_tie_rule_cases.py).
 #include <algorithm>
 #include <cmath>

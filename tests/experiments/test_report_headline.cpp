@@ -1,5 +1,5 @@
 // The answer first (issue #43 item 4): the tie rule on the cases pelab.reproduce is held to as well
-// (tests/fixtures/tie_rule_cases.json, also run by tests/scripts/test_tie_rule_cases.py), the headline it
+// (tests/scripts/tie_rule_cases.json, also run by tests/scripts/test_tie_rule_cases.py), the headline it
 // feeds, and report.html's order: headline, main plot, then the tables, all-zero tables folded below.
 #include <catch2/catch.hpp>
 
@@ -46,7 +46,7 @@ void build(const fs::path& dir, double hi, double lo, double spread) {
 }  // namespace
 
 TEST_CASE("tie rule: the report's port gives pelab.reproduce's answers on every shared case") {
-  const nlohmann::json j = nlohmann::json::parse(slurp(fs::path(PELAB_FIXTURES_DIR) / "tie_rule_cases.json"));
+  const nlohmann::json j = nlohmann::json::parse(slurp(fs::path(PELAB_SOURCE_DIR) / "tests" / "scripts" / "tie_rule_cases.json"));
   REQUIRE(j["cases"].size() >= 10);
   for (const auto& c : j["cases"]) {
     INFO(c["name"].get<std::string>());

@@ -1,5 +1,5 @@
 """The recipe pages' tie rule (pelab.reproduce.stats: separated, tie_ranks) on the cases the report's C++ port
-(experiments/report/report_headline.cpp) is held to as well: tests/fixtures/tie_rule_cases.json. Standard library
+(experiments/report/report_headline.cpp) is held to as well: tests/scripts/tie_rule_cases.json. Standard library
 only, like pelab.reproduce; run by ctest (scripts.tie_rule_shared_cases)."""
 import json
 import os
@@ -9,7 +9,7 @@ root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(root, "python"))
 from pelab.reproduce.stats import separated, tie_ranks  # noqa: E402
 
-cases = json.load(open(os.path.join(root, "tests", "fixtures", "tie_rule_cases.json")))["cases"]
+cases = json.load(open(os.path.join(root, "tests", "scripts", "tie_rule_cases.json")))["cases"]
 bad = []
 for c in cases:
     stats = {i: tuple(s) for i, s in enumerate(c["stats"])}
