@@ -20,6 +20,7 @@
 #include "core/tape.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/eval/predict.hpp"
+#include "experiments/run/estimate.hpp"
 #include "experiments/run/resources.hpp"
 #include "experiments/run/trained_run.hpp"
 #include "experiments/tasks/task.hpp"
@@ -373,7 +374,18 @@ class Model {
     ForwardOptions opt;
     opt.attention_maps = maps;
     if (in.has_digits) opt.digit_index = &in.digits;
-    opt.between_layers = [] { throw_if_stopped("computing a forward pass"); };
+    // A long forward (logits on (1, 300000)) prints its time estimate and progress on stderr as
+    // `pelab predict` does (experiments/run/estimate.hpp; issue #38 item 9); a short one prints nothing.
+    const std::size_t B = in.tokens.shape()[0], T = in.tokens.shape()[1], L = run_.spec.model.n_layers;
+    const double flops = forward_flops(run_.model->config(), B, T);
+    JobProgress progress("a forward pass of " + std::to_string(B) + " row(s) of " + std::to_string(T) + " tokens",
+                         flops, worth_measuring(flops) ? measure_forward_rate(*run_.model, T) : 0.0);
+    std::size_t layer = 0;
+    opt.between_layers = [&] {
+      throw_if_stopped("computing a forward pass");
+      progress.add(flops / double(L), "computing a forward pass: layer " + std::to_string(++layer) + " of " +
+                                          std::to_string(L));
+    };
     Tensor logits = run_.model->forward(in.tokens, in.positions, opt);
     throw_if_stopped("computing a forward pass");
     return std::move(logits.mutable_value());

@@ -109,6 +109,21 @@ def check_sizes(model):
             assert str(e).startswith(f"n: {n} is too large"), e
 
 
+def check_estimate(run_dir):
+    """A long forward (model.logits) prints its time estimate and progress on stderr, as `pelab predict`
+    does (issue 38 item 9); PELAB_PROGRESS_AFTER=0 makes this short call count as long."""
+    code = ("import sys, numpy as np, pelab; m = pelab.Run(sys.argv[1]).model(); "
+            "m.logits(np.zeros((1, 1024), dtype=np.int32))")
+    env = dict(os.environ, PELAB_PROGRESS_AFTER="0")
+    p = subprocess.run([sys.executable, "-c", code, run_dir], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, f"the estimate probe exited with {p.returncode}:\n{p.stdout}\n{p.stderr}"
+    assert "estimate: a forward pass of 1 row(s) of 1024 tokens takes about" in p.stderr, p.stderr
+    assert "computing a forward pass: layer " in p.stderr, p.stderr
+    quiet = subprocess.run([sys.executable, "-c", code, run_dir], capture_output=True, text=True, timeout=120)
+    assert "estimate:" not in quiet.stderr, quiet.stderr  # under the default 10 s: silent
+    print("  logits: " + p.stderr.splitlines()[0])
+
+
 def main():
     with helpers.temp_dir() as tmp:
         config = helpers.tiny_config(tmp)
@@ -117,6 +132,7 @@ def main():
         run = pelab.train(config, set={"model.n_layers": 48, "train.steps": 2, "eval.lengths": [4], "eval.samples": 4},
                           out=os.path.join(tmp, "deep"), quiet=True)
         check_sizes(run.model())
+        check_estimate(run.dir)
         for call in ("logits", "attention", "generate", "examples", "activations", "gradients"):
             probe(run.dir, call)
     print("ok")
