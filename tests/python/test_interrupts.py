@@ -113,11 +113,11 @@ def check_estimate(run_dir):
     """A long forward (model.logits) prints its time estimate and progress on stderr, as `pelab predict`
     does (issue 38 item 9); PELAB_PROGRESS_AFTER=0 makes this short call count as long."""
     code = ("import sys, numpy as np, pelab; m = pelab.Run(sys.argv[1]).model(); "
-            "m.logits(np.zeros((1, 1024), dtype=np.int32))")
+            "m.logits(np.zeros((4, 2048), dtype=np.int32))")
     env = dict(os.environ, PELAB_PROGRESS_AFTER="0")
     p = subprocess.run([sys.executable, "-c", code, run_dir], capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, f"the estimate probe exited with {p.returncode}:\n{p.stdout}\n{p.stderr}"
-    assert "estimate: a forward pass of 1 row(s) of 1024 tokens takes about" in p.stderr, p.stderr
+    assert "estimate: a forward pass of 4 row(s) of 2048 tokens takes about" in p.stderr, p.stderr
     assert "computing a forward pass: layer " in p.stderr, p.stderr
     quiet = subprocess.run([sys.executable, "-c", code, run_dir], capture_output=True, text=True, timeout=120)
     assert "estimate:" not in quiet.stderr, quiet.stderr  # under the default 10 s: silent
