@@ -4,14 +4,12 @@
 // only on relative distance, so it is defined for any length.
 #include <cmath>
 
+#include "layers/positional/alibi.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/pairwise.hpp"
 
 namespace pelab {
-namespace {
 
-// The paper's slopes: for H a power of two, 2^(-8/H), 2^(-16/H), ...; otherwise the slopes of the
-// next lower power of two followed by every other slope of the next higher one.
 std::vector<double> alibi_slopes(std::size_t H) {
   auto pow2 = [](std::size_t n) {
     std::vector<double> s(n);
@@ -27,6 +25,8 @@ std::vector<double> alibi_slopes(std::size_t H) {
   }
   return s;
 }
+
+namespace {
 
 class Alibi : public PositionalEncoding {
  public:
