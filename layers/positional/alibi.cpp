@@ -79,17 +79,14 @@ static EncodingCost alibi_cost(const Params&, const ModelDims& d, const ForwardS
   return c;
 }
 
-PELAB_REGISTER_ENCODING(alibi, EncodingSpec{
-    "alibi",
-    "linear distance penalty on attention logits, one slope per head (Press et al. 2022)",
-    true,  // relative
-    {number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)},
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(alibi, encoding_spec("alibi",
+    "linear distance penalty on attention logits, one slope per head (Press et al. 2022)")
+    .relative()
+    .params({number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)})
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Alibi>(dims.n_heads, p.get_number("slope_scale"));
-    },
-    alibi_cost,
-});
+    })
+    .cost(alibi_cost));
 
 }  // namespace
 }  // namespace pelab

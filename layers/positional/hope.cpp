@@ -62,25 +62,23 @@ EncodingCost hope_cost(const Params& p, const ModelDims& d, const ForwardShape& 
   return c;
 }
 
-PELAB_REGISTER_ENCODING(hope, EncodingSpec{
-    "hope",
+PELAB_REGISTER_ENCODING(hope, encoding_spec("hope",
     "RoPE keeping only the pairs that turn a full period within the training length, the rest unrotated "
-    "(Chen et al. 2025)",
-    true,  // relative
-    {
+    "(Chen et al. 2025)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "theta_i = base^(-2i/hs), before the cut").in(2.0, 1e9),
         choice_param("layout", "interleaved", {"interleaved", "half"},
                      "pairs (2i, 2i+1), or (i, i+m) over the 2m rotated dims"),
         integer_param("length", 0,
                       "L of the cut: pairs with theta_i < 2 pi / L are not rotated; 0 = the training position "
                       "range").in(0.0, 1e9),
-    },
-    check_hope,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate(check_hope)
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Hope>(kept_inv_freq(p, dims), rotary_layout_of(p));
-    },
-    hope_cost,
-});
+    })
+    .cost(hope_cost));
 
 }  // namespace
 }  // namespace pelab

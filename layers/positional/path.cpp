@@ -140,17 +140,15 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
   return c;
 }
 
-PELAB_REGISTER_ENCODING(path, EncodingSpec{
-    "path",
-    "PaTH: keys transformed by the Householder-like I - beta w w^T of every token between key and query, from the layer input (Yang et al. 2025)",
-    true,  // relative: position ids are never read
-    {},
-    [](const Params&, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(path, encoding_spec("path",
+    "PaTH: keys transformed by the Householder-like I - beta w w^T of every token between key and query, from the layer input (Yang et al. 2025)")
+    .relative()  // position ids are never read
+    .validate([](const Params&, const ModelDims& dims) {
       if (!dims.causal) throw Error("path needs causal attention (model.causal = true)");
-    },
-    [](const Params&, const ModelDims& dims) { return std::make_unique<Path>(dims); },
-    path_cost,
-});
+    })
+    .make([](const Params&, const ModelDims& dims) { return std::make_unique<Path>(dims); })
+    .cost(path_cost)
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

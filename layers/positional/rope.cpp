@@ -110,11 +110,10 @@ static EncodingCost rope_cost(const Params& p, const ModelDims& d, const Forward
   return c;
 }
 
-PELAB_REGISTER_ENCODING(rope, EncodingSpec{
-    "rope",
-    "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(rope, encoding_spec("rope",
+    "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "theta_i = base^(-2i/rot)").in(2.0, 1e9),
         choice_param("layout", "interleaved", {"interleaved", "half"},
                      "pairs (2i, 2i+1) as in RoFormer, or (i, i+rot/2) as in Llama"),
@@ -133,14 +132,13 @@ PELAB_REGISTER_ENCODING(rope, EncodingSpec{
         number_param("yarn_beta", 32.0, "yarn: frequencies with more than beta rotations in L are kept").in(0.0, 1e6),
         number_param("yarn_mscale", 0.1,
             "yarn: q and k times yarn_mscale*ln(factor)+1 (the paper's sqrt(1/t)); 0 = no temperature").in(0.0, 10.0),
-    },
-    [](const Params& p, const ModelDims& dims) { check_scaling(p, dims); },
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate([](const Params& p, const ModelDims& dims) { check_scaling(p, dims); })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Rope>(rotated_dims(p, dims), p.get_number("base"), rotary_layout_of(p),
                                     scaling_of(p, dims));
-    },
-    rope_cost,
-});
+    })
+    .cost(rope_cost));
 
 }  // namespace
 }  // namespace pelab

@@ -82,22 +82,20 @@ static EncodingCost xpos_cost(const Params&, const ModelDims& d, const ForwardSh
   return c;
 }
 
-PELAB_REGISTER_ENCODING(xpos, EncodingSpec{
-    "xpos",
-    "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(xpos, encoding_spec("xpos",
+    "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "rotation frequencies theta_i = base^(-2i/hs), as RoPE").in(2.0, 1e9),
         number_param("scale_base", 512.0,
             "the decay's length scale B: q scaled by zeta^(s/B), k by zeta^(-s/B)").in(1.0, 1e9),
         number_param("gamma", 0.4, "zeta_i = (2i/hs + gamma) / (1 + gamma)").in(1e-3, 1e3),
-    },
-    check,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate(check)
+    .make([](const Params& p, const ModelDims& dims) {
       check(p, dims);
       return std::make_unique<XPos>(dims, p.get_number("base"), p.get_number("scale_base"), p.get_number("gamma"));
-    },
-    xpos_cost,
-});
+    })
+    .cost(xpos_cost));
 
 }  // namespace pelab
