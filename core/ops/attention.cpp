@@ -253,6 +253,58 @@ void forward_tiles(const AttnCall& c, const real* pq, const real* pk, const real
   });
 }
 
+// Attention's tape node by name. Its input and saved lists differ by variant: q, k and v separate or
+// one packed qkv (then q = k = v name one slot); relative tables a^K, a^V or none; probabilities kept
+// or recomputed (then the bias's value is saved and the relative tables never are). The forward builds
+// both lists from these slots (node_list) and the backward reads them back by the same names
+// (backward_io). kNone: not in that list.
+struct TapeSlots {
+  static constexpr std::size_t kNone = ~std::size_t(0);
+  struct Names {
+    std::size_t q = kNone, k = kNone, v = kNone, bias = kNone, rel_k = kNone, rel_v = kNone;
+  };
+  Names input;  // gradient targets: q, k, v, bias, a^K, a^V
+  Names saved;  // the values backward reads: q, k, v (null where unread); the bias or a^K, a^V
+  std::size_t n_inputs = 0, n_saved = 0;
+};
+
+// Slots q, k and v from `next` on: three, or one when packed.
+void place_qkv(TapeSlots::Names& n, bool packed, std::size_t& next) {
+  n.q = next++;
+  n.k = packed ? n.q : next++;
+  n.v = packed ? n.q : next++;
+}
+
+// inputs {q[, k, v], bias[, a^K, a^V]}, saved {q[, k, v][, bias][, a^K, a^V]}. Plain attention has four
+// inputs: its node fits the tape's inline lists.
+TapeSlots tape_slots(bool packed, bool with_rel, bool recompute) {
+  const bool rel = with_rel && !recompute;  // a recomputing node never records relative tables
+  TapeSlots s;
+  place_qkv(s.input, packed, s.n_inputs);
+  s.input.bias = s.n_inputs++;
+  place_qkv(s.saved, packed, s.n_saved);
+  if (recompute) s.saved.bias = s.n_saved++;  // its value is read only to recompute P
+  if (rel) {
+    s.input.rel_k = s.n_inputs++, s.input.rel_v = s.n_inputs++;
+    s.saved.rel_k = s.n_saved++, s.saved.rel_v = s.n_saved++;
+  }
+  return s;
+}
+
+// The tensors of one node by name, in the order `names` gives (n of them).
+struct NodeTensors {
+  Tensor q, k, v, bias, rel_k, rel_v;
+};
+std::vector<Tensor> node_list(const TapeSlots::Names& names, std::size_t n, const NodeTensors& t) {
+  std::vector<Tensor> list(n);
+  auto put = [&list](std::size_t slot, const Tensor& x) {
+    if (slot != TapeSlots::kNone) list[slot] = x;
+  };
+  put(names.q, t.q), put(names.k, t.k), put(names.v, t.v), put(names.bias, t.bias);
+  put(names.rel_k, t.rel_k), put(names.rel_v, t.rel_v);
+  return list;
+}
+
 // What backward reads and writes (null: not saved, or no gradient wanted). rel_* point at rows
 // [lo, lo + buckets) of a^K, a^V and their gradients.
 struct BackwardIO {
@@ -266,37 +318,44 @@ struct BackwardIO {
   bool key_grads = false;  // dS by bucket is needed (for dq and da^K with a key term)
 };
 
-BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds,
-                       bool recompute) {
+// Saved value / input gradient of a slot; null where the slot is absent (TapeSlots::kNone).
+const real* saved_at(const BackwardCtx& ctx, std::size_t slot) {
+  return slot == TapeSlots::kNone ? nullptr : ctx.saved(slot);
+}
+real* grad_at(const BackwardCtx& ctx, std::size_t slot) { return slot == TapeSlots::kNone ? nullptr : ctx.grad(slot); }
+
+BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const TapeSlots& slots, const Array& P,
+                       const Array& Z, bool need_ds, bool recompute) {
   const bool packed = c.packed, rel = c.rel_keys || c.rel_values;
+  const TapeSlots::Names &in = slots.input, &saved = slots.saved;
   // rows [lo, lo + buckets) of a^K (R, hs) and a^V (R, hv)
   const std::size_t shift = std::size_t(c.d.rel_lo) * c.d.hs, shift_v = std::size_t(c.d.rel_lo) * c.d.hv;
   BackwardIO io;
-  // Saved: q, k, v (packed: q_in three times), then a^K, a^V.
-  io.q = ctx.saved(0), io.k = ctx.saved(packed ? 0 : 1), io.v = ctx.saved(packed ? 0 : 2), io.P = P.data();
+  io.q = ctx.saved(saved.q), io.k = ctx.saved(saved.k), io.v = ctx.saved(saved.v), io.P = P.data();
   io.Z = Z.size() ? Z.data() : nullptr;
   io.recompute = recompute;
-  if (recompute) io.P = io.Z = nullptr, io.bias = ctx.saved(packed ? 1 : 3);  // saved after q (k, v); never rel
-  const std::size_t input_rk = packed ? 2 : 4, input_rv = packed ? 3 : 5, input_bias = packed ? 1 : 3;
-  const std::size_t saved_rk = packed ? 1 : 3, saved_rv = packed ? 2 : 4;
-  io.rel_k = rel && ctx.saved(saved_rk) ? ctx.saved(saved_rk) + shift : nullptr;
-  io.rel_v = rel && ctx.saved(saved_rv) ? ctx.saved(saved_rv) + shift_v : nullptr;
+  if (recompute) io.P = io.Z = nullptr, io.bias = saved_at(ctx, saved.bias);
+  const real *rel_k = rel ? saved_at(ctx, saved.rel_k) : nullptr, *rel_v = rel ? saved_at(ctx, saved.rel_v) : nullptr;
+  io.rel_k = rel_k ? rel_k + shift : nullptr;
+  io.rel_v = rel_v ? rel_v + shift_v : nullptr;
   io.dout = ctx.grad_out().data();
   // Gradients of q, k and v, each block's written by its GEMMs (beta 0 into a fresh buffer). Packed:
   // one buffer, every element of it written by exactly one of the three. Inputs that are one tensor
   // (attention(x, x, x)) accumulate into a zeroed buffer instead.
   if (packed) {
-    io.dq = io.dk = io.dv = ctx.grad_write(0, io.fresh_q);
+    io.dq = io.dk = io.dv = ctx.grad_write(in.q, io.fresh_q);
     io.fresh_k = io.fresh_v = io.fresh_q;
-  } else if (ctx.same_input(0, 1) || ctx.same_input(0, 2) || ctx.same_input(1, 2)) {
-    io.dq = ctx.grad(0), io.dk = ctx.grad(1), io.dv = ctx.grad(2);
+  } else if (ctx.same_input(in.q, in.k) || ctx.same_input(in.q, in.v) || ctx.same_input(in.k, in.v)) {
+    io.dq = ctx.grad(in.q), io.dk = ctx.grad(in.k), io.dv = ctx.grad(in.v);
   } else {
-    io.dq = ctx.grad_write(0, io.fresh_q), io.dk = ctx.grad_write(1, io.fresh_k), io.dv = ctx.grad_write(2, io.fresh_v);
+    io.dq = ctx.grad_write(in.q, io.fresh_q), io.dk = ctx.grad_write(in.k, io.fresh_k);
+    io.dv = ctx.grad_write(in.v, io.fresh_v);
   }
   if (packed && !io.dq) io.dk = io.dv = nullptr;
-  io.dbias = ctx.grad(input_bias);
-  io.drel_k = rel && ctx.grad(input_rk) ? ctx.grad(input_rk) + shift : nullptr;
-  io.drel_v = rel && ctx.grad(input_rv) ? ctx.grad(input_rv) + shift_v : nullptr;
+  io.dbias = ctx.grad(in.bias);
+  real *drel_k = rel ? grad_at(ctx, in.rel_k) : nullptr, *drel_v = rel ? grad_at(ctx, in.rel_v) : nullptr;
+  io.drel_k = drel_k ? drel_k + shift : nullptr;
+  io.drel_v = drel_v ? drel_v + shift_v : nullptr;
   io.need_ds = need_ds;
   io.key_grads = need_ds && c.rel_keys && (io.dq || io.drel_k);
   return io;
@@ -375,9 +434,9 @@ void relative_table_grads(const AttnCall& c, const BackwardIO& io, const real* d
   }
 }
 
-void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const Array& P, const Array& Z, bool need_ds,
-                        bool recompute) {
-  const BackwardIO io = backward_io(ctx, c, P, Z, need_ds, recompute);
+void attention_backward(const BackwardCtx& ctx, const AttnCall& c, const TapeSlots& slots, const Array& P,
+                        const Array& Z, bool need_ds, bool recompute) {
+  const BackwardIO io = backward_io(ctx, c, slots, P, Z, need_ds, recompute);
   const AttnDims& d = c.d;
   const std::size_t B = d.B, H = d.H, Tq = d.Tq, Tk = d.Tk, hv = d.hv, R = d.rel_buckets, rows = c.rows();
   // Relative terms need, stacked over all blocks (rows, buckets): dO a^V^T (each block's then
@@ -453,8 +512,8 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   if (!record) return out;
   // What each gradient reads: dV P and dO; da^V also P (by bucket) and dO; dS (for dq, dk, dbias,
   // da^K) also v, and a^V when there is a value term; dq also k and a^K; dk and da^K also q. The
-  // bias's value is never read, and P is op-private (shared with the closure, no copy). Packed, q, k
-  // and v are one tensor, saved once when any of them is read.
+  // bias's value is read only to recompute P, and P is op-private (shared with the closure, no copy).
+  // Packed, q, k and v are one tensor, saved once when any of them is read.
   const bool gq = q_in.requires_grad(), gk = k_in.requires_grad();
   const bool g_rk = c.rel_keys && rel_k.requires_grad();
   const bool need_ds = gq || gk || (bias.defined() && bias.requires_grad()) || g_rk;
@@ -462,25 +521,13 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   Tensor save_v = need_ds ? v_in : Tensor();
   if (packed) save_q = save_k = save_v = (save_q.defined() || save_k.defined() || save_v.defined()) ? q_in : Tensor();
   const Tensor save_rk = c.rel_keys && gq ? rel_k : Tensor(), save_rv = c.rel_values && need_ds ? rel_v : Tensor();
-  auto backward = [P, Z, call, need_ds, recompute](const BackwardCtx& ctx) {
-    attention_backward(ctx, *call, *P, *Z, need_ds, recompute);
-  };
-  // Plain attention records four inputs (no relative terms): its node fits the tape's inline lists.
-  const bool with_rel = rel_k.defined() || rel_v.defined();
-  if (recompute) {  // never relative terms; the bias's value is read to recompute P
-    if (packed) tape.record(kAttentionOp, out, {q_in, bias}, {save_q, bias}, std::move(backward));
-    else tape.record(kAttentionOp, out, {q_in, k_in, v_in, bias}, {save_q, save_k, save_v, bias}, std::move(backward));
-  } else if (packed) {
-    if (with_rel)
-      tape.record(kAttentionOp, out, {q_in, bias, rel_k, rel_v}, {save_q, save_rk, save_rv}, std::move(backward));
-    else
-      tape.record(kAttentionOp, out, {q_in, bias}, {save_q}, std::move(backward));
-  } else if (with_rel) {
-    tape.record(kAttentionOp, out, {q_in, k_in, v_in, bias, rel_k, rel_v}, {save_q, save_k, save_v, save_rk, save_rv},
-                std::move(backward));
-  } else {
-    tape.record(kAttentionOp, out, {q_in, k_in, v_in, bias}, {save_q, save_k, save_v}, std::move(backward));
-  }
+  const TapeSlots slots = tape_slots(packed, rel_k.defined() || rel_v.defined(), recompute);
+  const std::vector<Tensor> inputs = node_list(slots.input, slots.n_inputs, {q_in, k_in, v_in, bias, rel_k, rel_v});
+  const std::vector<Tensor> saved =
+      node_list(slots.saved, slots.n_saved, {save_q, save_k, save_v, bias, save_rk, save_rv});
+  tape.record(kAttentionOp, out, inputs, saved, [P, Z, call, slots, need_ds, recompute](const BackwardCtx& ctx) {
+    attention_backward(ctx, *call, slots, *P, *Z, need_ds, recompute);
+  });
   return out;
 }
 

@@ -1,4 +1,6 @@
 // Fused scaled-dot-product attention core: per-(batch, head) GEMMs with the softmax in between.
+// Kept as an op (docs/architecture.md, the op set): a composite would keep the logits and the (B, H, Tq, Tk)
+// weights twice.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,5 @@
 // Fused softmax cross-entropy with an optional per-token weight mask.
+// Kept as an op (docs/architecture.md, the op set): keeps one log-sum-exp per row, not (N, V) probabilities.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,4 +1,5 @@
 // Cumulative sum along one axis (CoPE counts positions with a reversed one).
+// Kept as an op (docs/architecture.md, the op set): no composite of the other ops scans.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,4 +1,6 @@
 // Inverted dropout.
+// Kept as an op (docs/architecture.md, the op set): forward and backward multiply by one drawn mask, nothing
+// else kept.
 #pragma once
 
 #include "core/rng.hpp"

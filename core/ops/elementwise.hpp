@@ -1,4 +1,6 @@
 // Binary elementwise ops with NumPy broadcasting; backward reduces over broadcast axes.
+// Kept as ops (docs/architecture.md, the op set): the primitives; minimum as -maximum(-a, -b) is the same
+// bits in four passes.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,4 +1,5 @@
 // Embedding lookup (row gather) with a scatter-add backward.
+// Kept as an op (docs/architecture.md, the op set): a gather, which no composite of the others gives.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,4 +1,5 @@
 // Head split / merge for multi-head attention, as single copies (no reshape + permute + slice chain).
+// Kept as ops (docs/architecture.md, the op set): one copy each instead of a reshape, permute and slice.
 #pragma once
 
 #include "core/tensor.hpp"

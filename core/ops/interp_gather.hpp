@@ -1,5 +1,6 @@
 // Gather with linear interpolation along the last axis (CoPE: fractional positions index learned
 // position logits).
+// Kept as an op (docs/architecture.md, the op set): a gather, which no composite of the others gives.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,4 +1,5 @@
 // Fused layer normalization over the last axis.
+// Kept as an op (docs/architecture.md, the op set): saves the per-row mean and rstd only, as llm.c.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,4 +1,6 @@
 // Matrix products through cblas_sgemm on raw storage.
+// Kept as ops (docs/architecture.md, the op set): the GEMMs; linear_gelu keeps GELU's derivative instead of a
+// pre-activation.
 #pragma once
 
 #include "core/tensor.hpp"

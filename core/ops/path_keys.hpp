@@ -19,6 +19,8 @@
 // then the reverse pass, which rebuilds K^(i-1)_j = K^(i)_j + beta_i d_ij w_i from the last keys (a drift
 // of a few ulps per step against the forward's keys). Each (batch, head) is computed by one thread in a
 // fixed order: the bits depend on neither the thread count nor the vector width.
+// Kept as an op (docs/architecture.md, the op set): O(T^2 hs) scratch instead of (B, H, T, T, hs) transformed
+// keys.
 #pragma once
 
 #include "core/tensor.hpp"

@@ -1,6 +1,7 @@
 // Per-head and per-query-row scales on q: attention temperature and log-length scaling
 // (layers/attention_scaling.hpp). Scaling q row i by c multiplies the logits of query i by c, so
 // the attention's own per-head scale (1/sqrt(hs), or an encoding's) is left alone.
+// Kept as an op (docs/architecture.md, the op set): a learned head scale without (B, H, T, hs) intermediates.
 #pragma once
 
 #include <memory>

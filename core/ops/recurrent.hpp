@@ -6,6 +6,8 @@
 // Backward mirrors it: one (B, G) x (G, H) GEMM per step for dh, and the weight gradients as single
 // GEMMs over all steps at the end. Every buffer comes from the caching allocator (sizes repeat from
 // step to step), none is allocated per time step.
+// Kept as ops (docs/architecture.md, the op set): one GEMM for all input projections, one node instead of T
+// steps of gates.
 #pragma once
 
 #include "core/tensor.hpp"

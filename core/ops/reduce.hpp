@@ -1,6 +1,7 @@
 // Reductions: sum, mean and max over axes. Negative axes count from the end; duplicate or
 // out-of-range axes throw Error naming the op. The result drops the reduced axes, or keeps them with
 // size 1 when keepdims is true.
+// Kept as ops (docs/architecture.md, the op set): the primitive reductions (mean is sum's kernel, divided).
 #pragma once
 
 #include <vector>

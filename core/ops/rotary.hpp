@@ -1,4 +1,6 @@
 // Rotary position embedding (RoPE) as an op: rotates pairs of head dims by position-dependent angles.
+// Kept as ops (docs/architecture.md, the op set): one pass; a composite of slices, products and a concat
+// keeps copies.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,6 @@
 // Shape ops: reshape, permute / transpose, slice, concat, broadcast_to.
 // Tensors never share storage, so every op copies (in contiguous blocks wherever the layout allows).
+// Kept as ops (docs/architecture.md, the op set): the primitive copies; transpose is a composite (a permute).
 #pragma once
 
 #include <cstddef>

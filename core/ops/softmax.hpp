@@ -1,4 +1,5 @@
 // softmax / log_softmax over the last axis, numerically stable (the row max is subtracted first).
+// Kept as ops (docs/architecture.md, the op set): stable in one pass, which log(softmax(x)) is not.
 #pragma once
 
 #include "core/tensor.hpp"

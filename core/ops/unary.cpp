@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/ops/common.hpp"
+#include "core/ops/elementwise.hpp"
 #include "core/ops/fast_math.hpp"
 
 namespace pelab {
@@ -11,10 +12,10 @@ namespace pelab {
 namespace {
 
 // What the derivative is computed from; the op saves only that tensor for backward.
-enum class From { nothing, input, output };
+enum class From { input, output };
 
-// y = f(x) elementwise. Backward accumulates g * d(v) into x's grad, where v is x (From::input),
-// y (From::output) or unused (From::nothing: d takes its argument and ignores it).
+// y = f(x) elementwise. Backward accumulates g * d(v) into x's grad, where v is x (From::input) or y
+// (From::output).
 template <From S, class Fwd, class Deriv>
 Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
   detail::require_defined(x, op, "x");
@@ -26,19 +27,12 @@ Tensor unary(const char* op, const Tensor& x, Fwd f, Deriv d) {
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
-    // The saved tensor; for From::nothing it stays null and is never read.
-    Tensor src = S == From::input ? x : S == From::output ? out : Tensor();
-    tape.record(op, out, {x}, {src}, [d](const BackwardCtx& c) {
+    tape.record(op, out, {x}, {S == From::input ? x : out}, [d](const BackwardCtx& c) {
       real* gx = c.grad(0);
       if (shape_only()) return;
       const real* pg = c.grad_out().data();
-      const std::size_t n = c.grad_out().size();
-      if constexpr (S == From::nothing) {
-        for (std::size_t i = 0; i < n; ++i) gx[i] += pg[i] * d(real(0));
-      } else {
-        const real* pv = c.saved(0);
-        for (std::size_t i = 0; i < n; ++i) gx[i] += pg[i] * d(pv[i]);
-      }
+      const real* pv = c.saved(0);
+      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) gx[i] += pg[i] * d(pv[i]);
     });
   }
   return out;
@@ -51,8 +45,10 @@ constexpr double kGeluCoef = 0.044715;
 
 }  // namespace
 
+// A composite: x * -1 is -x exactly (a nan may keep its sign bit), and its backward g * -1 is neg's.
 Tensor neg(const Tensor& x) {
-  return unary<From::nothing>("neg", x, [](real v) { return -v; }, [](real) { return real(-1); });
+  detail::require_defined(x, "neg", "x");
+  return mul_scalar(x, real(-1));
 }
 
 Tensor exp(const Tensor& x) {

@@ -2,13 +2,15 @@
 //
 // Domain errors follow IEEE like PyTorch, they do not throw: log(0) = -inf, log(x < 0) = nan,
 // log1p(-1) = -inf, log1p(x < -1) = nan, sqrt(x < 0) = nan (and their gradients are then inf/nan too).
+// Kept as ops (docs/architecture.md, the op set): each its own derivative in one pass (log1p, sigmoid,
+// softplus also keep precision; relu, abs, clamp PyTorch's kink gradients); neg is a composite.
 #pragma once
 
 #include "core/tensor.hpp"
 
 namespace pelab {
 
-Tensor neg(const Tensor& x);
+Tensor neg(const Tensor& x);  // a composite: mul_scalar(x, -1), the same bits
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);   // natural log
 // log(1 + x) without rounding 1 + x first (std::log1p): accurate for small |x|; gradient 1 / (1 + x).

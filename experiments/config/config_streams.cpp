@@ -21,11 +21,10 @@ std::vector<std::string> encodings_in_play(const ModelConfig& m) {
   return v;
 }
 
-// Encodings whose hooks never read the position ids (their files take none: ctx.positions unused), so
-// that a task's ids would change nothing; abacus reads the digit indices instead.
+// Encodings whose hooks never read the position ids (EncodingSpec::reads_position_ids), so that a task's
+// ids would change nothing; abacus reads the digit indices instead.
 bool ignores_position_ids(const std::string& name) {
-  static const std::vector<std::string> names = {"none", "fox", "path", "recurrent", "selective", "stick_breaking", "cope", "abacus"};
-  return std::find(names.begin(), names.end(), name) != names.end();
+  return !EncodingRegistry::instance().get(name).reads_position_ids;
 }
 
 void check_task_positions(const ExperimentConfig& cfg, const Task& task, const ModelConfig& m) {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -128,6 +129,10 @@ struct MeanStd {
   double mean = 0, std = 0;
 };
 MeanStd mean_std(const std::vector<double>& xs);
+// The report's "mean ± std (count)" cell, each number written by `number` (value_text for a metric's
+// values); without " (count)" when count is empty.
+std::string mean_std_cell(const MeanStd& m, const std::function<std::string(double)>& number,
+                          const std::string& count = "");
 
 // A rendered-independent table: markdown (summary.md) and HTML (report.html) draw the same data.
 struct Table {

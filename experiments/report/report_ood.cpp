@@ -50,8 +50,7 @@ std::vector<std::string> ood_row(const Group& g, const OodStats& st, const std::
   }
   const MeanStd m = mean_std(st.scores);
   const auto [lo, hi] = std::minmax_element(st.scores.begin(), st.scores.end());
-  row.push_back(value_text(m.mean, metric) + " ± " + value_text(m.std, metric) + " (" +
-                std::to_string(st.scores.size()) + ")");
+  row.push_back(mean_std_cell(m, [&metric](double v) { return value_text(v, metric); }, std::to_string(st.scores.size())));
   row.push_back(value_text(*lo, metric));
   row.push_back(value_text(*hi, metric));
   return row;

@@ -85,11 +85,7 @@ std::optional<Table> steps_table(const Sweep& s) {
     if (with_target > 0 && evaluated == 0) {
       any_unevaluated = true;
     } else if (!steps.empty()) {
-      const double n = static_cast<double>(steps.size());
-      const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / n;
-      double ss = 0;
-      for (double x : steps) ss += (x - mean) * (x - mean);
-      cell = fmt("%.0f", mean) + " ± " + fmt("%.0f", steps.size() > 1 ? std::sqrt(ss / (n - 1)) : 0.0);
+      cell = mean_std_cell(mean_std(steps), [](double v) { return fmt("%.0f", v); });
     } else if (with_target > 0) {
       cell = "not reached";
     }

@@ -51,6 +51,10 @@ MeanStd mean_std(const std::vector<double>& xs) {
   return m;
 }
 
+std::string mean_std_cell(const MeanStd& m, const std::function<std::string(double)>& number, const std::string& count) {
+  return number(m.mean) + " ± " + number(m.std) + (count.empty() ? "" : " (" + count + ")");
+}
+
 namespace {
 
 std::string num(double x, const char* fmt) {
@@ -258,9 +262,9 @@ Table length_table(const Sweep& s, const std::string& metric) {
       } else if (c.n == 0) {
         x = "n/a" + footnote(c.reason);
       } else {
-        x = value_text(c.mean, metric) + " ± " + value_text(c.std, metric) + " (" + std::to_string(c.n);
-        if (c.n_na > 0) x += "; " + std::to_string(c.n_na) + " n/a" + footnote(c.reason);
-        x += ")";
+        std::string count = std::to_string(c.n);
+        if (c.n_na > 0) count += "; " + std::to_string(c.n_na) + " n/a" + footnote(c.reason);
+        x = mean_std_cell({c.mean, c.std}, [&metric](double v) { return value_text(v, metric); }, count);
       }
       if (c.present && c.in_distribution && col_in[j] == 2) x += " *";
       any_in = any_in || (c.present && c.in_distribution);

@@ -65,24 +65,22 @@ EncodingCost abacus_cost(const Params& p, const ModelDims& d, const ForwardShape
   return c;
 }
 
-PELAB_REGISTER_ENCODING(abacus, EncodingSpec{
-    "abacus",
-    "learned table of each digit's index in its number, random offset in training (McLeish et al. 2024)",
-    true,  // relative: it reads no position ids at all
-    {
+PELAB_REGISTER_ENCODING(abacus, encoding_spec("abacus",
+    "learned table of each digit's index in its number, random offset in training (McLeish et al. 2024)")
+    .relative()  // it reads no position ids at all
+    .params({
         integer_param("max_k", 100, "training shifts every digit index by one k uniform in [0, max_k] per forward "
                                     "pass (McLeish et al.'s max_abacus_len = 100); 0 = no shift").in(0.0, 1e5),
         integer_param("size", 0, "table rows (index 0 = non-digits); 0 = the longest training sequence + max_k + 1 "
                                  "(config.toml records the value; larger indices are unsupported)").in(0.0, 1e6),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Abacus>(abacus_rows(p, dims), dims.d_model, std::size_t(p.get_int("max_k")));
-    },
-    abacus_cost,
-    true,  // input level
-    true,  // reads digit indices
-});
+    })
+    .cost(abacus_cost)
+    .input_level()
+    .reads_digit_index()
+    .reads_position_ids(false));
 PELAB_REGISTER_AUTO_SIZE(abacus_size, "abacus", "size", [](const Params& p, const ModelDims& d) {
   return d.train_seq_len ? std::optional<std::int64_t>(abacus_rows(p, d)) : std::nullopt;
 });

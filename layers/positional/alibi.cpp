@@ -5,14 +5,12 @@
 #include <cmath>
 
 #include "core/shape_only.hpp"
+#include "layers/positional/alibi.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/pairwise.hpp"
 
 namespace pelab {
-namespace {
 
-// The paper's slopes: for H a power of two, 2^(-8/H), 2^(-16/H), ...; otherwise the slopes of the
-// next lower power of two followed by every other slope of the next higher one.
 std::vector<double> alibi_slopes(std::size_t H) {
   auto pow2 = [](std::size_t n) {
     std::vector<double> s(n);
@@ -28,6 +26,8 @@ std::vector<double> alibi_slopes(std::size_t H) {
   }
   return s;
 }
+
+namespace {
 
 class Alibi : public PositionalEncoding {
  public:
@@ -80,17 +80,14 @@ static EncodingCost alibi_cost(const Params&, const ModelDims& d, const ForwardS
   return c;
 }
 
-PELAB_REGISTER_ENCODING(alibi, EncodingSpec{
-    "alibi",
-    "linear distance penalty on attention logits, one slope per head (Press et al. 2022)",
-    true,  // relative
-    {number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)},
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(alibi, encoding_spec("alibi",
+    "linear distance penalty on attention logits, one slope per head (Press et al. 2022)")
+    .relative()
+    .params({number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)})
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Alibi>(dims.n_heads, p.get_number("slope_scale"));
-    },
-    alibi_cost,
-});
+    })
+    .cost(alibi_cost));
 
 }  // namespace
 }  // namespace pelab

@@ -73,19 +73,16 @@ static EncodingCost binary_cost(const Params&, const ModelDims& d, const Forward
   return c;
 }
 
-PELAB_REGISTER_ENCODING(binary, EncodingSpec{
-    "binary",
-    "the bits of the position id as +-1 in the first components: bounded, discrete",
-    false,  // relative
-    {integer_param("bits", 0,
+PELAB_REGISTER_ENCODING(binary, encoding_spec("binary",
+    "the bits of the position id as +-1 in the first components: bounded, discrete")
+    .params({integer_param("bits", 0,
         "components holding bits; 0 = just enough for the ids training uses: the longest training sequence, "
         "or [train] max_position under offset/randomized positions (config.toml records the value); "
-        "ids >= 2^bits are unsupported").in(0.0, 30.0)},
-    [](const Params& p, const ModelDims& dims) { bits_of(p, dims); },
-    [](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); },
-    binary_cost,
-    true,  // input level
-});
+        "ids >= 2^bits are unsupported").in(0.0, 30.0)})
+    .validate([](const Params& p, const ModelDims& dims) { bits_of(p, dims); })
+    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); })
+    .cost(binary_cost)
+    .input_level());
 PELAB_REGISTER_AUTO_SIZE(binary_bits, "binary", "bits", [](const Params&, const ModelDims& d) {
   return std::optional<std::int64_t>(auto_bits(d.max_position));
 });

@@ -87,11 +87,9 @@ static EncodingCost concat_cost(const Params& p, const ModelDims& d, const Forwa
   return c;
 }
 
-PELAB_REGISTER_ENCODING(concat, EncodingSpec{
-    "concat",
-    "token embedding (d - d_pos wide) concatenated with a sinusoidal or learned position vector",
-    false,  // relative
-    {
+PELAB_REGISTER_ENCODING(concat, encoding_spec("concat",
+    "token embedding (d - d_pos wide) concatenated with a sinusoidal or learned position vector")
+    .params({
         choice_param("kind", "sinusoidal", {"sinusoidal", "learned"},
                      "the position vector: fixed sin/cos of width d_pos, or a trainable (max_len, d_pos) table"),
         integer_param("d_pos", 0,
@@ -101,18 +99,17 @@ PELAB_REGISTER_ENCODING(concat, EncodingSpec{
         integer_param("max_len", 0,
             "learned: table rows; 0 = the ids training uses: the longest training sequence, or [train] "
             "max_position under offset/randomized positions (config.toml records the value)").in(0.0, 1e6),
-    },
-    [](const Params& p, const ModelDims& dims) { pos_width(p, dims); },
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate([](const Params& p, const ModelDims& dims) { pos_width(p, dims); })
+    .make([](const Params& p, const ModelDims& dims) {
       const bool learned = p.get_string("kind") == "learned";
       std::size_t max_len = static_cast<std::size_t>(p.get_int("max_len"));
       if (max_len == 0) max_len = dims.max_position;
       if (learned && max_len == 0) throw Error("encoding 'concat': max_len is 0 and the training position range is unknown");
       return std::make_unique<Concat>(learned, p.get_number("base"), max_len, pos_width(p, dims));
-    },
-    concat_cost,
-    true,  // input level
-});
+    })
+    .cost(concat_cost)
+    .input_level());
 PELAB_REGISTER_AUTO_SIZE(concat_d_pos, "concat", "d_pos", [](const Params& p, const ModelDims& d) {
   return std::optional<std::int64_t>(pos_width(p, d));
 });

@@ -122,23 +122,22 @@ static EncodingCost cope_cost(const Params& p, const ModelDims& d, const Forward
   return c;
 }
 
-PELAB_REGISTER_ENCODING(cope, EncodingSpec{
-    "cope",
+PELAB_REGISTER_ENCODING(cope, encoding_spec("cope",
     "contextual positions: sigmoid gates on q.k counted from each key to the query, "
-    "interpolated learned position logits (Golovneva et al. 2024)",
-    true,  // ignores position ids altogether: every shift (any change) of the ids leaves the logits unchanged
-    {
+    "interpolated learned position logits (Golovneva et al. 2024)")
+    .relative()  // ignores position ids altogether: every shift (any change) of the ids leaves the logits unchanged
+    .params({
         integer_param("npos", 0,
             "position embeddings per layer; counts clamp to npos - 1; 0: the training length + 1").in(0.0, 1e6),
         bool_param("shared_layers", false,
             "one embedding table for all layers; false: one per layer (as the authors)"),
-    },
-    check,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate(check)
+    .make([](const Params& p, const ModelDims& dims) {
       check(p, dims);
       return std::make_unique<Cope>(dims, positions_count(p, dims), p.get_bool("shared_layers"));
-    },
-    cope_cost,
-});
+    })
+    .cost(cope_cost)
+    .reads_position_ids(false));
 
 }  // namespace pelab

@@ -85,19 +85,19 @@ EncodingCost dape_cost(const Params& p, const ModelDims& d, const ForwardShape& 
   return c;
 }
 
-PELAB_REGISTER_ENCODING(dape, EncodingSpec{
-    "dape",
-    "a static bias (kerple or alibi) plus an MLP of each pair's scores and biases across heads (Zheng et al. 2024)",
-    true,  // relative
-    {choice_param("base", "kerple", {"kerple", "alibi"},
-                  "the static bias: Kerple's log kernel (the paper's headline) or ALiBi; its parameters at their defaults"),
-     integer_param("width", 32, "hidden width of the MLP (the authors': 32)").in(1.0, 4096.0)},
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(dape, encoding_spec("dape",
+    "a static bias (kerple or alibi) plus an MLP of each pair's scores and biases across heads (Zheng et al. 2024)")
+    .relative()
+    .params({
+        choice_param("base", "kerple", {"kerple", "alibi"},
+                     "the static bias: Kerple's log kernel (the paper's headline) or ALiBi; its parameters at their "
+                     "defaults"),
+        integer_param("width", 32, "hidden width of the MLP (the authors': 32)").in(1.0, 4096.0),
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Dape>(dims, p.get_string("base"), std::size_t(p.get_int("width")));
-    },
-    dape_cost,
-});
+    })
+    .cost(dape_cost));
 
 }  // namespace
 }  // namespace pelab

@@ -90,17 +90,15 @@ EncodingCost dynamic_bias_cost(const Params& p, const ModelDims& d, const Forwar
   return c;
 }
 
-PELAB_REGISTER_ENCODING(dynamic_bias, EncodingSpec{
-    "dynamic_bias",
-    "an MLP of the signed log distance, one bias per head, shared by the layers (x-transformers' DynamicPositionBias)",
-    true,  // relative
-    {integer_param("depth", 2, "hidden layers of the MLP (each Linear -> SiLU), width d_model / 4").in(1.0, 8.0)},
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(dynamic_bias, encoding_spec("dynamic_bias",
+    "an MLP of the signed log distance, one bias per head, shared by the layers (x-transformers' DynamicPositionBias)")
+    .relative()
+    .params({integer_param("depth", 2, "hidden layers of the MLP (each Linear -> SiLU), width d_model / 4")
+                 .in(1.0, 8.0)})
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<DynamicBias>(dims, std::size_t(p.get_int("depth")));
-    },
-    dynamic_bias_cost,
-});
+    })
+    .cost(dynamic_bias_cost));
 
 }  // namespace
 }  // namespace pelab

@@ -1,8 +1,9 @@
 // The positional-encoding interface and its registry: the page to read before writing an encoding.
 //
 // Each encoding is one file in layers/positional/ that registers itself with PELAB_REGISTER_ENCODING
-// (name, summary, whether it is relative, parameters, an optional load-time check, a factory); configs,
-// sweeps, `pelab list` and the property tests (tests/layers/test_positional.cpp) find it by name.
+// (encoding_spec below: name, summary, then by name whether it is relative, parameters, an optional
+// load-time check, a factory, its memory cost and what it reads); configs, sweeps, `pelab list` and the
+// property tests (tests/layers/test_positional.cpp) find it by name.
 //
 // Positions are data: every forward pass gets explicit (B, T) position ids. They are 0..T-1 in the
 // usual case, but training and evaluation may give each row its own ids (an offset start, or sorted
@@ -228,7 +229,41 @@ struct EncodingSpec {
   // It reads InputContext::digit_index: configs pair it with a task that supplies the stream
   // (Task::supplies_digit_index), and it reads no position ids.
   bool reads_digit_index = false;
+  // Its hooks read the position ids. false (FoX, PaTH, NoPE, ...): a task's own ids (position coupling)
+  // would change nothing, so configs refuse that pairing (experiments/config/config_streams.cpp).
+  bool reads_position_ids = true;
 };
+
+// A registration with every field named, as parameters are (number_param(...).in(lo, hi)):
+//   PELAB_REGISTER_ENCODING(alibi, encoding_spec("alibi", "linear distance penalty on attention logits")
+//       .relative()
+//       .params({number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)})
+//       .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Alibi>(...); })
+//       .cost(alibi_cost));
+// A field not named keeps EncodingSpec's default: not relative, no parameters, no check, attention-level,
+// no digit indices, position ids read.
+class EncodingSpecBuilder {
+ public:
+  EncodingSpecBuilder(std::string name, std::string summary) {
+    spec_.name = std::move(name);
+    spec_.summary = std::move(summary);
+  }
+  EncodingSpecBuilder& relative(bool yes = true) { spec_.relative = yes; return *this; }
+  EncodingSpecBuilder& params(std::vector<ParamSpec> p) { spec_.params = std::move(p); return *this; }
+  EncodingSpecBuilder& validate(decltype(EncodingSpec::validate) f) { spec_.validate = std::move(f); return *this; }
+  EncodingSpecBuilder& make(decltype(EncodingSpec::make) f) { spec_.make = std::move(f); return *this; }
+  EncodingSpecBuilder& cost(decltype(EncodingSpec::cost) f) { spec_.cost = std::move(f); return *this; }
+  EncodingSpecBuilder& input_level(bool yes = true) { spec_.input_level = yes; return *this; }
+  EncodingSpecBuilder& reads_digit_index(bool yes = true) { spec_.reads_digit_index = yes; return *this; }
+  EncodingSpecBuilder& reads_position_ids(bool yes) { spec_.reads_position_ids = yes; return *this; }
+  const EncodingSpec& spec() const { return spec_; }
+
+ private:
+  EncodingSpec spec_;
+};
+inline EncodingSpecBuilder encoding_spec(std::string name, std::string summary) {
+  return EncodingSpecBuilder(std::move(name), std::move(summary));
+}
 
 class EncodingRegistry : public NamedRegistry<EncodingSpec> {
  public:
@@ -250,6 +285,7 @@ EncodingCost encoding_cost(const std::string& name, const Params& params, const 
 
 struct EncodingRegistrar {
   explicit EncodingRegistrar(EncodingSpec spec) { EncodingRegistry::instance().add(std::move(spec)); }
+  explicit EncodingRegistrar(const EncodingSpecBuilder& b) : EncodingRegistrar(b.spec()) {}
 };
 
 // Positions 0..T-1 (plus an offset) for every row: the usual case.

@@ -121,11 +121,10 @@ static EncodingCost fire_cost(const Params& p, const ModelDims& d, const Forward
   return c;
 }
 
-PELAB_REGISTER_ENCODING(fire, EncodingSpec{
-    "fire",
-    "MLP of the log distance normalized by log max(L, query id), per head (Li et al. 2023)",
-    false,  // relative only while every query id is below L
-    {
+PELAB_REGISTER_ENCODING(fire, encoding_spec("fire",
+    "MLP of the log distance normalized by log max(L, query id), per head (Li et al. 2023)")
+    .relative(false)  // only while every query id is below L
+    .params({
         integer_param("hidden", 32, "width of the MLP 1 -> hidden -> heads").in(1.0, 4096.0),
         number_param("init_c", 0.1, "initial c of psi(x) = log(|c x| + 1)").in(1e-6, 1e3),
         number_param("init_L", 512.0,
@@ -133,13 +132,11 @@ PELAB_REGISTER_ENCODING(fire, EncodingSpec{
             "query ids below L share one normalizer").in(1.0, 1e9),
         bool_param("per_head", true, "one MLP output per head; false: one shared by all heads"),
         bool_param("shared_layers", false, "one FIRE for all layers; false: one per layer"),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Fire>(dims, static_cast<std::size_t>(p.get_int("hidden")), p.get_number("init_c"),
                                     p.get_number("init_L"), p.get_bool("per_head"), p.get_bool("shared_layers"));
-    },
-    fire_cost,
-});
+    })
+    .cost(fire_cost));
 
 }  // namespace pelab

@@ -152,12 +152,11 @@ EncodingCost fope_cost(const Params&, const ModelDims& d, const ForwardShape& s)
   return c;
 }
 
-PELAB_REGISTER_ENCODING(fope, EncodingSpec{
-    "fope",
+PELAB_REGISTER_ENCODING(fope, encoding_spec("fope",
     "Fourier position embedding: RoPE frequencies below one turn in the training length clipped, each dim "
-    "pair a fixed random Fourier series over the rest (Hua et al. 2025)",
-    false,  // the series mix frequencies: not a function of id differences
-    {
+    "pair a fixed random Fourier series over the rest (Hua et al. 2025)")
+    .relative(false)  // the series mix frequencies: not a function of id differences
+    .params({
         number_param("base", 10000.0, "w_n = base^(-2n/hs), before the clipping").in(2.0, 1e9),
         integer_param("length", 0,
                       "L of the clipping: frequencies w_n < 2 pi / L are dropped; 0 = the training position "
@@ -166,11 +165,10 @@ PELAB_REGISTER_ENCODING(fope, EncodingSpec{
                                    "180M, 0.6 at 1.2B parameters)").in(0.0, 10.0),
         integer_param("seed", 0, "the coefficients' random stream (Rng(seed, layer)); fixed, not trained")
             .in(0.0, 2147483647.0),
-    },
-    check_fope,
-    [](const Params& p, const ModelDims& dims) { return std::make_unique<Fope>(p, dims); },
-    fope_cost,
-});
+    })
+    .validate(check_fope)
+    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Fope>(p, dims); })
+    .cost(fope_cost));
 
 }  // namespace
 }  // namespace pelab

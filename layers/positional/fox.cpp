@@ -97,18 +97,17 @@ EncodingCost fox_cost(const Params&, const ModelDims& d, const ForwardShape& s) 
   return c;
 }
 
-PELAB_REGISTER_ENCODING(fox, EncodingSpec{
-    "fox",
-    "FoX forget gates: logits + sum of log sigmoid(w_h . x_l + b_h) over the tokens between key and query (Lin et al. 2025)",
-    true,  // relative: position ids are never read
-    {number_param("bias_init", 0.0, "initial gate bias b: f = sigmoid(w.x + b) starts near sigmoid(b) (0: 1/2)")
-         .in(-20.0, 20.0)},
-    [](const Params&, const ModelDims& dims) {  // the gates sum over the tokens between key and query, in order
+PELAB_REGISTER_ENCODING(fox, encoding_spec("fox",
+    "FoX forget gates: logits + sum of log sigmoid(w_h . x_l + b_h) over the tokens between key and query (Lin et al. 2025)")
+    .relative()  // position ids are never read
+    .params({number_param("bias_init", 0.0, "initial gate bias b: f = sigmoid(w.x + b) starts near sigmoid(b) (0: 1/2)")
+         .in(-20.0, 20.0)})
+    .validate([](const Params&, const ModelDims& dims) {  // the gates sum over the tokens between key and query, in order
       if (!dims.causal) throw Error("fox needs causal attention (model.causal = true): a future key would get a bonus");
-    },
-    [](const Params& p, const ModelDims& dims) { return std::make_unique<Fox>(dims, p.get_number("bias_init")); },
-    fox_cost,
-});
+    })
+    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Fox>(dims, p.get_number("bias_init")); })
+    .cost(fox_cost)
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

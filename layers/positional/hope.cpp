@@ -15,7 +15,7 @@
 #include "core/ops/rotary.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/frequency_cut.hpp"
-#include "layers/positional/pairwise.hpp"
+#include "layers/positional/rotary_encoding.hpp"
 
 namespace pelab {
 namespace {
@@ -39,31 +39,18 @@ void check_hope(const Params& p, const ModelDims& dims) {
                 " keeps no frequency (pair 0 turns once in 2 pi = 6.28 ids); expected length >= 7");
 }
 
-class Hope : public PositionalEncoding {
+// cos and sin (B, T, m) of the kept pairs, shared by the layers (rotary_encoding.hpp).
+class Hope : public RotaryEncoding {
  public:
-  Hope(std::vector<double> inv_freq, RotaryLayout layout) : inv_freq_(std::move(inv_freq)), layout_(layout) {}
-
-  // cos and sin (B, T, m) of the kept pairs, shared by the layers, rebuilt when other ids come in.
-  void begin_forward(const IndexArray& positions) override {
-    if (seen_.same(positions)) return;
-    tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, inv_freq_));
-    seen_.set(positions);
-  }
-  std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
-    return RotaryQK{tables_, tables_, layout_};
-  }
-  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
-    const RotaryQK r = *rotary_qk(ctx);
-    q = rotary(q, r.q, r.layout);
-    k = rotary(k, r.k, r.layout);
-  }
+  Hope(std::vector<double> inv_freq, RotaryLayout layout) : RotaryEncoding(layout), inv_freq_(std::move(inv_freq)) {}
 
  private:
+  QKTables build_tables(const IndexArray& positions) const override {
+    auto tb = std::make_shared<const RotaryTables>(rotary_tables(positions, inv_freq_));
+    return {tb, tb};
+  }
+
   std::vector<double> inv_freq_;
-  RotaryLayout layout_;
-  SeenPositions seen_;
-  std::shared_ptr<const RotaryTables> tables_;
 };
 
 // As rope.cpp: the tables (B, T, m), kept while the ids repeat; every layer rotates copies of q and k.
@@ -75,26 +62,23 @@ EncodingCost hope_cost(const Params& p, const ModelDims& d, const ForwardShape& 
   return c;
 }
 
-PELAB_REGISTER_ENCODING(hope, EncodingSpec{
-    "hope",
+PELAB_REGISTER_ENCODING(hope, encoding_spec("hope",
     "RoPE keeping only the pairs that turn a full period within the training length, the rest unrotated "
-    "(Chen et al. 2025)",
-    true,  // relative
-    {
+    "(Chen et al. 2025)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "theta_i = base^(-2i/hs), before the cut").in(2.0, 1e9),
         choice_param("layout", "interleaved", {"interleaved", "half"},
                      "pairs (2i, 2i+1), or (i, i+m) over the 2m rotated dims"),
         integer_param("length", 0,
                       "L of the cut: pairs with theta_i < 2 pi / L are not rotated; 0 = the training position "
                       "range").in(0.0, 1e9),
-    },
-    check_hope,
-    [](const Params& p, const ModelDims& dims) {
-      return std::make_unique<Hope>(kept_inv_freq(p, dims),
-                                    p.get_string("layout") == "half" ? RotaryLayout::half : RotaryLayout::interleaved);
-    },
-    hope_cost,
-});
+    })
+    .validate(check_hope)
+    .make([](const Params& p, const ModelDims& dims) {
+      return std::make_unique<Hope>(kept_inv_freq(p, dims), rotary_layout_of(p));
+    })
+    .cost(hope_cost));
 
 }  // namespace
 }  // namespace pelab

@@ -43,21 +43,17 @@ static EncodingCost integer_cost(const Params&, const ModelDims& d, const Forwar
   return c;
 }
 
-PELAB_REGISTER_ENCODING(integer, EncodingSpec{
-    "integer",
-    "the position id itself (times a step) added to the embeddings: unbounded",
-    false,  // relative
-    {
+PELAB_REGISTER_ENCODING(integer, encoding_spec("integer",
+    "the position id itself (times a step) added to the embeddings: unbounded")
+    .params({
         number_param("scale", 1.0, "the step: position t adds scale * t").in(1e-9, 1e9),
         scalar_pattern_param(),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims&) {
+    })
+    .make([](const Params& p, const ModelDims&) {
       return std::make_unique<Integer>(p.get_number("scale"), scalar_pattern(p));
-    },
-    integer_cost,
-    true,  // input level
-});
+    })
+    .cost(integer_cost)
+    .input_level());
 
 }  // namespace
 }  // namespace pelab

@@ -125,21 +125,18 @@ static EncodingCost kerple_cost(const Params& p, const ModelDims& d, const Forwa
   return c;
 }
 
-PELAB_REGISTER_ENCODING(kerple, EncodingSpec{
-    "kerple",
-    "learned kernel of the distance per head: -r1 log(1 + r2 d) or -r1 d^r2 (Chi et al. 2022)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(kerple, encoding_spec("kerple",
+    "learned kernel of the distance per head: -r1 log(1 + r2 d) or -r1 d^r2 (Chi et al. 2022)")
+    .relative()
+    .params({
         choice_param("variant", "log", {"log", "power"},
                      "log: -r1 log(1 + r2 |i-j|); power: -r1 |i-j|^r2 with r2 in (0, 2]"),
         bool_param("shared_layers", false,
             "one (r1, r2) per head for all layers; false: per layer (as the authors)"),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Kerple>(dims, p.get_string("variant") == "power", p.get_bool("shared_layers"));
-    },
-    kerple_cost,
-});
+    })
+    .cost(kerple_cost));
 
 }  // namespace pelab

@@ -52,27 +52,23 @@ static EncodingCost learned_cost(const Params& p, const ModelDims& d, const Forw
   return c;
 }
 
-PELAB_REGISTER_ENCODING(learned, EncodingSpec{
-    "learned",
-    "trainable absolute position table added to the embeddings (GPT-2)",
-    false,  // relative
-    {
+PELAB_REGISTER_ENCODING(learned, encoding_spec("learned",
+    "trainable absolute position table added to the embeddings (GPT-2)")
+    .params({
         integer_param("max_len", 0,
             "table rows; 0 = the ids training uses: the longest training sequence, or [train] max_position "
             "under offset/randomized positions (config.toml records the value; ids beyond the table are "
             "unsupported)").in(0.0, 1e6),
         bool_param("clamp", false, "reuse the last row for positions >= max_len instead of failing"),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       std::size_t max_len = static_cast<std::size_t>(p.get_int("max_len"));
       if (max_len == 0) max_len = dims.max_position;
       if (max_len == 0) throw Error("encoding 'learned': max_len is 0 and the training position range is unknown");
       return std::make_unique<Learned>(max_len, dims.d_model, p.get_bool("clamp"));
-    },
-    learned_cost,
-    true,  // input level
-});
+    })
+    .cost(learned_cost)
+    .input_level());
 PELAB_REGISTER_AUTO_SIZE(learned_max_len, "learned", "max_len", [](const Params&, const ModelDims& d) {
   return d.max_position ? std::optional<std::int64_t>(d.max_position) : std::nullopt;
 });

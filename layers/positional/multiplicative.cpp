@@ -68,34 +68,31 @@ static EncodingCost multiplicative_cost(const Params& p, const ModelDims& d, con
   return c;
 }
 
-PELAB_REGISTER_ENCODING(multiplicative, EncodingSpec{
-    "multiplicative",
-    "token embedding times a sinusoidal or learned position vector, elementwise",
-    false,  // relative
-    {
+PELAB_REGISTER_ENCODING(multiplicative, encoding_spec("multiplicative",
+    "token embedding times a sinusoidal or learned position vector, elementwise")
+    .params({
         choice_param("kind", "sinusoidal", {"sinusoidal", "learned"},
                      "the position vector: fixed sin/cos, or a trainable table of gains starting at 1"),
         number_param("base", 10000.0, "sinusoidal: frequencies are base^(-2i/d)").in(2.0, 1e9),
         integer_param("max_len", 0,
             "learned: table rows; 0 = the ids training uses: the longest training sequence, or [train] "
             "max_position under offset/randomized positions (config.toml records the value)").in(0.0, 1e6),
-    },
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate([](const Params& p, const ModelDims& dims) {
       if (p.get_string("kind") == "sinusoidal" && dims.d_model % 2 != 0)
         throw Error("encoding 'multiplicative': kind sinusoidal needs an even d_model (sin/cos pairs), got " +
                     std::to_string(dims.d_model));
-    },
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       const bool learned = p.get_string("kind") == "learned";
       std::size_t max_len = static_cast<std::size_t>(p.get_int("max_len"));
       if (max_len == 0) max_len = dims.max_position;
       if (learned && max_len == 0)
         throw Error("encoding 'multiplicative': max_len is 0 and the training position range is unknown");
       return std::make_unique<Multiplicative>(learned, p.get_number("base"), max_len, dims.d_model);
-    },
-    multiplicative_cost,
-    true,  // input level
-});
+    })
+    .cost(multiplicative_cost)
+    .input_level());
 PELAB_REGISTER_AUTO_SIZE(multiplicative_max_len, "multiplicative", "max_len", [](const Params& p, const ModelDims& d) {
   const bool table = p.get_string("kind") == "learned" && d.max_position;
   return table ? std::optional<std::int64_t>(d.max_position) : std::nullopt;

@@ -13,15 +13,12 @@ class NoPE : public PositionalEncoding {
 // Nothing: the token embeddings go straight to the first block.
 static EncodingCost none_cost(const Params&, const ModelDims&, const ForwardShape&) { return EncodingCost{}; }
 
-PELAB_REGISTER_ENCODING(none, EncodingSpec{
-    "none",
-    "NoPE: no positional encoding (causal attention alone carries order)",
-    true,  // relative
-    {},
-    nullptr,
-    [](const Params&, const ModelDims&) { return std::make_unique<NoPE>(); },
-    none_cost,
-});
+PELAB_REGISTER_ENCODING(none, encoding_spec("none",
+    "NoPE: no positional encoding (causal attention alone carries order)")
+    .relative()
+    .make([](const Params&, const ModelDims&) { return std::make_unique<NoPE>(); })
+    .cost(none_cost)
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

@@ -51,16 +51,13 @@ static EncodingCost normalized_cost(const Params&, const ModelDims& d, const For
   return c;
 }
 
-PELAB_REGISTER_ENCODING(normalized, EncodingSpec{
-    "normalized",
-    "(id - min) / (max - min) of the row's ids added to the embeddings (t / (T - 1) for ids 0..T-1)",
-    true,  // relative: a shift of every id cancels in (p - min) / (max - min)
-    {scalar_pattern_param()},
-    nullptr,
-    [](const Params& p, const ModelDims&) { return std::make_unique<Normalized>(scalar_pattern(p)); },
-    normalized_cost,
-    true,  // input level
-});
+PELAB_REGISTER_ENCODING(normalized, encoding_spec("normalized",
+    "(id - min) / (max - min) of the row's ids added to the embeddings (t / (T - 1) for ids 0..T-1)")
+    .relative()  // a shift of every id cancels in (p - min) / (max - min)
+    .params({scalar_pattern_param()})
+    .make([](const Params& p, const ModelDims&) { return std::make_unique<Normalized>(scalar_pattern(p)); })
+    .cost(normalized_cost)
+    .input_level());
 
 }  // namespace
 }  // namespace pelab

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/ops/attention.hpp"
+#include "core/ops/causal_conv.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/path_keys.hpp"
@@ -95,16 +96,7 @@ class Path : public PositionalEncoding {
   Tensor directions(const PathLayer& p, const Tensor& x, std::size_t B, std::size_t T) const {
     const Tensor u = linear(linear(x, p.w_down), p.w_up);  // (B, T, C)
     const std::size_t C = u.size(2);
-    Tensor conv;
-    for (std::size_t s = 0; s < kConv; ++s) {
-      const std::size_t lag = kConv - 1 - s;
-      if (lag >= T) continue;
-      Tensor shifted = u;
-      if (lag > 0)
-        shifted = concat({Tensor(Array(xt::zeros<real>(Shape{B, lag, C}))), slice(u, 1, 0, T - lag)}, 1);
-      const Tensor tap = mul(shifted, reshape(slice(p.conv, 2, s, s + 1), {1, 1, C}));
-      conv = conv.defined() ? add(conv, tap) : tap;
-    }
+    const Tensor conv = causal_depthwise_conv(u, p.conv);  // (B, T, C)
     const Tensor a = mul(conv, sigmoid(conv));                                       // SiLU
     const Tensor w = permute(reshape(a, {B, T, H_, C / H_}), {0, 2, 1, 3});          // (B, H, T, hs)
     return div(w, sqrt(add_scalar(sum(mul(w, w), {3}, true), kNormEps)));
@@ -116,9 +108,9 @@ class Path : public PositionalEncoding {
   std::size_t tile_layer_ = std::size_t(-1);
 };
 
-// Per layer, when training: w's chain keeps its (B, T, C) steps (the up projection, two shifted copies, the
-// convolution, its sigmoid, w before and after the norm: 7) and the (B, T, 32) down projection; beta's a few
-// (B, T, H). The fused op keeps nothing of its own (q, k, w, beta are held already) and returns the bias
+// Per layer, when training: w's chain keeps its (B, T, C) steps (the up projection, which the convolution
+// reads back, the convolution, its sigmoid, w before and after the norm: 5) and the (B, T, 32) down
+// projection; beta's a few (B, T, H). The fused op keeps nothing of its own (q, k, w, beta are held already) and returns the bias
 // (B, H, T, T), which the attention holds only when it recomputes its weights (past kKeepProbsBytes). Its
 // forward scratch is 2 T hs + T per thread, its backward's T (T - 1) / 2 + 4 T hs + 3 T per thread; backward
 // also holds the bias's gradient (B, H, T, T) and a few (B, T, C). Without a tape the same buffers are
@@ -133,7 +125,7 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
   c.splits_heads = true;
   c.layers.add_scratch(threads * (2 * T * hs + T));
   if (s.training) {
-    c.layers.hold(N, 7 * L).hold(B * T * double(kRank), L).hold(B * T * H, 6 * L);
+    c.layers.hold(N, 5 * L).hold(B * T * double(kRank), L).hold(B * T * H, 6 * L);
     if (attention_keeps_probs(s.batch, d.n_heads, s.tokens, s.tokens, false)) c.layers.add_scratch(X);
     else c.layers.hold(X, L);
     c.layers.add_backward(X).add_backward(N, 4).add_backward(threads * (T * (T - 1) / 2 + 4 * T * hs + 3 * T));
@@ -148,17 +140,15 @@ EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s)
   return c;
 }
 
-PELAB_REGISTER_ENCODING(path, EncodingSpec{
-    "path",
-    "PaTH: keys transformed by the Householder-like I - beta w w^T of every token between key and query, from the layer input (Yang et al. 2025)",
-    true,  // relative: position ids are never read
-    {},
-    [](const Params&, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(path, encoding_spec("path",
+    "PaTH: keys transformed by the Householder-like I - beta w w^T of every token between key and query, from the layer input (Yang et al. 2025)")
+    .relative()  // position ids are never read
+    .validate([](const Params&, const ModelDims& dims) {
       if (!dims.causal) throw Error("path needs causal attention (model.causal = true)");
-    },
-    [](const Params&, const ModelDims& dims) { return std::make_unique<Path>(dims); },
-    path_cost,
-});
+    })
+    .make([](const Params&, const ModelDims& dims) { return std::make_unique<Path>(dims); })
+    .cost(path_cost)
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

@@ -108,22 +108,19 @@ EncodingCost pope_cost(const Params& p, const ModelDims& d, const ForwardShape& 
   return c;
 }
 
-PELAB_REGISTER_ENCODING(pope, EncodingSpec{
-    "pope",
-    "polar positions: softplus magnitudes of q, k with phases from the position alone, one frequency per component (Gopalakrishnan et al. 2025)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(pope, encoding_spec("pope",
+    "polar positions: softplus magnitudes of q, k with phases from the position alone, one frequency per component (Gopalakrishnan et al. 2025)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "theta_c = base^(-c/hs), c = 0..hs-1").in(2.0, 1e9),
         choice_param("phase_bias", "none", {"none", "zeros", "uniform"},
                      "a learned phase delta per layer, head and frequency added to the keys' phases, clamped to "
                      "[-2 pi, 0]: none = no delta; zeros = starting at 0; uniform = starting from U(-2 pi, 0)"),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Pope>(p.get_number("base"), dims, p.get_string("phase_bias"));
-    },
-    pope_cost,
-});
+    })
+    .cost(pope_cost));
 
 }  // namespace
 }  // namespace pelab

@@ -74,23 +74,21 @@ static EncodingCost recurrent_cost(const Params& p, const ModelDims& d, const Fo
   return c;
 }
 
-PELAB_REGISTER_ENCODING(recurrent, EncodingSpec{
-    "recurrent",
-    "a GRU or LSTM over the token embeddings in front of the first block; no position vector",
-    true,  // relative: ids are ignored altogether
-    {
+PELAB_REGISTER_ENCODING(recurrent, encoding_spec("recurrent",
+    "a GRU or LSTM over the token embeddings in front of the first block; no position vector")
+    .relative()  // ids are ignored altogether
+    .params({
         choice_param("cell", "gru", {"gru", "lstm"},
                      "the recurrence (torch.nn.GRU / nn.LSTM equations, one layer, hidden size d_model)"),
         bool_param("residual", false,
             "false: the RNN's outputs replace the embeddings; true: they are added to them"),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Recurrent>(p.get_string("cell") == "lstm", p.get_bool("residual"), dims.d_model);
-    },
-    recurrent_cost,
-    true,  // input level
-});
+    })
+    .cost(recurrent_cost)
+    .input_level()
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

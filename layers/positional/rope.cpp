@@ -10,6 +10,7 @@
 #include "core/ops/rotary.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/rope_scaling.hpp"
+#include "layers/positional/rotary_encoding.hpp"
 
 namespace pelab {
 namespace {
@@ -74,48 +75,29 @@ RotaryTables dynamic_tables(const IndexArray& positions, std::size_t rot, double
   return tb;
 }
 
-class Rope : public PositionalEncoding {
+// Tables are built once per forward and shared by every layer (rotary_encoding.hpp).
+class Rope : public RotaryEncoding {
  public:
   Rope(std::size_t rot, double base, RotaryLayout layout, RopeScaling sc)
-      : rot_(rot), base_(base), layout_(layout), sc_(std::move(sc)) {}
-
-  // Tables are built once and shared by every layer; rebuilt when other positions come in (training
-  // with contiguous ids builds them once).
-  void begin_forward(const IndexArray& positions) override {
-    if (tables_ && same_positions(positions)) return;
-    if (sc_.method == "none") {
-      tables_ = std::make_shared<RotaryTables>(rotary_tables(positions, rot_, base_));
-    } else {
-      auto tb = std::make_shared<RotaryTables>(
-          sc_.method == "dynamic_ntk" ? dynamic_tables(positions, rot_, base_, sc_)
-                                      : rotary_tables(positions, scaled_rope_inv_freq(rot_, base_, sc_, 0)));
-      if (const double m = rope_table_scale(sc_); m != 1.0)
-        scale_rotary_tables(*tb, positions, [m](std::int32_t, std::size_t) { return m; });
-      tables_ = std::move(tb);
-    }
-    positions_ = positions;
-  }
-  std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) override {
-    if (!tables_ || !same_positions(ctx.positions)) begin_forward(ctx.positions);
-    return RotaryQK{tables_, tables_, layout_};
-  }
-  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
-    const RotaryQK r = *rotary_qk(ctx);
-    q = rotary(q, r.q, r.layout);
-    k = rotary(k, r.k, r.layout);
-  }
+      : RotaryEncoding(layout), rot_(rot), base_(base), sc_(std::move(sc)) {}
 
  private:
-  bool same_positions(const IndexArray& p) const {
-    return p.shape() == positions_.shape() && std::equal(p.begin(), p.end(), positions_.begin());
+  QKTables build_tables(const IndexArray& positions) const override {
+    if (sc_.method == "none") {
+      auto tb = std::make_shared<const RotaryTables>(rotary_tables(positions, rot_, base_));
+      return {tb, tb};
+    }
+    auto tb = std::make_shared<RotaryTables>(
+        sc_.method == "dynamic_ntk" ? dynamic_tables(positions, rot_, base_, sc_)
+                                    : rotary_tables(positions, scaled_rope_inv_freq(rot_, base_, sc_, 0)));
+    if (const double m = rope_table_scale(sc_); m != 1.0)
+      scale_rotary_tables(*tb, positions, [m](std::int32_t, std::size_t) { return m; });
+    return {tb, tb};
   }
 
   std::size_t rot_;
   double base_;
-  RotaryLayout layout_;
   RopeScaling sc_;
-  std::shared_ptr<const RotaryTables> tables_;
-  IndexArray positions_;
 };
 
 // cos and sin tables (B, T, rot/2), kept while the ids repeat; every layer rotates a copy of the
@@ -128,11 +110,10 @@ static EncodingCost rope_cost(const Params& p, const ModelDims& d, const Forward
   return c;
 }
 
-PELAB_REGISTER_ENCODING(rope, EncodingSpec{
-    "rope",
-    "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(rope, encoding_spec("rope",
+    "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "theta_i = base^(-2i/rot)").in(2.0, 1e9),
         choice_param("layout", "interleaved", {"interleaved", "half"},
                      "pairs (2i, 2i+1) as in RoFormer, or (i, i+rot/2) as in Llama"),
@@ -151,15 +132,13 @@ PELAB_REGISTER_ENCODING(rope, EncodingSpec{
         number_param("yarn_beta", 32.0, "yarn: frequencies with more than beta rotations in L are kept").in(0.0, 1e6),
         number_param("yarn_mscale", 0.1,
             "yarn: q and k times yarn_mscale*ln(factor)+1 (the paper's sqrt(1/t)); 0 = no temperature").in(0.0, 10.0),
-    },
-    [](const Params& p, const ModelDims& dims) { check_scaling(p, dims); },
-    [](const Params& p, const ModelDims& dims) {
-      return std::make_unique<Rope>(rotated_dims(p, dims), p.get_number("base"),
-                                    p.get_string("layout") == "half" ? RotaryLayout::half : RotaryLayout::interleaved,
+    })
+    .validate([](const Params& p, const ModelDims& dims) { check_scaling(p, dims); })
+    .make([](const Params& p, const ModelDims& dims) {
+      return std::make_unique<Rope>(rotated_dims(p, dims), p.get_number("base"), rotary_layout_of(p),
                                     scaling_of(p, dims));
-    },
-    rope_cost,
-});
+    })
+    .cost(rope_cost));
 
 }  // namespace
 }  // namespace pelab

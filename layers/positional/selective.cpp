@@ -94,17 +94,15 @@ EncodingCost selective_cost(const Params&, const ModelDims& d, const ForwardShap
   return c;
 }
 
-PELAB_REGISTER_ENCODING(selective, EncodingSpec{
-    "selective",
-    "selective attention: head 0's positive logits let earlier queries mask a key for every later one (Leviathan et al. 2025)",
-    true,  // relative: position ids are never read
-    {},
-    [](const Params&, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(selective, encoding_spec("selective",
+    "selective attention: head 0's positive logits let earlier queries mask a key for every later one (Leviathan et al. 2025)")
+    .relative()  // position ids are never read
+    .validate([](const Params&, const ModelDims& dims) {
       if (!dims.causal) throw Error("selective needs causal attention (model.causal = true)");
-    },
-    [](const Params&, const ModelDims&) { return std::make_unique<Selective>(); },
-    selective_cost,
-});
+    })
+    .make([](const Params&, const ModelDims&) { return std::make_unique<Selective>(); })
+    .cost(selective_cost)
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

@@ -90,20 +90,17 @@ static EncodingCost shaw_cost(const Params& p, const ModelDims& d, const Forward
   return c;
 }
 
-PELAB_REGISTER_ENCODING(shaw, EncodingSpec{
-    "shaw",
-    "learned relative keys (and values) of the clipped distance inside attention (Shaw et al. 2018)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(shaw, encoding_spec("shaw",
+    "learned relative keys (and values) of the clipped distance inside attention (Shaw et al. 2018)")
+    .relative()
+    .params({
         integer_param("clip", 16,
             "clip distance k: distances beyond +-k share the edge buckets (2k + 1 per layer)").in(1.0, 100000.0),
         bool_param("values", true, "relative values a^V too (keys and values); false: relative keys only"),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Shaw>(dims, p.get_int("clip"), p.get_bool("values"));
-    },
-    shaw_cost,
-});
+    })
+    .cost(shaw_cost));
 
 }  // namespace pelab

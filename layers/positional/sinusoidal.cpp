@@ -74,21 +74,18 @@ static EncodingCost sinusoidal_cost(const Params&, const ModelDims& d, const For
   return c;
 }
 
-PELAB_REGISTER_ENCODING(sinusoidal, EncodingSpec{
-    "sinusoidal",
-    "fixed sin/cos absolute encoding added to the embeddings (Vaswani et al. 2017)",
-    false,  // relative
-    {number_param("base", 10000.0, "wavelength base: frequencies are base^(-2i/d)").in(2.0, 1e9)},
-    [](const Params&, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(sinusoidal, encoding_spec("sinusoidal",
+    "fixed sin/cos absolute encoding added to the embeddings (Vaswani et al. 2017)")
+    .params({number_param("base", 10000.0, "wavelength base: frequencies are base^(-2i/d)").in(2.0, 1e9)})
+    .validate([](const Params&, const ModelDims& dims) {
       if (dims.d_model % 2 != 0)
         throw Error("encoding 'sinusoidal' needs an even d_model (sin/cos pairs), got " + std::to_string(dims.d_model));
-    },
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Sinusoidal>(p.get_number("base"), dims.d_model);
-    },
-    sinusoidal_cost,
-    true,  // input level
-});
+    })
+    .cost(sinusoidal_cost)
+    .input_level());
 
 }  // namespace
 }  // namespace pelab

@@ -30,20 +30,22 @@ static EncodingCost stick_breaking_cost(const Params&, const ModelDims&, const F
   return c;
 }
 
-PELAB_REGISTER_ENCODING(stick_breaking, EncodingSpec{
-    "stick_breaking",
-    "stick-breaking attention: sigmoid weights broken off from the nearest key back, no position vector (Tan et al. 2025)",
-    true,  // relative
-    {bool_param("attend_current", false,
-                "a query attends to its own key too; false: only to earlier keys (the authors' reference default)")},
-    [](const Params&, const ModelDims& dims) {
+PELAB_REGISTER_ENCODING(stick_breaking, encoding_spec("stick_breaking",
+    "stick-breaking attention: sigmoid weights broken off from the nearest key back, no position vector (Tan et al. 2025)")
+    .relative()
+    .params({bool_param("attend_current", false,
+                        "a query attends to its own key too; false: only to earlier keys (the authors' reference "
+                        "default)")})
+    .validate([](const Params&, const ModelDims& dims) {
       if (!dims.causal)
         throw Error("stick_breaking needs causal attention (model.causal = true): it breaks the stick from the "
                     "nearest earlier key");
-    },
-    [](const Params& p, const ModelDims&) { return std::make_unique<StickBreaking>(p.get_bool("attend_current")); },
-    stick_breaking_cost,
-});
+    })
+    .make([](const Params& p, const ModelDims&) {
+      return std::make_unique<StickBreaking>(p.get_bool("attend_current"));
+    })
+    .cost(stick_breaking_cost)
+    .reads_position_ids(false));
 
 }  // namespace
 }  // namespace pelab

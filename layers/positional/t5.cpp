@@ -134,24 +134,22 @@ static EncodingCost t5_cost(const Params& p, const ModelDims& d, const ForwardSh
   return c;
 }
 
-PELAB_REGISTER_ENCODING(t5, EncodingSpec{
-    "t5",
-    "learned scalar bias per head for bucketed relative distances (Raffel et al. 2020)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(t5, encoding_spec("t5",
+    "learned scalar bias per head for bucketed relative distances (Raffel et al. 2020)")
+    .relative()
+    .params({
         integer_param("num_buckets", 32, "distance buckets (per side when model.causal = false)").in(4.0, 4096.0),
         integer_param("max_distance", 128,
             "distances from here on share the last bucket; "
             "must exceed num_buckets/2 (causal) or num_buckets/4").in(1.0, 1e6),
         bool_param("shared_layers", true, "one bias table for all layers (as T5); false: one per layer"),
-    },
-    check,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate(check)
+    .make([](const Params& p, const ModelDims& dims) {
       check(p, dims);
       return std::make_unique<T5Bias>(dims, static_cast<std::int32_t>(p.get_int("num_buckets")),
                                       static_cast<std::int32_t>(p.get_int("max_distance")), p.get_bool("shared_layers"));
-    },
-    t5_cost,
-});
+    })
+    .cost(t5_cost));
 
 }  // namespace pelab

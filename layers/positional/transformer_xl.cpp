@@ -249,20 +249,17 @@ static EncodingCost transformer_xl_cost(const Params&, const ModelDims& d, const
   return c;
 }
 
-PELAB_REGISTER_ENCODING(transformer_xl, EncodingSpec{
-    "transformer_xl",
+PELAB_REGISTER_ENCODING(transformer_xl, encoding_spec("transformer_xl",
     "Transformer-XL relative encoding: (q_i + v) . W_R R_{i-j+1} + u . k_j (causal; R_{i-j} bidirectional) with a "
-    "fixed sinusoid R of the distance, W_R, u, v learned per layer (Dai et al. 2019, as DeepMind's RELATIVE)",
-    true,  // relative: a function of id differences only
-    {
+    "fixed sinusoid R of the distance, W_R, u, v learned per layer (Dai et al. 2019, as DeepMind's RELATIVE)")
+    .relative()  // a function of id differences only
+    .params({
         number_param("base", 10000.0,
             "sinusoid frequencies w_k = base^(-2k/d_model) (DeepMind's max_time)").in(2.0, 1e9),
-    },
-    nullptr,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<TransformerXl>(dims, p.get_number("base"));
-    },
-    transformer_xl_cost,
-});
+    })
+    .cost(transformer_xl_cost));
 
 }  // namespace pelab

@@ -16,7 +16,7 @@
 
 #include "core/ops/rotary.hpp"
 #include "layers/positional/encoding.hpp"
-#include "layers/positional/pairwise.hpp"
+#include "layers/positional/rotary_encoding.hpp"
 
 namespace pelab {
 namespace {
@@ -29,30 +29,14 @@ void check(const Params&, const ModelDims& dims) {
                 " (d_model / n_heads) must be even: xPos rotates pairs of dims");
 }
 
-class XPos : public PositionalEncoding {
+class XPos : public RotaryEncoding {
  public:
   XPos(const ModelDims& dims, double base, double scale_base, double gamma)
-      : inv_freq_(rotary_inv_freq(dims.head_dim, base)), scale_base_(scale_base) {
+      : RotaryEncoding(RotaryLayout::interleaved), inv_freq_(rotary_inv_freq(dims.head_dim, base)),
+        scale_base_(scale_base) {
     const std::size_t pairs = dims.head_dim / 2;
     for (std::size_t i = 0; i < pairs; ++i)
       log_zeta_.push_back(std::log((2.0 * double(i) / double(dims.head_dim) + gamma) / (1.0 + gamma)));
-  }
-
-  void begin_forward(const IndexArray& positions) override {
-    if (seen_.same(positions)) return;
-    const std::size_t B = positions.shape()[0], T = positions.shape()[1];
-    IndexArray centred(positions.shape());  // s = p - (p_0 + ceil(T/2)) per row
-    for (std::size_t b = 0; b < B; ++b) {
-      const std::int64_t c = std::int64_t(positions(b, 0)) + std::int64_t((T + 1) / 2);
-      for (std::size_t t = 0; t < T; ++t) centred(b, t) = static_cast<std::int32_t>(positions(b, t) - c);
-    }
-    RotaryTables tq = rotary_tables(positions, inv_freq_), tk = tq;
-    // zeta_i^(+-s / scale_base), evaluated in double
-    scale_rotary_tables(tq, centred, [&](std::int32_t s, std::size_t i) { return std::exp(log_zeta_[i] * s / scale_base_); });
-    scale_rotary_tables(tk, centred, [&](std::int32_t s, std::size_t i) { return std::exp(-log_zeta_[i] * s / scale_base_); });
-    q_tables_ = std::make_shared<RotaryTables>(std::move(tq));
-    k_tables_ = std::make_shared<RotaryTables>(std::move(tk));
-    seen_.set(positions);
   }
 
   // |s| <= the largest id: the scales zeta^(+-s/B) must stay well inside float's range (q's pair 0
@@ -65,21 +49,24 @@ class XPos : public PositionalEncoding {
            "), beyond float range; use a larger scale_base";
   }
 
-  std::optional<RotaryQK> rotary_qk(const AttentionContext& ctx) override {
-    if (!seen_.same(ctx.positions)) begin_forward(ctx.positions);
-    return RotaryQK{q_tables_, k_tables_, RotaryLayout::interleaved};
-  }
-  void encode_qk(Tensor& q, Tensor& k, const AttentionContext& ctx) override {
-    const RotaryQK r = *rotary_qk(ctx);
-    q = rotary(q, r.q, r.layout);
-    k = rotary(k, r.k, r.layout);
+ private:
+  // q's tables scaled by zeta^(s / scale_base), k's by its inverse.
+  QKTables build_tables(const IndexArray& positions) const override {
+    const std::size_t B = positions.shape()[0], T = positions.shape()[1];
+    IndexArray centred(positions.shape());  // s = p - (p_0 + ceil(T/2)) per row
+    for (std::size_t b = 0; b < B; ++b) {
+      const std::int64_t c = std::int64_t(positions(b, 0)) + std::int64_t((T + 1) / 2);
+      for (std::size_t t = 0; t < T; ++t) centred(b, t) = static_cast<std::int32_t>(positions(b, t) - c);
+    }
+    RotaryTables tq = rotary_tables(positions, inv_freq_), tk = tq;
+    // zeta_i^(+-s / scale_base), evaluated in double
+    scale_rotary_tables(tq, centred, [&](std::int32_t s, std::size_t i) { return std::exp(log_zeta_[i] * s / scale_base_); });
+    scale_rotary_tables(tk, centred, [&](std::int32_t s, std::size_t i) { return std::exp(-log_zeta_[i] * s / scale_base_); });
+    return {std::make_shared<const RotaryTables>(std::move(tq)), std::make_shared<const RotaryTables>(std::move(tk))};
   }
 
- private:
   std::vector<double> inv_freq_, log_zeta_;  // per pair: theta_i, log zeta_i
   double scale_base_;
-  SeenPositions seen_;
-  std::shared_ptr<const RotaryTables> q_tables_, k_tables_;
 };
 
 }  // namespace
@@ -95,22 +82,20 @@ static EncodingCost xpos_cost(const Params&, const ModelDims& d, const ForwardSh
   return c;
 }
 
-PELAB_REGISTER_ENCODING(xpos, EncodingSpec{
-    "xpos",
-    "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)",
-    true,  // relative
-    {
+PELAB_REGISTER_ENCODING(xpos, encoding_spec("xpos",
+    "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)")
+    .relative()
+    .params({
         number_param("base", 10000.0, "rotation frequencies theta_i = base^(-2i/hs), as RoPE").in(2.0, 1e9),
         number_param("scale_base", 512.0,
             "the decay's length scale B: q scaled by zeta^(s/B), k by zeta^(-s/B)").in(1.0, 1e9),
         number_param("gamma", 0.4, "zeta_i = (2i/hs + gamma) / (1 + gamma)").in(1e-3, 1e3),
-    },
-    check,
-    [](const Params& p, const ModelDims& dims) {
+    })
+    .validate(check)
+    .make([](const Params& p, const ModelDims& dims) {
       check(p, dims);
       return std::make_unique<XPos>(dims, p.get_number("base"), p.get_number("scale_base"), p.get_number("gamma"));
-    },
-    xpos_cost,
-});
+    })
+    .cost(xpos_cost));
 
 }  // namespace pelab

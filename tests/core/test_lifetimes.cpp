@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/ops/attention.hpp"
+#include "core/ops/causal_conv.hpp"
 #include "core/ops/cross_entropy.hpp"
 #include "core/ops/cumsum.hpp"
 #include "core/ops/dropout.hpp"
@@ -148,6 +149,12 @@ std::vector<Case> cases() {
       {"minimum, constant b", {s, s}, "gc", "kk", false, [](auto& in) { return minimum(in[0], in[1]); }},
       {"pow", {s, {4}}, "gg", "kk", false, [](auto& in) { return pow(in[0], in[1]); }},
       {"cumsum", {{2, 3, 4}}, "g", "-", false, [](auto& in) { return cumsum(in[0], 1, true); }},
+      {"causal_depthwise_conv", {{2, 3, 4}, {4, 1, 3}}, "gg", "kk", false,
+       [](auto& in) { return causal_depthwise_conv(in[0], in[1]); }},
+      {"causal_depthwise_conv, constant taps", {{2, 3, 4}, {4, 1, 3}}, "gc", "-k", false,
+       [](auto& in) { return causal_depthwise_conv(in[0], in[1]); }},
+      {"causal_depthwise_conv, constant input", {{2, 3, 4}, {4, 1, 3}}, "cg", "k-", false,
+       [](auto& in) { return causal_depthwise_conv(in[0], in[1]); }},
       {"interp_gather", {{2, 3, 4}, {2, 3, 5}}, "gg", "kk", false,
        [](auto& in) { return interp_gather(in[0], in[1]); }},
       {"interp_gather, constant p", {{2, 3, 4}, {2, 3, 5}}, "gc", "-k", false,

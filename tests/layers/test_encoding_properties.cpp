@@ -169,3 +169,26 @@ TEST_CASE("rows with their own ids give the results of one-row batches, every en
     }
   }
 }
+
+// EncodingSpec::reads_position_ids against what the encoding does: configs refuse a task's own ids with an
+// encoding that declares it reads none (experiments/config/config_streams.cpp), so the declaration must hold.
+TEST_CASE("ids that are not a shift of 0..T-1 change the logits exactly of the encodings that declare they read ids",
+          "[positional][position_ids]") {
+  const std::size_t B = 2, T = 8;
+  const std::int32_t gapped[T] = {0, 1, 3, 4, 7, 9, 12, 15};  // < kRange: inside every table
+  IndexArray plain(Shape{B, T}), other(Shape{B, T});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t) plain(b, t) = std::int32_t(t), other(b, t) = gapped[t];
+  for (const auto& name : EncodingRegistry::instance().names()) {
+    const bool reads = EncodingRegistry::instance().get(name).reads_position_ids;
+    INFO("encoding " << name << " (declared: " << (reads ? "reads" : "reads no") << " position ids)");
+    auto m = lively_model(name, 10);
+    Rng rng(14);
+    const IndexArray tok = random_tokens(B, T, 11, rng);
+    NoGrad ng;
+    const double d = max_abs_diff(m->forward(tok, plain).value(), m->forward(tok, other).value());
+    INFO("logits change by up to " << d);
+    if (reads) CHECK(d > 1e-3);
+    else CHECK(d == 0);
+  }
+}
