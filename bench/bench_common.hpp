@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parallel.hpp"  // parallel::check_threads
 #include "core/tensor.hpp"  // pelab::Error
 
 namespace pelab::bench {
@@ -31,6 +32,14 @@ inline int parse_int(const std::string& flag, const char* s, int lo) {
   if (end == s || *end || v < lo || v > 1000000)
     throw Error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + s + "'");
   return static_cast<int>(v);
+}
+
+// --threads N: an integer the thread pool accepts (parallel::check_threads); Error naming the flag otherwise.
+inline int parse_threads(const std::string& flag, const char* s) {
+  const int n = parse_int(flag, s, 1);
+  const std::string why = parallel::check_threads(n, flag);
+  if (!why.empty()) throw Error(why);
+  return n;
 }
 
 }  // namespace pelab::bench

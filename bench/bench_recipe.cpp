@@ -220,11 +220,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--dump") o.dump = value();
     else if (a == "--steps") o.steps = parse_int(a, value(), 1);
     else if (a == "--warmup") o.warmup = parse_int(a, value(), 0);
-    else if (a == "--threads") {
-      o.threads = parse_int(a, value(), 1);
-      const std::string why = parallel::check_threads(o.threads, "--threads");
-      if (!why.empty()) throw Error(why);
-    } else if (a == "--json") o.json = true;
+    else if (a == "--threads") o.threads = parse_threads(a, value());
+    else if (a == "--json") o.json = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_recipe [--recipe NAME|all] [--dir DIR] [--steps N] [--warmup N] [--threads N] "
                   "[--json] [--dump FILE]\n");

@@ -271,18 +271,27 @@ def timed_steps(step, warm_sizes, sizes):
     return wall, cpu, rss_warm, rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KB on Linux
 
 
-def run_cell(a):
-    variant = BEST[a.config] if a.variant == "best" else a.variant
-    need = {k: v for k, v in variant_env(variant).items() if k not in os.environ}  # never over the caller's
+def start_sides(a, variant, unavailable):
+    """Re-executes this script with `variant`'s environment when it lacks some of it (never over the
+    caller's), then imports both sides: (torch, ref, tf), or None after printing why PyTorch is missing."""
+    need = {k: v for k, v in variant_env(variant).items() if k not in os.environ}
     if need and not a.check_only:
         os.environ.update(need)
         os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:])
     setup_env(a.threads)
     try:
-        torch, ref, tf = import_sides()
+        return import_sides()
     except ImportError as err:
-        print(f"PyTorch not available ({err}): measuring pelab only", file=sys.stderr)
+        print(f"PyTorch not available ({err}){unavailable}", file=sys.stderr)
+        return None
+
+
+def run_cell(a):
+    variant = BEST[a.config] if a.variant == "best" else a.variant
+    sides = start_sides(a, variant, ": measuring pelab only")
+    if sides is None:
         return 3
+    torch, ref, tf = sides
     if a.encoding not in ref.ENCODINGS:
         print(f"bench_torch: unknown encoding '{a.encoding}'; known: {', '.join(sorted(ref.ENCODINGS))}",
               file=sys.stderr)
@@ -363,16 +372,10 @@ def report(a, variant, cfg, B, sizes, steps, warmup, model, wall, cpu, rss, loss
 
 
 def run_recipe_file(a):
-    need = {k: v for k, v in variant_env("eager").items() if k not in os.environ}  # as run_cell's fast variants
-    if need and not a.check_only:
-        os.environ.update(need)
-        os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:])
-    setup_env(a.threads)
-    try:
-        torch, ref, tf = import_sides()
-    except ImportError as err:
-        print(f"PyTorch not available ({err})", file=sys.stderr)
+    sides = start_sides(a, "eager", "")  # eager: as run_cell's fast variants
+    if sides is None:
         return 3
+    torch, ref, tf = sides
     torch.set_num_threads(a.threads)
     import torch_recipe
     return torch_recipe.run(a.recipe_file, torch, ref, tf, check_only=a.check_only, no_check=a.no_check)

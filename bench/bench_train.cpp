@@ -452,11 +452,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--positions") o.positions = value();
     else if (a == "--steps") o.steps = parse_int(a, value(), 1);
     else if (a == "--warmup") o.warmup = parse_int(a, value(), 0);
-    else if (a == "--threads") {
-      o.threads = parse_int(a, value(), 1);
-      const std::string why = parallel::check_threads(o.threads, "--threads");
-      if (!why.empty()) throw Error(why);
-    }
+    else if (a == "--threads") o.threads = parse_threads(a, value());
     else if (a == "--peak-gflops" || a == "--path-peak-gflops") {
       const char* s = value();
       char* end = nullptr;
