@@ -45,6 +45,7 @@ using namespace pelab;
 using pelab::bench::cpu_now_s;
 using pelab::bench::median;
 using pelab::bench::parse_int;
+using pelab::bench::parse_threads;
 
 namespace {
 
