@@ -206,7 +206,7 @@ TEST_CASE("pelab list shows the [encoding] keys layers and heads", "[cli]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("a long predict prints its estimate and progress, and SIGINT names the phase; sweep --dry-run estimates",
+TEST_CASE("a long predict prints its estimate and progress, and SIGINT names the phase, sweep --dry-run estimates",
           "[cli][estimate]") {
   const std::string dir = test::fresh_temp_dir("rel4_estimate"), run = dir + "/run", log = dir + "/log.txt";
   const std::string cfg = write_text(dir + "/cfg.toml", test::tiny_config(4) + "[encoding]\nname = \"rope\"\n");

@@ -86,7 +86,7 @@ TEST_CASE("headline: the best group beyond training, the margin, and the seeds' 
   }
 }
 
-TEST_CASE("report.html: headline and main plot before the first table; all-zero tables folded below") {
+TEST_CASE("report.html: headline and main plot before the first table, all-zero tables folded below") {
   TempDir t;
   build(t.dir, 0.8, 0.4, 0.01);
   write_report(t.dir.string());
