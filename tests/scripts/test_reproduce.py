@@ -282,12 +282,8 @@ def test_deletang(fresh, tmp):
           f"deletang: 90% against chance 50% is unclear -> B counts half ({v})")
 
 
-def main():
-    pelab = sys.argv[1]
-    names = sorted(f[:-5] for f in os.listdir(RECIPES_DIR) if f.endswith(".toml"))
-    check(set(names) == set(RECIPES), f"every recipe has a page and every page a recipe: {names} vs {list(RECIPES)}")
-
-    # Every recipe, full and quick, loads and validates (listing the cells validates each one).
+def check_recipes_validate(pelab, names):
+    """Every recipe, full and quick (and each arm), loads and validates through `pelab train`."""
     for n in names:
         config = os.path.join(RECIPES_DIR, n + ".toml")
         header = common.config_header(config)
@@ -300,174 +296,191 @@ def main():
                       f"{n} {arm + sets}: validates (got: {(p.stderr + p.stdout)[:300]})")
         check(common.quick_overrides(config) != "", f"{n}: has a '# reproduce.quick:' line")
 
+
+def test_pages(fresh, tmp):
+    """format, ruoss, press and kazemnejad pages on fake run directories: words, gates, the n-gram gate."""
+    fake_format(fresh("f1"), True)
+    check(page("format", os.path.join(tmp, "f1")).startswith("The NoPE format effect reproduces"), "format: reproduces")
+    fake_format(fresh("f2"), False)
+    check("does not reproduce" in page("format", os.path.join(tmp, "f2")), "format: does not reproduce")
+    fake_format(fresh("f4"), False, seeds=2)
+    v = page("format", os.path.join(tmp, "f4"))
+    check("is provisional (2 seed(s) per group: no effect shown, none ruled out)" in v and "does not reproduce" not in v,
+          f"format with 2 seeds: provisional, never 'does not reproduce' ({v})")
+
+    fake_ruoss(fresh("r1"), 0.15)
+    v = page("ruoss", os.path.join(tmp, "r1"))
+    check("reverse reproduces at" in v and "+15.0 points" in v, f"ruoss: reproduces with +15.0 ({v})")
+    fake_ruoss(fresh("r3"), 0.03)
+    check("partly reproduces" in page("ruoss", os.path.join(tmp, "r3")), "ruoss: a small gain partly reproduces")
+    fake_ruoss(fresh("r2"), -0.05)
+    check("does not reproduce" in page("ruoss", os.path.join(tmp, "r2")), "ruoss: does not reproduce")
+
+    fake_press(fresh("p1"), 0.02, 0.6)
+    v = page("press", os.path.join(tmp, "p1"))
+    check("claim reproduces at" in v and "ALiBi +2.0% ± 0.0" in v and "sinusoidal +60.0% ± 0.0" in v
+          and "every encoding passes" in v, f"press: reproduces ({v})")
+    fake_press(fresh("p2"), 0.5, 0.0)
+    check("does not reproduce" in page("press", os.path.join(tmp, "p2")), "press: does not reproduce")
+
+    fake_kazemnejad(fresh("k1"), ["none", "t5", "alibi", "rope", "sinusoidal"])
+    v = page("kazemnejad", os.path.join(tmp, "k1"))
+    check("ranking reproduces at" in v and "none 1.00 > t5 0.50" in v and "+1.00" in v, f"kazemnejad: reproduces ({v})")
+    fake_kazemnejad(fresh("k3"), ["none", "t5", "alibi", "rope", "sinusoidal"], chance=0.48)
+    v = page("kazemnejad", os.path.join(tmp, "k3"))
+    check("ranking partly reproduces" in v and "0 of 5 ranked tasks" in v, f"kazemnejad: at chance, only partly ({v})")
+    fake_kazemnejad(fresh("k2"), ["sinusoidal", "rope", "alibi", "t5", "none"])
+    v = page("kazemnejad", os.path.join(tmp, "k2"))
+    check("does not reproduce" in v and "-1.00" in v, f"kazemnejad: does not reproduce ({v})")
+    check(stats.average_ranks({"a": 0.5, "b": 0.5, "c": None, "d": 0.9}) == {"d": 1, "a": 2.5, "b": 2.5, "c": 4},
+          "average ranks: ties share, missing last")
+
+    # Competence gates: a model that did not learn the task in distribution is not judged.
+    fake_format(fresh("f3"), True, ind=0.5)
+    v = page("format", os.path.join(tmp, "f3"))
+    check("not comparable: the model did not learn the task" in v, f"format: unlearned -> not comparable ({v})")
+    fake_ruoss(fresh("r4"), 0.15, ind_randomized=0.6)
+    v = page("ruoss", os.path.join(tmp, "r4"))
+    check("not comparable: the model did not learn the task" in v and "6 pair(s) not comparable" in v,
+          f"ruoss: randomized runs below the gate -> not comparable ({v})")
+    check("15 tasks" in v and "not the same quantity" in v, f"ruoss: the verdict states the paper-metric limit ({v})")
+    fake_ruoss(fresh("r5"), 0.15, spread=0.3)
+    v = page("ruoss", os.path.join(tmp, "r5"))
+    check("does not reproduce" in v and "0 with a gain the seeds separate" in v,
+          f"ruoss: a gain inside the seed spread is a tie ({v})")
+    fake_press(fresh("p3"), 0.02, 0.6, alibi_loss=2.75)
+    v = page("press", os.path.join(tmp, "p3"))
+    check("not comparable: the model did not learn the task" in v and "fails: alibi" in v,
+          f"press: ALiBi worse than the bigram inside the context -> not comparable ({v})")
+    text = open(os.path.join(tmp, "p3", "RESULT.md")).read()
+    check("Witten-Bell" in text and "4-gram 2.194" in text and "| alibi | 2.750 ± 0.000 (3) | +0.556 | no |" in text,
+          "press: the page names the n-gram gate, its numbers and the model's distance to it")
+    corpus = "/usr/share/games/fortunes/literature"
+    if os.path.isfile(corpus):
+        loss, vocab, n_train, n_pairs = ngram.bigram_loss(corpus, 0.1)
+        check(abs(loss - 2.6787) < 1e-3 and vocab == 82 and n_train == 48230,
+              f"bigram on the press corpus: 2.679 nats/char, 82 bytes, 48230 training bytes (got {loss}, {vocab}, {n_train})")
+    with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
+        f.write(b"abababababab" * 9 + b"ababababab")  # 118 bytes: 12 held out ('ab' x 6 -> 11 pairs)
+    loss, vocab, n_train, n_pairs = ngram.bigram_loss(f.name, 0.1)
+    os.unlink(f.name)
+    # training split: 106 bytes 'abab...ab', so 53 'ab' and 52 'ba' pairs; add-one over 2 symbols:
+    # P(b|a) = (53 + 1) / (53 + 2), P(a|b) = (52 + 1) / (52 + 2); held out 'ab' x 6: 6 'ab' and 5 'ba' pairs
+    want = -(6 * math.log(54 / 55) + 5 * math.log(53 / 54)) / 11
+    check(vocab == 2 and n_pairs == 11 and abs(loss - want) < 1e-12, f"bigram by hand: {loss} vs {want}")
+    fake_press(fresh("p4"), 0.02, 0.6, rope_rise=0.6)
+    v = page("press", os.path.join(tmp, "p4"))
+    check("claim reproduces" in v and "+60.0% ± 0.0" in open(os.path.join(tmp, "p4", "RESULT.md")).read(),
+          f"press: RoPE rising like sinusoidal is shown, and does not change the word ({v})")
+
+
+def test_rank_rule(fresh, tmp):
+    """The rank rule: exact permutation distribution of Kendall's tau, ties inside the seed spread."""
+    tail = stats.tau_tail(5)
+    check(abs(tail[0.6] - 14 / 120) < 1e-12 and abs(tail[0.8] - 5 / 120) < 1e-12 and tail[1.0] == 1 / 120,
+          f"tau tail for 5 items: P(>=0.6) = 0.117, P(>=0.8) = 0.042 (got {tail})")
+    check("needs tau ≥ 0.80" in stats.rank_rule_text(5) and "needs tau ≥ 1.00" in stats.rank_rule_text(4),
+          "rank rule: 5 items need tau 0.8, 4 items need 1.0 at alpha 0.05")
+    check(abs(stats.tau_p_value({"a": 3, "b": 2, "c": 1}, {"a": 3, "b": 2, "c": 1}) - 1 / 6) < 1e-12,
+          "p of a perfect order of 3: 1/6")
+    fake_kazemnejad(fresh("k4"), ["none", "t5", "alibi", "sinusoidal", "rope"])  # one swap: tau 0.8, p 0.042
+    v = page("kazemnejad", os.path.join(tmp, "k4"))
+    check("ranking reproduces" in v and "+0.80" in v and "0.042" in v, f"kazemnejad: tau 0.8 passes ({v})")
+    fake_kazemnejad(fresh("k5"), ["t5", "none", "alibi", "sinusoidal", "rope"])  # two swaps: tau 0.6, p 0.117
+    v = page("kazemnejad", os.path.join(tmp, "k5"))
+    check("does not reproduce" in v and "+0.60" in v and "0.117" in v, f"kazemnejad: tau 0.6 is not enough ({v})")
+    fake_kazemnejad(fresh("k6"), ["none", "t5", "alibi", "rope", "sinusoidal"], spread=0.2)
+    v = page("kazemnejad", os.path.join(tmp, "k6"))
+    check("does not reproduce" in v and "none 1.00 = t5 1.00" not in v and "= " in v,
+          f"kazemnejad: orders inside the seed spread are ties ({v})")
+    fake_kazemnejad(fresh("k7"), ["none", "t5", "alibi", "rope", "sinusoidal"], unlearned=[("parity", "rope")])
+    v = page("kazemnejad", os.path.join(tmp, "k7"))
+    check("4 of 5 tasks" in v and "parity" not in v.split("learned (")[1].split(")")[0],
+          f"kazemnejad: a task one encoding did not learn is not ranked ({v})")
+    fake_kazemnejad(fresh("k8"), ["none", "t5", "alibi", "rope", "sinusoidal"],
+                    unlearned=[(t, "rope") for t in ("copy", "reverse", "addition", "sort", "parity")])
+    v = page("kazemnejad", os.path.join(tmp, "k8"))
+    check("not comparable: the model did not learn the task" in v, f"kazemnejad: nothing learned -> not comparable ({v})")
+    r, g = stats.tie_ranks({"a": (0.9, 0.05, 3), "b": (0.8, 0.06, 3), "c": (0.5, 0.01, 3), "d": (0.1, 0.0, 1)})
+    check(g == [["a", "b"], ["c", "d"]] and r == {"a": 1.5, "b": 1.5, "c": 3.5, "d": 3.5},
+          f"tie ranks: overlapping a, b share 1.5; d has one seed, so it separates from nothing (got {g}, {r})")
+
+
+def test_script(pelab, fresh, tmp):
+    """reproduce.sh end to end on fake run directories (--page-only trains nothing), and its errors."""
+    env = dict(os.environ, PELAB=pelab, REPRODUCE_OUT=os.path.join(tmp, "r1"), REPRODUCE_RESULTS=os.path.join(tmp, "res"))
+    with open(os.path.join(tmp, "r1", "reproduce_times.txt"), "w") as f:
+        f.write("2026-11-23T14:00:00Z 90.0 170.5 2 --set train.steps=2000\n")
+    fake_sweep_toml(os.path.join(tmp, "r1"), "ruoss", True)
+    sh = os.path.join(ROOT, "scripts", "reproduce.sh")
+    p = subprocess.run(["bash", sh, "ruoss", "--quick", "--page-only"], capture_output=True, text=True, env=env)
+    check(p.returncode == 0, f"reproduce.sh --page-only: exit 0 (got {p.returncode}: {p.stderr})")
+    copy = os.path.join(tmp, "res", "ruoss.quick.md")
+    text = open(copy).read() if os.path.isfile(copy) else ""
+    check("2.8 min CPU" in text and "1.5 min wall" in text and "quick variant" in text,
+          "the copied page has the times and the variant")
+    check(os.path.isfile(os.path.join(tmp, "res", "ruoss.quick.results.csv"))
+          and os.path.isfile(os.path.join(tmp, "res", "ruoss.quick.provenance.json")),
+          "the seed-level results and the provenance are written beside the page")
+    # --rules-only: the page again from the committed results alone (the run directory gone).
+    shutil.move(os.path.join(tmp, "r1"), os.path.join(tmp, "r1-moved"))
+    os.remove(copy)
+    p = subprocess.run(["bash", sh, "ruoss", "--quick", "--rules-only"], capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and os.path.isfile(copy) and "2.8 min CPU" in open(copy).read(),
+          f"reproduce.sh --rules-only: the page from ruoss.quick.results.csv and its provenance (got {p.returncode}: {p.stderr})")
+    shutil.move(os.path.join(tmp, "r1-moved"), os.path.join(tmp, "r1"))
+    # A recipe with arms: the page reads RUN_DIR/ARM for each arm; a missing arm is an error naming it.
+    env_arms = dict(env, REPRODUCE_OUT=os.path.join(tmp, "c1"))
+    for arm, sets in common.recipe_arms(os.path.join(RECIPES_DIR, "cho2024.toml")):
+        fake_sweep_toml(os.path.join(tmp, "c1", arm), "cho2024", False, sets)
+    p = subprocess.run(["bash", sh, "cho2024", "--page-only"], capture_output=True, text=True, env=env_arms)
+    check(p.returncode == 0 and os.path.isfile(os.path.join(tmp, "res", "cho2024.md")),
+          f"reproduce.sh --page-only with arms: exit 0 and a page (got {p.returncode}: {p.stderr})")
+    os.rename(os.path.join(tmp, "c1", "baseline"), os.path.join(tmp, "c1", "other"))
+    p = subprocess.run(["bash", sh, "cho2024", "--page-only"], capture_output=True, text=True, env=env_arms)
+    check(p.returncode == 2 and "c1/baseline/sweep.toml: missing" in p.stderr,
+          f"reproduce.sh with a missing arm: exit 2 naming it (got {p.returncode}: {p.stderr})")
+    p = subprocess.run(["bash", sh, "kazemnejadd"], capture_output=True, text=True, env=env)
+    check(p.returncode == 2 and "unknown recipe 'kazemnejadd'" in p.stderr and "kazemnejad" in p.stderr,
+          f"unknown NAME: exit 2 naming the known recipes (got {p.returncode}: {p.stderr})")
+    p = subprocess.run(["bash", sh, "ruoss", "--fast"], capture_output=True, text=True, env=env)
+    check(p.returncode == 2 and "unknown option '--fast'" in p.stderr, "unknown option: exit 2")
+    bad = fresh("bad")
+    with open(os.path.join(bad, "results.csv"), "w") as f:
+        f.write("run,encoding.name,seed,task,train_len,eval_len,in_distribution,metric,value,chance,na_reason\n"
+                "r,rope,0,t,8,x,true,loss,1,,\n")
+    env_py = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run(["/usr/bin/python3", "-m", "pelab.reproduce", "page", "press", bad, "--config",
+                        os.path.join(RECIPES_DIR, "press.toml"), "--out", os.path.join(bad, "R.md")],
+                       capture_output=True, text=True, env=env_py)
+    check(p.returncode == 2 and "results.csv:2" in p.stderr and not os.path.exists(os.path.join(bad, "R.md")),
+          f"malformed results.csv: exit 2 with file:line, no page (got {p.returncode}: {p.stderr})")
+    # The same through reproduce.sh, with a sweep.toml that is the recipe's: the refused page leaves no
+    # results directory behind (issue #38, item 15).
+    fake_sweep_toml(bad, "press", False)
+    env_bad = dict(env, REPRODUCE_OUT=bad, REPRODUCE_RESULTS=os.path.join(tmp, "made", "pages"))
+    p = subprocess.run(["bash", sh, "press", "--page-only"], capture_output=True, text=True, env=env_bad)
+    check(p.returncode == 2 and "results.csv:2" in p.stderr and not os.path.exists(os.path.join(tmp, "made")),
+          f"reproduce.sh --page-only refused by the page: no directory left (got {p.returncode}: {p.stderr})")
+
+def main():
+    pelab = sys.argv[1]
+    names = sorted(f[:-5] for f in os.listdir(RECIPES_DIR) if f.endswith(".toml"))
+    check(set(names) == set(RECIPES), f"every recipe has a page and every page a recipe: {names} vs {list(RECIPES)}")
+
+    check_recipes_validate(pelab, names)
+
     with tempfile.TemporaryDirectory() as tmp:
         def fresh(name):
             d = os.path.join(tmp, name)
             os.makedirs(d)
             return d
 
-        fake_format(fresh("f1"), True)
-        check(page("format", os.path.join(tmp, "f1")).startswith("The NoPE format effect reproduces"), "format: reproduces")
-        fake_format(fresh("f2"), False)
-        check("does not reproduce" in page("format", os.path.join(tmp, "f2")), "format: does not reproduce")
-        fake_format(fresh("f4"), False, seeds=2)
-        v = page("format", os.path.join(tmp, "f4"))
-        check("is provisional (2 seed(s) per group: no effect shown, none ruled out)" in v and "does not reproduce" not in v,
-              f"format with 2 seeds: provisional, never 'does not reproduce' ({v})")
-
-        fake_ruoss(fresh("r1"), 0.15)
-        v = page("ruoss", os.path.join(tmp, "r1"))
-        check("reverse reproduces at" in v and "+15.0 points" in v, f"ruoss: reproduces with +15.0 ({v})")
-        fake_ruoss(fresh("r3"), 0.03)
-        check("partly reproduces" in page("ruoss", os.path.join(tmp, "r3")), "ruoss: a small gain partly reproduces")
-        fake_ruoss(fresh("r2"), -0.05)
-        check("does not reproduce" in page("ruoss", os.path.join(tmp, "r2")), "ruoss: does not reproduce")
-
-        fake_press(fresh("p1"), 0.02, 0.6)
-        v = page("press", os.path.join(tmp, "p1"))
-        check("claim reproduces at" in v and "ALiBi +2.0% ± 0.0" in v and "sinusoidal +60.0% ± 0.0" in v
-              and "every encoding passes" in v, f"press: reproduces ({v})")
-        fake_press(fresh("p2"), 0.5, 0.0)
-        check("does not reproduce" in page("press", os.path.join(tmp, "p2")), "press: does not reproduce")
-
-        fake_kazemnejad(fresh("k1"), ["none", "t5", "alibi", "rope", "sinusoidal"])
-        v = page("kazemnejad", os.path.join(tmp, "k1"))
-        check("ranking reproduces at" in v and "none 1.00 > t5 0.50" in v and "+1.00" in v, f"kazemnejad: reproduces ({v})")
-        fake_kazemnejad(fresh("k3"), ["none", "t5", "alibi", "rope", "sinusoidal"], chance=0.48)
-        v = page("kazemnejad", os.path.join(tmp, "k3"))
-        check("ranking partly reproduces" in v and "0 of 5 ranked tasks" in v, f"kazemnejad: at chance, only partly ({v})")
-        fake_kazemnejad(fresh("k2"), ["sinusoidal", "rope", "alibi", "t5", "none"])
-        v = page("kazemnejad", os.path.join(tmp, "k2"))
-        check("does not reproduce" in v and "-1.00" in v, f"kazemnejad: does not reproduce ({v})")
-        check(stats.average_ranks({"a": 0.5, "b": 0.5, "c": None, "d": 0.9}) == {"d": 1, "a": 2.5, "b": 2.5, "c": 4},
-              "average ranks: ties share, missing last")
-
-        # Competence gates: a model that did not learn the task in distribution is not judged.
-        fake_format(fresh("f3"), True, ind=0.5)
-        v = page("format", os.path.join(tmp, "f3"))
-        check("not comparable: the model did not learn the task" in v, f"format: unlearned -> not comparable ({v})")
-        fake_ruoss(fresh("r4"), 0.15, ind_randomized=0.6)
-        v = page("ruoss", os.path.join(tmp, "r4"))
-        check("not comparable: the model did not learn the task" in v and "6 pair(s) not comparable" in v,
-              f"ruoss: randomized runs below the gate -> not comparable ({v})")
-        check("15 tasks" in v and "not the same quantity" in v, f"ruoss: the verdict states the paper-metric limit ({v})")
-        fake_ruoss(fresh("r5"), 0.15, spread=0.3)
-        v = page("ruoss", os.path.join(tmp, "r5"))
-        check("does not reproduce" in v and "0 with a gain the seeds separate" in v,
-              f"ruoss: a gain inside the seed spread is a tie ({v})")
-        fake_press(fresh("p3"), 0.02, 0.6, alibi_loss=2.75)
-        v = page("press", os.path.join(tmp, "p3"))
-        check("not comparable: the model did not learn the task" in v and "fails: alibi" in v,
-              f"press: ALiBi worse than the bigram inside the context -> not comparable ({v})")
-        text = open(os.path.join(tmp, "p3", "RESULT.md")).read()
-        check("Witten-Bell" in text and "4-gram 2.194" in text and "| alibi | 2.750 ± 0.000 (3) | +0.556 | no |" in text,
-              "press: the page names the n-gram gate, its numbers and the model's distance to it")
-        corpus = "/usr/share/games/fortunes/literature"
-        if os.path.isfile(corpus):
-            loss, vocab, n_train, n_pairs = ngram.bigram_loss(corpus, 0.1)
-            check(abs(loss - 2.6787) < 1e-3 and vocab == 82 and n_train == 48230,
-                  f"bigram on the press corpus: 2.679 nats/char, 82 bytes, 48230 training bytes (got {loss}, {vocab}, {n_train})")
-        with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
-            f.write(b"abababababab" * 9 + b"ababababab")  # 118 bytes: 12 held out ('ab' x 6 -> 11 pairs)
-        loss, vocab, n_train, n_pairs = ngram.bigram_loss(f.name, 0.1)
-        os.unlink(f.name)
-        # training split: 106 bytes 'abab...ab', so 53 'ab' and 52 'ba' pairs; add-one over 2 symbols:
-        # P(b|a) = (53 + 1) / (53 + 2), P(a|b) = (52 + 1) / (52 + 2); held out 'ab' x 6: 6 'ab' and 5 'ba' pairs
-        want = -(6 * math.log(54 / 55) + 5 * math.log(53 / 54)) / 11
-        check(vocab == 2 and n_pairs == 11 and abs(loss - want) < 1e-12, f"bigram by hand: {loss} vs {want}")
-        fake_press(fresh("p4"), 0.02, 0.6, rope_rise=0.6)
-        v = page("press", os.path.join(tmp, "p4"))
-        check("claim reproduces" in v and "+60.0% ± 0.0" in open(os.path.join(tmp, "p4", "RESULT.md")).read(),
-              f"press: RoPE rising like sinusoidal is shown, and does not change the word ({v})")
-
-        # The rank rule: exact permutation distribution of Kendall's tau, not a hard-coded threshold.
-        tail = stats.tau_tail(5)
-        check(abs(tail[0.6] - 14 / 120) < 1e-12 and abs(tail[0.8] - 5 / 120) < 1e-12 and tail[1.0] == 1 / 120,
-              f"tau tail for 5 items: P(>=0.6) = 0.117, P(>=0.8) = 0.042 (got {tail})")
-        check("needs tau ≥ 0.80" in stats.rank_rule_text(5) and "needs tau ≥ 1.00" in stats.rank_rule_text(4),
-              "rank rule: 5 items need tau 0.8, 4 items need 1.0 at alpha 0.05")
-        check(abs(stats.tau_p_value({"a": 3, "b": 2, "c": 1}, {"a": 3, "b": 2, "c": 1}) - 1 / 6) < 1e-12,
-              "p of a perfect order of 3: 1/6")
-        fake_kazemnejad(fresh("k4"), ["none", "t5", "alibi", "sinusoidal", "rope"])  # one swap: tau 0.8, p 0.042
-        v = page("kazemnejad", os.path.join(tmp, "k4"))
-        check("ranking reproduces" in v and "+0.80" in v and "0.042" in v, f"kazemnejad: tau 0.8 passes ({v})")
-        fake_kazemnejad(fresh("k5"), ["t5", "none", "alibi", "sinusoidal", "rope"])  # two swaps: tau 0.6, p 0.117
-        v = page("kazemnejad", os.path.join(tmp, "k5"))
-        check("does not reproduce" in v and "+0.60" in v and "0.117" in v, f"kazemnejad: tau 0.6 is not enough ({v})")
-        fake_kazemnejad(fresh("k6"), ["none", "t5", "alibi", "rope", "sinusoidal"], spread=0.2)
-        v = page("kazemnejad", os.path.join(tmp, "k6"))
-        check("does not reproduce" in v and "none 1.00 = t5 1.00" not in v and "= " in v,
-              f"kazemnejad: orders inside the seed spread are ties ({v})")
-        fake_kazemnejad(fresh("k7"), ["none", "t5", "alibi", "rope", "sinusoidal"], unlearned=[("parity", "rope")])
-        v = page("kazemnejad", os.path.join(tmp, "k7"))
-        check("4 of 5 tasks" in v and "parity" not in v.split("learned (")[1].split(")")[0],
-              f"kazemnejad: a task one encoding did not learn is not ranked ({v})")
-        fake_kazemnejad(fresh("k8"), ["none", "t5", "alibi", "rope", "sinusoidal"],
-                        unlearned=[(t, "rope") for t in ("copy", "reverse", "addition", "sort", "parity")])
-        v = page("kazemnejad", os.path.join(tmp, "k8"))
-        check("not comparable: the model did not learn the task" in v, f"kazemnejad: nothing learned -> not comparable ({v})")
-        r, g = stats.tie_ranks({"a": (0.9, 0.05, 3), "b": (0.8, 0.06, 3), "c": (0.5, 0.01, 3), "d": (0.1, 0.0, 1)})
-        check(g == [["a", "b"], ["c", "d"]] and r == {"a": 1.5, "b": 1.5, "c": 3.5, "d": 3.5},
-              f"tie ranks: overlapping a, b share 1.5; d has one seed, so it separates from nothing (got {g}, {r})")
-
+        test_pages(fresh, tmp)
+        test_rank_rule(fresh, tmp)
         test_arithmetic(fresh, tmp)
         test_deletang(fresh, tmp)
-
-        # The script end to end on a fake run directory (--page-only trains nothing), and its errors.
-        env = dict(os.environ, PELAB=pelab, REPRODUCE_OUT=os.path.join(tmp, "r1"), REPRODUCE_RESULTS=os.path.join(tmp, "res"))
-        with open(os.path.join(tmp, "r1", "reproduce_times.txt"), "w") as f:
-            f.write("2026-11-23T14:00:00Z 90.0 170.5 2 --set train.steps=2000\n")
-        fake_sweep_toml(os.path.join(tmp, "r1"), "ruoss", True)
-        sh = os.path.join(ROOT, "scripts", "reproduce.sh")
-        p = subprocess.run(["bash", sh, "ruoss", "--quick", "--page-only"], capture_output=True, text=True, env=env)
-        check(p.returncode == 0, f"reproduce.sh --page-only: exit 0 (got {p.returncode}: {p.stderr})")
-        copy = os.path.join(tmp, "res", "ruoss.quick.md")
-        text = open(copy).read() if os.path.isfile(copy) else ""
-        check("2.8 min CPU" in text and "1.5 min wall" in text and "quick variant" in text,
-              "the copied page has the times and the variant")
-        check(os.path.isfile(os.path.join(tmp, "res", "ruoss.quick.results.csv"))
-              and os.path.isfile(os.path.join(tmp, "res", "ruoss.quick.provenance.json")),
-              "the seed-level results and the provenance are written beside the page")
-        # --rules-only: the page again from the committed results alone (the run directory gone).
-        shutil.move(os.path.join(tmp, "r1"), os.path.join(tmp, "r1-moved"))
-        os.remove(copy)
-        p = subprocess.run(["bash", sh, "ruoss", "--quick", "--rules-only"], capture_output=True, text=True, env=env)
-        check(p.returncode == 0 and os.path.isfile(copy) and "2.8 min CPU" in open(copy).read(),
-              f"reproduce.sh --rules-only: the page from ruoss.quick.results.csv and its provenance (got {p.returncode}: {p.stderr})")
-        shutil.move(os.path.join(tmp, "r1-moved"), os.path.join(tmp, "r1"))
-        # A recipe with arms: the page reads RUN_DIR/ARM for each arm; a missing arm is an error naming it.
-        env_arms = dict(env, REPRODUCE_OUT=os.path.join(tmp, "c1"))
-        for arm, sets in common.recipe_arms(os.path.join(RECIPES_DIR, "cho2024.toml")):
-            fake_sweep_toml(os.path.join(tmp, "c1", arm), "cho2024", False, sets)
-        p = subprocess.run(["bash", sh, "cho2024", "--page-only"], capture_output=True, text=True, env=env_arms)
-        check(p.returncode == 0 and os.path.isfile(os.path.join(tmp, "res", "cho2024.md")),
-              f"reproduce.sh --page-only with arms: exit 0 and a page (got {p.returncode}: {p.stderr})")
-        os.rename(os.path.join(tmp, "c1", "baseline"), os.path.join(tmp, "c1", "other"))
-        p = subprocess.run(["bash", sh, "cho2024", "--page-only"], capture_output=True, text=True, env=env_arms)
-        check(p.returncode == 2 and "c1/baseline/sweep.toml: missing" in p.stderr,
-              f"reproduce.sh with a missing arm: exit 2 naming it (got {p.returncode}: {p.stderr})")
-        p = subprocess.run(["bash", sh, "kazemnejadd"], capture_output=True, text=True, env=env)
-        check(p.returncode == 2 and "unknown recipe 'kazemnejadd'" in p.stderr and "kazemnejad" in p.stderr,
-              f"unknown NAME: exit 2 naming the known recipes (got {p.returncode}: {p.stderr})")
-        p = subprocess.run(["bash", sh, "ruoss", "--fast"], capture_output=True, text=True, env=env)
-        check(p.returncode == 2 and "unknown option '--fast'" in p.stderr, "unknown option: exit 2")
-        bad = fresh("bad")
-        with open(os.path.join(bad, "results.csv"), "w") as f:
-            f.write("run,encoding.name,seed,task,train_len,eval_len,in_distribution,metric,value,chance,na_reason\n"
-                    "r,rope,0,t,8,x,true,loss,1,,\n")
-        env_py = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-        p = subprocess.run(["/usr/bin/python3", "-m", "pelab.reproduce", "page", "press", bad, "--config",
-                            os.path.join(RECIPES_DIR, "press.toml"), "--out", os.path.join(bad, "R.md")],
-                           capture_output=True, text=True, env=env_py)
-        check(p.returncode == 2 and "results.csv:2" in p.stderr and not os.path.exists(os.path.join(bad, "R.md")),
-              f"malformed results.csv: exit 2 with file:line, no page (got {p.returncode}: {p.stderr})")
-        # The same through reproduce.sh, with a sweep.toml that is the recipe's: the refused page leaves no
-        # results directory behind (issue #38, item 15).
-        fake_sweep_toml(bad, "press", False)
-        env_bad = dict(env, REPRODUCE_OUT=bad, REPRODUCE_RESULTS=os.path.join(tmp, "made", "pages"))
-        p = subprocess.run(["bash", sh, "press", "--page-only"], capture_output=True, text=True, env=env_bad)
-        check(p.returncode == 2 and "results.csv:2" in p.stderr and not os.path.exists(os.path.join(tmp, "made")),
-              f"reproduce.sh --page-only refused by the page: no directory left (got {p.returncode}: {p.stderr})")
+        test_script(pelab, fresh, tmp)
 
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
