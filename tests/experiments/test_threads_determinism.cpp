@@ -58,7 +58,7 @@ std::string config_for(const std::string& encoding) {
 
 }  // namespace
 
-TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every encoding", "[threads][e2e]") {
+TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every encoding", "[threads][e2e][slow]") {
   if (parallel::hardware_threads() < 2) {
     WARN("one hardware thread: 2 threads cannot be compared here");
     return;
