@@ -17,6 +17,7 @@
 #include "experiments/probe/probe.hpp"
 #include "experiments/report/report.hpp"
 #include "experiments/run/run.hpp"
+#include "experiments/run/selection.hpp"
 #include "training/checkpoint.hpp"
 #include "training/distributed.hpp"
 #include "core/parallel.hpp"
@@ -110,6 +111,13 @@ int finish_sweep(const LoadedConfig& loaded, const std::string& root, const Swee
     std::vector<std::string> dirs;
     for (const auto& c : loaded.runs) dirs.push_back(c.dir_name);
     probe_sweep_cells(root, dirs, opt.memory);  // prints per cell; a failed probe does not fail the sweep
+  }
+  if (!interrupted) {
+    try {
+      write_selection(loaded, root);  // [protocol] select (experiments/run/selection.hpp)
+    } catch (const Error& e) {
+      std::fprintf(stderr, "selection: %s\n", e.what());
+    }
   }
   if (opt.report && !interrupted) {
     restore_default_stop_handlers();  // the report writes whole files only: a signal may end it at once
