@@ -54,7 +54,9 @@ bool same(const IndexArray& a, const IndexArray& b) {
 TEST_CASE("pelab batches writes the stream the trainer trains on", "[export][e2e]") {
   const std::string dir = test::fresh_temp_dir("export_batches");
   std::ofstream(dir + "/tiny.toml") << test::tiny_config(12);
-  const std::string sets = " --set train.positions=randomized --set train.max_position=64 --set train.seed=3";
+  // RoPE reads the ids (tiny_config's NoPE would not), so a wrong position stream shows in the weights.
+  const std::string sets =
+      " --set encoding.name=rope --set train.positions=randomized --set train.max_position=64 --set train.seed=3";
   REQUIRE(test::run_cli("batches " + dir + "/tiny.toml --steps 12 --out " + dir + "/b.safetensors" + sets,
                         dir + "/log.txt") == 0);
   REQUIRE(test::run_cli("train " + dir + "/tiny.toml --out " + dir + "/run" + sets, dir + "/log2.txt") == 0);
@@ -63,7 +65,8 @@ TEST_CASE("pelab batches writes the stream the trainer trains on", "[export][e2e
   CHECK(st.get_int("tokens").shape()[0] == 12);
 
   const RunSpec spec = parse_config(test::tiny_config(12), "tiny.toml",
-                                    {"train.positions=randomized", "train.max_position=64", "train.seed=3"}).runs.at(0);
+                                    {"encoding.name=rope", "train.positions=randomized", "train.max_position=64",
+                                     "train.seed=3"}).runs.at(0);
   Transformer trained(spec.model);
   load_checkpoint(*latest_checkpoint(dir + "/run"), trained, nullptr);
 
