@@ -60,6 +60,8 @@ void export_batches(const RunSpec& spec, std::size_t steps, const std::string& p
                  {"batch_size", std::to_string(B)},
                  {"seed", std::to_string(spec.config.train.seed)},
                  {"blank_answer", !bs.empty() && bs.front().blank_answer ? "true" : "false"},
+                 {"vocab", std::to_string(spec.model.vocab)},
+                 {"train_seq_len", std::to_string(spec.model.train_seq_len)},
                  {"config", to_toml(spec.config)}};
   save_safetensors(path, st);
 }

@@ -11,7 +11,8 @@
 //   mask                        F32 (S, B, T)  0 in the padding
 //   digit_index                 I32 (S, B, T)  only when the task supplies one (Abacus)
 //   lengths                     I32 (S)        each batch's T
-//   metadata: format "pelab-batches-1", steps, batch_size, seed, blank_answer ("true"/"false"), config (to_toml)
+//   metadata: format "pelab-batches-1", steps, batch_size, seed, blank_answer ("true"/"false"), vocab and
+//             train_seq_len (the model's), config (to_toml: pelab.torch_ref.model_cfg builds the twin from it)
 #pragma once
 
 #include <cstddef>

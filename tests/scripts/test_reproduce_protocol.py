@@ -142,10 +142,45 @@ def test_recipe_headers():
         check(re.search(r"\d[\d ]* CPU-minutes", budget) is not None, f"{n}: '# reproduce.budget:' in CPU-minutes")
 
 
+def test_twin_trains_on_batches(pelab, tmp):
+    """`pelab batches` -> pelab.torch_ref.load_batches -> the PyTorch twin, built from the file's config, takes
+    optimizer steps on them (skipped without torch: Debian's /usr/bin/python3 has it)."""
+    try:
+        import tomllib
+        import torch
+        sys.path.insert(0, os.path.join(ROOT, "tests", "pytorch"))
+        import pelab_ref as torch_ref  # python/pelab/torch_ref.py without the compiled module (tests/pytorch)
+    except ImportError as e:
+        print(f"skipped the twin check: {e}")
+        return
+    cfg = os.path.join(tmp, "twin.toml")
+    with open(cfg, "w") as f:
+        f.write('[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\n[encoding]\nname = "rope"\n'
+                '[task]\nname = "copy"\ntrain_len = 4\n[train]\nbatch_size = 8\n')
+    out = os.path.join(tmp, "b.safetensors")
+    p = subprocess.run([pelab, "batches", cfg, "--steps", "5", "--out", out], capture_output=True, text=True)
+    check(p.returncode == 0, f"pelab batches exits 0 ({p.stderr})")
+    batches, meta = torch_ref.load_batches(out)
+    check(len(batches) == 5 and all(b["tokens"].shape[0] == 8 for b in batches), "5 batches of 8 rows")
+    check(all(b["tokens"].shape == b["mask"].shape == b["positions"].shape for b in batches), "one (B, T) per field")
+    mcfg, name, params = torch_ref.model_cfg(tomllib.loads(meta["config"]), int(meta["vocab"]),
+                                             int(meta["train_seq_len"]), {})
+    torch.manual_seed(0)
+    model = torch_ref.Model(mcfg, name, params).double()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = [torch_ref.train_step(model, opt, b["tokens"], b["positions"], b["targets"], b["mask"], 3e-3, 1.0)[0]
+              for b in batches]
+    check(all(l == l and 0 < l < 10 for l in losses), f"the twin trains on pelab's stream: losses {losses}")
+    p = subprocess.run([pelab, "batches", cfg, "--steps", "0", "--out", out + "2"], capture_output=True, text=True)
+    check(p.returncode == 2 and "--steps 0" in p.stderr and not os.path.exists(out + "2"),
+          f"--steps 0: exit 2 naming it, no file ({p.returncode}: {p.stderr})")
+
+
 def main():
     pelab = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         test_real_sweep(pelab, tmp)
+        test_twin_trains_on_batches(pelab, tmp)
     test_rule_and_section()
     test_recipe_headers()
     print(f"{len(failures)} failure(s)")
