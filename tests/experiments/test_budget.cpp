@@ -15,6 +15,7 @@
 #include "experiments/tasks/task.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
+#include "training/eval_observer.hpp"
 #include "training/trainer.hpp"
 
 using namespace pelab;
@@ -109,4 +110,29 @@ TEST_CASE("budget competent stops on the validation split once the gate is passe
   CHECK(ev2.at("status") == "finished");
   fs::remove_all(dir);
   fs::remove_all(dir2);
+}
+
+TEST_CASE("budget competent: the plateau's evaluations survive a resume", "[budget][e2e]") {
+  // k 2: a plateau needs 3 evaluations, so an uninterrupted run stops at step 30. Stopped at 20 (by the on_eval
+  // observer, eval_observer.hpp) and resumed, it must stop at 30 too: without the checkpointed values it would
+  // start counting again and stop at 50.
+  const std::vector<std::string> cfg = {"train.eval_every=10", "train.early_stop_metric=loss",
+                                        "train.early_stop_target=100", "train.budget=competent",
+                                        "train.plateau_evals=2", "train.plateau_eps=1e9"};
+  const std::string whole = temp_dir("whole");
+  CHECK(run_json(tiny(cfg), whole, "eval.json").at("steps") == 30);
+  const std::string dir = temp_dir("resumed");
+  eval_observer().on_eval = [](std::size_t step, const std::string&) { return step == 20; };
+  const auto first = run_json(tiny(cfg), dir, "eval.json");
+  eval_observer().on_eval = nullptr;
+  REQUIRE(first.at("steps") == 20);
+  fs::remove(dir + "/eval.json");
+  RunOptions ro;
+  ro.run_dir = dir;
+  ro.console = false;
+  ro.resume = true;
+  REQUIRE(run_experiment(tiny(cfg), ro) == kOk);
+  CHECK(nlohmann::json::parse(read_file(dir + "/eval.json")).at("steps") == 30);
+  fs::remove_all(whole);
+  fs::remove_all(dir);
 }
