@@ -37,7 +37,7 @@ struct Running {
 };
 
 // One line summarising a finished cell: its headline metric in distribution (at train_len) and at the
-// longest length.
+// longest length, and the step it stopped at when it stopped before its cap (budget first_fit or competent).
 std::string cell_summary(const std::string& dir) {
   try {
     const EvalResult r = read_eval_result(dir + "/eval.json");
@@ -54,7 +54,8 @@ std::string cell_summary(const std::string& dir) {
       if (lr.in_distribution && lr.length == r.train_len) in = s;
       out = s;
     }
-    return in + (in.empty() ? "" : ", ") + out;
+    const std::string stopped = r.status == "early_stopped" ? ", stopped at step " + std::to_string(r.steps) : "";
+    return in + (in.empty() ? "" : ", ") + out + stopped;
   } catch (const Error&) {
     return "";
   }
