@@ -3,7 +3,8 @@
 # experiments/reproduce/NAME.toml with `pelab sweep` (--jobs 2 by default; a re-run resumes), then write its result
 # page (the paper's numbers beside pelab's, a verdict computed from them, its stability over the seeds and the
 # provenance) to RUN_DIR/RESULT.md, and to experiments/results/reproduce/STEM.md with the seed-level results beside
-# it (STEM.results.csv, STEM.provenance.json; STEM = NAME or NAME.quick).
+# it (STEM.results.csv, STEM.runs.csv: per run the steps used, the validation value and the held-out curve,
+# STEM.provenance.json; STEM = NAME or NAME.quick).
 #   --quick       the recipe's smaller variant (the `# reproduce.quick:` overrides in its header), in
 #                 runs/reproduce/NAME-quick; the page says it is the quick variant and what it changes
 #   --page-only   do not train: write the page from an existing run directory, which must be the recipe's sweep

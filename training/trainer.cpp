@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -57,6 +58,16 @@ void rng_from_json(Rng& r, const nlohmann::json& j) {
 
 }  // namespace
 
+bool plateaued(const std::vector<double>& history, std::size_t k, double eps, bool lower_is_better) {
+  if (k == 0 || history.size() <= k) return false;
+  const auto split = history.end() - static_cast<std::ptrdiff_t>(k);
+  const auto best = [lower_is_better](auto from, auto to) {
+    return lower_is_better ? *std::min_element(from, to) : *std::max_element(from, to);
+  };
+  const double before = best(history.begin(), split), recent = best(split, history.end());
+  return (lower_is_better ? before - recent : recent - before) <= eps;
+}
+
 // The log line's accumulators over one log interval.
 struct Interval {
   double loss = 0, norm = 0;
@@ -88,6 +99,7 @@ struct Trainer::Impl {
   Interval interval;
   const nlohmann::json* checkpoint_extra = nullptr;
   const Evaluator* evaluator = nullptr;
+  std::vector<double> history;  // budget competent: early_stop_metric at each evaluation (checkpointed)
 
   Impl(Transformer& m, const TrainConfig& c, BatchSource s, TrainerOptions o)
       : model(m), cfg(c), source(std::move(s)), opt(std::move(o)), params(m.parameters()),
@@ -122,6 +134,7 @@ struct Trainer::Impl {
   bool train_step(TrainResult& res);
   void log_interval(TrainResult& res, double lr);
   bool evaluate_and_checkpoint();
+  bool competent(double v);
   std::string last_good_checkpoint() const {
     return last_ckpt.empty() ? "No checkpoint was written by this run." : "The last good checkpoint is " + last_ckpt;
   }
@@ -190,6 +203,7 @@ void Trainer::Impl::resume_from(const CheckpointChoice& ck) {
     // Checkpoints from before position modes have none: they trained with contiguous ids, which draw nothing.
     if (st.extra.contains("rng_positions")) rng_from_json(positions, st.extra.at("rng_positions"));
     time_before = st.extra.value("seconds", 0.0);
+    if (cfg.budget == "competent") history = st.extra.value("eval_history", std::vector<double>{});
   } catch (const nlohmann::json::exception& e) {
     throw Error("checkpoint " + *ck.path + "/state.json: \"extra\" lacks the trainer's state (rng_data, "
                 "rng_dropout, seconds): " + e.what());
@@ -206,6 +220,7 @@ void Trainer::Impl::checkpoint(std::size_t at) {
   st.extra["rng_positions"] = rng_json(positions);
   st.extra["seconds"] = elapsed();
   if (ranks > 1) st.extra["data_parallel_ranks"] = ranks;
+  if (cfg.budget == "competent") st.extra["eval_history"] = history;  // the plateau spans a resume
   if (!writer) return;
   last_ckpt = save_checkpoint(opt.run_dir, model, *optimizer, st, cfg.keep_checkpoints);
   log->info("checkpoint " + last_ckpt);
@@ -298,12 +313,31 @@ void Trainer::Impl::log_interval(TrainResult& res, double lr) {
   interval = Interval();
 }
 
+// Budget "competent" at an evaluation whose early_stop_metric is v: true once the gate is passed and the
+// metric has plateaued (plateaued above); one log line either way.
+bool Trainer::Impl::competent(double v) {
+  history.push_back(v);
+  const MetricSpec& m = find_metric(cfg.early_stop_metric);
+  const double gate = cfg.gate_threshold.value_or(cfg.early_stop_target);
+  const bool passed = reaches(m, v, gate), flat = plateaued(history, cfg.plateau_evals, cfg.plateau_eps, m.lower_is_better);
+  char line[256];
+  std::snprintf(line, sizeof line, "  budget competent @ %zu: %s %.4f, gate %.4f %s, %s", step, m.name.c_str(), v, gate,
+                passed ? "passed" : "not passed", flat ? "plateaued" : "not plateaued");
+  say(line);
+  if (passed && flat)
+    say("competent at step " + std::to_string(step) + ": the gate is passed and " + m.name + " has not improved by more than " +
+        std::to_string(cfg.plateau_eps) + " over the last " + std::to_string(cfg.plateau_evals) + " evaluations");
+  return passed && flat;
+}
+
 // The periodic evaluation (early stop) and checkpoint after a step; true when the run stops early.
 bool Trainer::Impl::evaluate_and_checkpoint() {
   bool stop_early = false;
   const bool eval_now = cfg.eval_every && step % cfg.eval_every == 0 && step < cfg.steps;
   if (eval_now) {
-    if (auto v = evaluate(step); v && !cfg.early_stop_metric.empty()) {
+    if (auto v = evaluate(step); v && cfg.budget == "competent") {
+      stop_early = competent(*v);
+    } else if (v && !cfg.early_stop_metric.empty()) {
       stop_early = reaches(find_metric(cfg.early_stop_metric), *v, cfg.early_stop_target);
       if (stop_early)
         say("early stop at step " + std::to_string(step) + ": " + cfg.early_stop_metric + " = " + std::to_string(*v));

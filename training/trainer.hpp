@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +69,12 @@ class Trainer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The plateau of budget "competent" (training/train_config.hpp): more than k evaluations in `history`
+// (oldest first), and the best of the last k improves on the best of those before them by at most eps
+// (higher is better, or lower when lower_is_better). E.g. k 3, eps 0.01: 0.5 0.9 0.905 0.9 0.902 has
+// plateaued (0.905 - 0.9 <= 0.01); 0.5 0.9 0.92 0.9 0.9 has not.
+bool plateaued(const std::vector<double>& history, std::size_t k, double eps, bool lower_is_better);
 
 // Random streams derived from the training seed, so init, data, dropout and position ids never share state.
 inline Rng init_rng(std::uint64_t seed) { return Rng(seed, 1); }

@@ -13,6 +13,7 @@
 //               per-optimizer parameters in subtables: [train.adamw] beta1 = 0.9, [train.sgd] momentum = 0.9
 //   [eval]      lengths or length_range, samples, batch_size, seed, positions
 //   [sweep]     "section.key" = [values...] grid (e.g. "encoding.name" = ["none", "rope"])
+//   [protocol]  select, metric, validation_samples: settings chosen per group on a validation split
 //   [output]    dir
 //   [cell]      written by `pelab sweep` into each cell's file: index, label, [cell.assignment]
 // Every key is declared (type, default, range) in config_schema.cpp; unknown keys, wrong types and
@@ -78,6 +79,14 @@ struct ProbeSettings {
   std::size_t samples = 32;  // held-out samples per length
 };
 
+// [protocol]: settings chosen per group of a sweep from its grid on an in-distribution validation split
+// (experiments/run/selection.hpp; docs/usage.md, "Protocol: selection on a validation split").
+struct ProtocolSettings {
+  std::string select;                  // swept keys chosen per group, comma-separated ("train.lr"); "" = none
+  std::string metric;                  // the validation metric; "" = the task's headline metric
+  std::size_t validation_samples = 0;  // validation examples at train_len; 0 = eval.samples
+};
+
 // Which cell of a sweep grid a config is ([cell]); empty for a plain run.
 struct CellInfo {
   std::optional<std::size_t> index;  // position in the grid, 0-based, the last swept key varying fastest
@@ -104,6 +113,7 @@ struct ExperimentConfig {
   TrainConfig train;                 // with [train.<optimizer>] in train.optimizer_params
   EvalConfig eval;
   ProbeSettings probe;
+  ProtocolSettings protocol;
   std::map<std::string, std::vector<Value>> sweep;  // "section.key" -> values
   std::vector<std::string> sweep_order;            // the keys of `sweep` in file order
   std::string output_dir = "runs";
@@ -170,5 +180,7 @@ std::vector<std::string> setting_differences(const std::string& recorded, const 
 // and its [cell] set: index, a label like "encoding.name=rope,train.seed=1" and the assignment; its
 // dir_name is directory-safe. An invalid combination throws ConfigError naming the cell.
 std::vector<RunSpec> expand_sweep(const ExperimentConfig& cfg);
+// [protocol] select split at its commas (spaces trimmed): the swept keys chosen per group; empty when off.
+std::vector<std::string> selected_keys(const ExperimentConfig& cfg);
 
 }  // namespace pelab

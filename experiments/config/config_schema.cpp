@@ -165,6 +165,85 @@ Section model_section() {
                {}};
 }
 
+// [train]: steps, the optimizer and its schedule, the budget policy (training/train_config.hpp).
+Section train_section() {
+  std::vector<std::string> metrics = metric_names();
+  Field early = PELAB_FIELD("early_stop_metric", train.early_stop_metric, none, none,
+                       "stop early on this in-distribution metric");
+  early.expected_text = "one of: \"\" (off), " + join(metrics);
+  metrics.insert(metrics.begin(), "");
+  early = choices(early, metrics);
+  return {"train",
+          {PELAB_FIELD("steps", train.steps, 1.0, 1e9, "optimizer steps"),
+           PELAB_FIELD("batch_size", train.batch_size, 1.0, 1e6, "examples per step"),
+           choices(PELAB_FIELD("optimizer", train.optimizer, none, none, "optimizer (see `pelab list`)"),
+                   OptimizerRegistry::instance().names()),
+           PELAB_FIELD("lr", train.lr, 0.0, 10.0, "peak learning rate"),
+           PELAB_FIELD("min_lr", train.min_lr, 0.0, 10.0, "floor of the decay schedules"),
+           choices(PELAB_FIELD("schedule", train.schedule, none, none, "learning-rate schedule"),
+                   {"constant", "cosine", "linear"}),
+           PELAB_FIELD("warmup", train.warmup, 0.0, 1e9, "linear warmup steps"),
+           PELAB_FIELD("weight_decay", train.weight_decay, 0.0, 10.0, "weight decay (AdamW: decoupled; SGD: L2)"),
+           PELAB_FIELD("decay_norm_and_bias", train.decay_norm_and_bias, none, none, "decay LayerNorm/bias"),
+           PELAB_FIELD("decay_embeddings", train.decay_embeddings, none, none, "decay embeddings"),
+           PELAB_FIELD("grad_clip", train.grad_clip, 0.0, 1e9, "global gradient-norm clip; 0 = off"),
+           PELAB_FIELD("seed", train.seed, 0.0, none, "initialization and data seed"),
+           choices(PELAB_FIELD("positions", train.positions, none, none,
+                               "position ids of training batches: contiguous = 0..T-1; offset = a random "
+                               "start per row, s..s+T-1 with s in [0, max_position - T]; randomized = T "
+                               "distinct ids per row drawn from [0, max_position), sorted (Ruoss et al. 2023); "
+                               "task = the task's own ids (addition's coupled_positions); task_offset = those "
+                               "shifted per row by s in [0, max_position - 1 - the largest], 0 kept (Cho et al. 2024)"),
+                   position_mode_names()),
+           PELAB_FIELD("max_position", train.max_position, 0.0, 2147483647.0,
+                       "offset/randomized ids are < max_position; 0 = auto: the longest sequence the run "
+                       "trains or evaluates on (in tokens); must be >= the longest training sequence, and "
+                       ">= the longest eval sequence when evaluation uses offset/randomized ids"),
+           PELAB_FIELD("log_every", train.log_every, 1.0, 1e9, "steps between log lines"),
+           PELAB_FIELD("eval_every", train.eval_every, 0.0, 1e9, "steps between evaluations; 0 = end"),
+           PELAB_FIELD("checkpoint_every", train.checkpoint_every, 0.0, 1e9, "steps between checkpoints"),
+           PELAB_FIELD("keep_checkpoints", train.keep_checkpoints, 1.0, 1e6, "checkpoints kept"),
+           early,
+           PELAB_FIELD("early_stop_target", train.early_stop_target, none, none, "early-stop threshold"),
+           choices(PELAB_FIELD("budget", train.budget, none, none,
+                               "budget policy: first_fit (stop when early_stop_metric reaches early_stop_target; "
+                               "without a metric, fixed), fixed (train steps), competent (stop once "
+                               "early_stop_metric on the validation split passes the competence gate and has "
+                               "plateaued; steps is the cap)"),
+                   {"first_fit", "fixed", "competent"}),
+           PELAB_FIELD("gate", train.gate, 0.0, 1.0,
+                       "competent: the gate, chance + gate x (1 - chance) on early_stop_metric at train_len"),
+           PELAB_FIELD("plateau_evals", train.plateau_evals, 1.0, 1e6,
+                       "competent: a plateau is no improvement > plateau_eps over the last plateau_evals evaluations"),
+           PELAB_FIELD("plateau_eps", train.plateau_eps, 0.0, 1e9, "competent: see plateau_evals"),
+           PELAB_FIELD("threads", train.threads, 1.0, 1024.0, "threads of a training step (core/parallel.hpp); at most the cores this process may use"),
+           choices(PELAB_FIELD("gemm", train.gemm, none, none,
+                               "GEMM path (core/blas.hpp; it decides the rounding): libxsmm = libxsmm's JIT "
+                               "kernels, about twice OpenBLAS's speed on an AVX-512 CPU; openblas = every GEMM in "
+                               "OpenBLAS, the path of the results committed before 2026-11-26. Not given: the "
+                               "environment variable PELAB_GEMM, else libxsmm when the build has it, else openblas; "
+                               "a config.toml pelab wrote before this key existed means openblas"),
+                   {"libxsmm", "openblas"})},
+          {"[train.<optimizer>] subtables"}};
+}
+
+// [protocol]: settings chosen per group of a sweep on the validation split (experiments/run/selection.hpp).
+Section protocol_section() {
+  std::vector<std::string> metrics = metric_names();
+  Field metric = PELAB_FIELD("metric", protocol.metric, none, none,
+                             "the validation metric the selection maximizes (loss: minimizes)");
+  metric.expected_text = "one of: \"\" (the headline metric), " + join(metrics);
+  metrics.insert(metrics.begin(), "");
+  return {"protocol",
+          {PELAB_FIELD("select", protocol.select, none, none,
+                       "swept keys chosen per group on the in-distribution validation split, comma-separated "
+                       "(\"train.lr\"); \"\" = none"),
+           choices(metric, metrics),
+           PELAB_FIELD("validation_samples", protocol.validation_samples, 0.0, 1e9,
+                       "validation examples at train_len; 0 = eval.samples")},
+          {}};
+}
+
 std::vector<Section> build_schema() {
   std::vector<Section> s;
   s.push_back(model_section());
@@ -187,53 +266,7 @@ std::vector<Section> build_schema() {
                                     "(blank: Deletang et al. 2023; eos then \"absent\")"),
                         {"teacher_forced", "blank"})},
                {"[task.<name>] subtables"}});
-  std::vector<std::string> metrics = metric_names();
-  Field early = PELAB_FIELD("early_stop_metric", train.early_stop_metric, none, none,
-                            "stop early on this in-distribution metric");
-  early.expected_text = "one of: \"\" (off), " + join(metrics);
-  metrics.insert(metrics.begin(), "");
-  early = choices(early, metrics);
-  s.push_back({"train",
-               {PELAB_FIELD("steps", train.steps, 1.0, 1e9, "optimizer steps"),
-                PELAB_FIELD("batch_size", train.batch_size, 1.0, 1e6, "examples per step"),
-                choices(PELAB_FIELD("optimizer", train.optimizer, none, none, "optimizer (see `pelab list`)"),
-                        OptimizerRegistry::instance().names()),
-                PELAB_FIELD("lr", train.lr, 0.0, 10.0, "peak learning rate"),
-                PELAB_FIELD("min_lr", train.min_lr, 0.0, 10.0, "floor of the decay schedules"),
-                choices(PELAB_FIELD("schedule", train.schedule, none, none, "learning-rate schedule"),
-                        {"constant", "cosine", "linear"}),
-                PELAB_FIELD("warmup", train.warmup, 0.0, 1e9, "linear warmup steps"),
-                PELAB_FIELD("weight_decay", train.weight_decay, 0.0, 10.0, "weight decay (AdamW: decoupled; SGD: L2)"),
-                PELAB_FIELD("decay_norm_and_bias", train.decay_norm_and_bias, none, none, "decay LayerNorm/bias"),
-                PELAB_FIELD("decay_embeddings", train.decay_embeddings, none, none, "decay embeddings"),
-                PELAB_FIELD("grad_clip", train.grad_clip, 0.0, 1e9, "global gradient-norm clip; 0 = off"),
-                PELAB_FIELD("seed", train.seed, 0.0, none, "initialization and data seed"),
-                choices(PELAB_FIELD("positions", train.positions, none, none,
-                                    "position ids of training batches: contiguous = 0..T-1; offset = a random "
-                                    "start per row, s..s+T-1 with s in [0, max_position - T]; randomized = T "
-                                    "distinct ids per row drawn from [0, max_position), sorted (Ruoss et al. 2023); "
-                                    "task = the task's own ids (addition's coupled_positions); task_offset = those "
-                                    "shifted per row by s in [0, max_position - 1 - the largest], 0 kept (Cho et al. 2024)"),
-                        position_mode_names()),
-                PELAB_FIELD("max_position", train.max_position, 0.0, 2147483647.0,
-                            "offset/randomized ids are < max_position; 0 = auto: the longest sequence the run "
-                            "trains or evaluates on (in tokens); must be >= the longest training sequence, and "
-                            ">= the longest eval sequence when evaluation uses offset/randomized ids"),
-                PELAB_FIELD("log_every", train.log_every, 1.0, 1e9, "steps between log lines"),
-                PELAB_FIELD("eval_every", train.eval_every, 0.0, 1e9, "steps between evaluations; 0 = end"),
-                PELAB_FIELD("checkpoint_every", train.checkpoint_every, 0.0, 1e9, "steps between checkpoints"),
-                PELAB_FIELD("keep_checkpoints", train.keep_checkpoints, 1.0, 1e6, "checkpoints kept"),
-                early,
-                PELAB_FIELD("early_stop_target", train.early_stop_target, none, none, "early-stop threshold"),
-                PELAB_FIELD("threads", train.threads, 1.0, 1024.0, "threads of a training step (core/parallel.hpp); at most the cores this process may use"),
-                choices(PELAB_FIELD("gemm", train.gemm, none, none,
-                                    "GEMM path (core/blas.hpp; it decides the rounding): libxsmm = libxsmm's JIT "
-                                    "kernels, about twice OpenBLAS's speed on an AVX-512 CPU; openblas = every GEMM in "
-                                    "OpenBLAS, the path of the results committed before 2026-11-26. Not given: the "
-                                    "environment variable PELAB_GEMM, else libxsmm when the build has it, else openblas; "
-                                    "a config.toml pelab wrote before this key existed means openblas"),
-                        {"libxsmm", "openblas"})},
-               {"[train.<optimizer>] subtables"}});
+  s.push_back(train_section());
   s.push_back({"eval",
                {PELAB_FIELD("samples", eval.samples, 1.0, 1e9, "held-out examples per length"),
                 PELAB_FIELD("beyond_samples", eval.beyond_samples, 0.0, 1e9,
@@ -256,6 +289,7 @@ std::vector<Section> build_schema() {
                             "pelab sweep runs `pelab probe run` on every finished cell (like --probe)"),
                 PELAB_FIELD("samples", probe.samples, 1.0, 1e5, "held-out samples per probed length")},
                {}});
+  s.push_back(protocol_section());
   s.push_back({"output", {PELAB_FIELD("dir", output_dir, none, none, "run or sweep directory")}, {}});
   return s;
 }

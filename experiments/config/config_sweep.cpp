@@ -1,4 +1,5 @@
 // Sweep expansion: the cartesian product of the [sweep] grid, each cell a resolved RunSpec.
+#include <algorithm>
 #include <cctype>
 
 #include "experiments/config/config_schema.hpp"
@@ -18,9 +19,36 @@ std::string dir_safe(const std::string& s) {
   return out;
 }
 
+bool listed(const std::vector<std::string>& keys, const std::string& k) {
+  return std::find(keys.begin(), keys.end(), k) != keys.end();
+}
+
+// [protocol] select names keys of the grid (or, in a cell's file, of its assignment), never the seed: the
+// selection aggregates over seeds.
+void check_selected_keys(const ExperimentConfig& cfg) {
+  const std::vector<std::string> keys = selected_keys(cfg);
+  if (keys.empty()) return;
+  const std::string w = location(cfg, "protocol.select");
+  std::vector<std::string> swept = cfg.sweep_order;
+  for (const auto& [k, v] : cfg.cell.assignment) swept.push_back(k);
+  if (swept.empty())
+    fail(w, "[protocol] select = \"" + cfg.protocol.select + "\" chooses among the values of swept keys, but the "
+            "config has no [sweep] grid; add the grid (e.g. \"train.lr\" = [3e-4, 1e-3, 3e-3]) or remove select");
+  for (const auto& k : keys) {
+    if (k == "train.seed")
+      fail(w, "[protocol] select names train.seed: the selection aggregates over seeds; select the other keys");
+    if (!listed(swept, k)) {
+      std::string grid;
+      for (const auto& s : swept) grid += (grid.empty() ? "" : ", ") + s;
+      fail(w, "[protocol] select names '" + k + "', which the [sweep] grid does not sweep; swept: " + grid);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<RunSpec> expand_sweep_cached(const ExperimentConfig& cfg, TaskCache& cache) {
+  check_selected_keys(cfg);
   if (cfg.sweep.empty() && cfg.sweep_order.empty()) return {validate_config(cfg, cache)};
   const std::string where = location(cfg, "sweep");
   if (!cfg.cell.empty())
@@ -98,6 +126,20 @@ std::vector<RunSpec> expand_sweep_cached(const ExperimentConfig& cfg, TaskCache&
 }
 
 }  // namespace config_detail
+
+std::vector<std::string> selected_keys(const ExperimentConfig& cfg) {
+  std::vector<std::string> keys;
+  std::string k;
+  for (const char ch : cfg.protocol.select + ",") {
+    if (ch != ',') {
+      if (ch != ' ') k += ch;
+      continue;
+    }
+    if (!k.empty() && !config_detail::listed(keys, k)) keys.push_back(k);
+    k.clear();
+  }
+  return keys;
+}
 
 std::vector<RunSpec> expand_sweep(const ExperimentConfig& cfg) {
   config_detail::TaskCache cache;

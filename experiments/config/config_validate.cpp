@@ -202,6 +202,23 @@ void resolve_beyond_samples(ExperimentConfig& cfg) {
   cfg.eval.beyond_samples = std::min(cfg.eval.beyond_samples, cfg.eval.samples);
 }
 
+// [train] budget's requirements (training/train_config.hpp): competent watches early_stop_metric at the
+// periodic evaluations; fixed ignores it, so a metric given beside it would be a silent no-op.
+void check_budget(const ExperimentConfig& cfg) {
+  const TrainConfig& t = cfg.train;
+  const std::string w = location(cfg, "train.budget");
+  if (t.budget == "competent" && t.early_stop_metric.empty())
+    fail(w, "[train] budget = \"competent\" needs early_stop_metric (the metric whose gate and plateau it watches), "
+            "e.g. early_stop_metric = \"exact_match\"");
+  if (t.budget == "competent" && t.eval_every == 0)
+    fail(location_any(cfg, {"train.eval_every", "train.budget"}),
+         "[train] budget = \"competent\" decides at the periodic evaluations, but eval_every = 0; expected eval_every > 0");
+  if (t.budget == "fixed" && !t.early_stop_metric.empty())
+    fail(location_any(cfg, {"train.early_stop_metric", "train.budget"}),
+         "[train] budget = \"fixed\" trains every step, so early_stop_metric = \"" + t.early_stop_metric +
+             "\" would do nothing; remove it, or use budget \"first_fit\" or \"competent\"");
+}
+
 }  // namespace
 
 // [train] gemm not given resolves to the process's default path (PELAB_GEMM, else libxsmm when built), or
@@ -243,6 +260,7 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   resolve_gemm(cfg);
   for (const auto& g : plugin_groups()) resolve_subtables(cfg, g);
   check_cell(cfg);
+  check_budget(cfg);
 
   // The blank output format has no <EOS> (experiments/tasks/format.hpp): eos resolves to "absent" unless
   // given, and a given one is checked by make_task.

@@ -25,6 +25,7 @@
 #include "experiments/eval/evaluate_grid.hpp"
 #include "experiments/run/provenance.hpp"
 #include "experiments/run/trained_run.hpp"
+#include "experiments/run/validation.hpp"
 #include "training/checkpoint.hpp"
 #include "training/data_parallel.hpp"
 #include "training/distributed.hpp"
@@ -274,8 +275,15 @@ void set_periodic_evaluator(Trainer& trainer, Transformer& model, const Task& t,
       trainer.log(beyond_line(rec.beyond, std::min(cfg.eval.beyond_samples, cfg.eval.samples), seconds,
                               headline_metric(t.is_language_model(), !t.is_language_model())));
     if (EvalObserver& o = eval_observer(); o.on_eval && o.on_eval(step, to_json_line(rec))) o.stop = true;
+    if (!needs_validation(cfg))
+      return cfg.train.early_stop_metric.empty() ? std::nullopt : r.metric(cfg.train.early_stop_metric);
+    const LengthResult v = evaluate_validation(model, t, cfg, periodic);  // budget competent watches this split
+    MetricRecord vrec = eval_record(step, v, time);
+    vrec.split = "validation";
+    mw.write(vrec);
+    trainer.log("  validation @ " + std::to_string(step) + " (length " + std::to_string(v.length) + "): " + metrics_line(v));
     if (cfg.train.early_stop_metric.empty()) return std::nullopt;
-    return r.metric(cfg.train.early_stop_metric);
+    return cfg.train.budget == "competent" ? v.metric(cfg.train.early_stop_metric) : r.metric(cfg.train.early_stop_metric);
   };
 }
 
@@ -305,15 +313,22 @@ std::optional<EvalResult> final_evaluation(Transformer& model, const RunSpec& sp
   return er;
 }
 
-// The final evaluation's records into metrics.jsonl, then eval.json with what describes the run.
+// The final evaluation's records into metrics.jsonl (with the validation split's, when the run has one, also
+// into validation.json), then eval.json with what describes the run.
 void write_results(EvalResult& er, const RunSpec& spec, const RunOptions& opt, const TrainResult& tr,
-                   const Transformer& model, const std::string& eval_path) {
+                   const Transformer& model, const std::string& eval_path, const std::optional<LengthResult>& val) {
   {
     MetricsWriter mw;
     mw.open(opt.run_dir + "/metrics.jsonl");
     for (const auto& r : er.results)
       if (r.ok) mw.write(eval_record(tr.steps, r, tr.seconds + er.eval_seconds));
+    if (val && val->ok) {
+      MetricRecord rec = eval_record(tr.steps, *val, tr.seconds + er.eval_seconds);
+      rec.split = "validation";
+      mw.write(rec);
+    }
   }
+  if (val) write_validation(opt.run_dir, spec.config, *spec.task, *val, tr.steps, status_name(tr.status));
   identify_run(er, spec);
   er.steps = tr.steps;
   er.status = status_name(tr.status);
@@ -369,7 +384,9 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
   const Task& t = *spec.task;
   // Alive through the final evaluation (its table goes to train.log too): check_memory counts its
   // gradients and optimizer state against the evaluation's limit.
-  Trainer trainer(model, cfg.train, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); },
+  TrainConfig tc = cfg.train;
+  tc.gate_threshold = gate_threshold(cfg, t);  // budget competent: the gate on early_stop_metric
+  Trainer trainer(model, tc, [&t, bs, lo, hi](Rng& rng) { return t.sample(rng, bs, lo, hi); },
                   trainer_options(opt, dp.get()));
   trainer.checkpoint_extra["config_toml"] = toml;
   EvalOptions periodic;
@@ -388,7 +405,14 @@ int run_experiment(const RunSpec& spec, const RunOptions& opt) {
 
   std::optional<EvalResult> er = final_evaluation(model, spec, batches, opt, tr);
   if (!er) return kInterrupted;
-  write_results(*er, spec, opt, tr, model, eval_path);
+  std::optional<LengthResult> val;
+  if (needs_validation(cfg)) {  // the final model on the validation split ([protocol] select chooses on it)
+    EvalOptions vo;
+    vo.batches = &batches;
+    model.set_training(false);
+    val = evaluate_validation(model, t, cfg, vo);
+  }
+  write_results(*er, spec, opt, tr, model, eval_path, val);
   // The final evaluation to the console and train.log alike.
   if (opt.console) std::printf("\n");
   trainer.log("evaluation (" + cfg.task + ", trained on sizes up to " + std::to_string(cfg.train_len) + ")");

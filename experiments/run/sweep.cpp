@@ -17,6 +17,7 @@
 #include "experiments/probe/probe.hpp"
 #include "experiments/report/report.hpp"
 #include "experiments/run/run.hpp"
+#include "experiments/run/selection.hpp"
 #include "training/checkpoint.hpp"
 #include "training/distributed.hpp"
 #include "core/parallel.hpp"
@@ -36,7 +37,7 @@ struct Running {
 };
 
 // One line summarising a finished cell: its headline metric in distribution (at train_len) and at the
-// longest length.
+// longest length, and the step it stopped at when it stopped before its cap (budget first_fit or competent).
 std::string cell_summary(const std::string& dir) {
   try {
     const EvalResult r = read_eval_result(dir + "/eval.json");
@@ -53,7 +54,8 @@ std::string cell_summary(const std::string& dir) {
       if (lr.in_distribution && lr.length == r.train_len) in = s;
       out = s;
     }
-    return in + (in.empty() ? "" : ", ") + out;
+    const std::string stopped = r.status == "early_stopped" ? ", stopped at step " + std::to_string(r.steps) : "";
+    return in + (in.empty() ? "" : ", ") + out + stopped;
   } catch (const Error&) {
     return "";
   }
@@ -110,6 +112,13 @@ int finish_sweep(const LoadedConfig& loaded, const std::string& root, const Swee
     std::vector<std::string> dirs;
     for (const auto& c : loaded.runs) dirs.push_back(c.dir_name);
     probe_sweep_cells(root, dirs, opt.memory);  // prints per cell; a failed probe does not fail the sweep
+  }
+  if (!interrupted) {
+    try {
+      write_selection(loaded, root);  // [protocol] select (experiments/run/selection.hpp)
+    } catch (const Error& e) {
+      std::fprintf(stderr, "selection: %s\n", e.what());
+    }
   }
   if (opt.report && !interrupted) {
     restore_default_stop_handlers();  // the report writes whole files only: a signal may end it at once

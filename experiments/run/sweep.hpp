@@ -54,7 +54,8 @@ std::string sweep_tally(double seconds, std::size_t done, std::size_t cells, std
 // when the log has none.
 std::string failed_cell_text(const std::string& label, const std::string& log);
 
-// The end of a sweep, local or across ranks: probes (opt.probe or [probe] run), the report, and the
+// The end of a sweep, local or across ranks: the selection of [protocol] select (selection.hpp: selection.csv),
+// probes (opt.probe or [probe] run), the report, and the
 // exit code: interrupted, some cells failed (listed, one failed_cell_text a line), or 0.
 int finish_sweep(const LoadedConfig& loaded, const std::string& root, const SweepOptions& opt, bool interrupted,
                  const std::vector<std::string>& failed);

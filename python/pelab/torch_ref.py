@@ -1250,6 +1250,24 @@ def lr_at(step, peak, min_lr, warmup, total, kind="cosine"):
     return peak + (min_lr - peak) * p
 
 
+def load_batches(path):
+    """pelab's training batch stream (`pelab batches CONFIG --steps N --out FILE`, experiments/run/export_batches.hpp)
+    -> ([{"tokens", "targets", "positions": LongTensor (B, T), "mask": float64 (B, T)[, "digit_index"]}], metadata),
+    one dict per optimizer step, each cut to its own length T: what train_step takes, in pelab's order."""
+    arrays, meta = load_safetensors(path)
+    if meta.get("format") != "pelab-batches-1":
+        raise ValueError(f"{path}: not a pelab batch file (metadata format {meta.get('format')!r}, expected "
+                         "'pelab-batches-1')")
+    out = []
+    for s, T in enumerate(arrays["lengths"].tolist()):
+        b = {k: torch.from_numpy(arrays[k][s, :, :T].astype(np.int64)) for k in ("tokens", "targets", "positions")}
+        b["mask"] = torch.from_numpy(arrays["mask"][s, :, :T].astype(np.float64))
+        if "digit_index" in arrays:
+            b["digit_index"] = torch.from_numpy(arrays["digit_index"][s, :, :T].astype(np.int64))
+        out.append(b)
+    return out, meta
+
+
 def train_step(model, opt, tokens, positions, targets, mask, lr, clip_norm):
     """One step of pelab's Trainer: forward, masked CE, backward, clip (clip_norm 0 = off), AdamW at lr.
     Returns (loss, total gradient norm before clipping) as Python floats."""

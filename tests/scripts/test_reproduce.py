@@ -20,7 +20,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECIPES_DIR = os.path.join(ROOT, "experiments", "reproduce")
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from pelab.reproduce import common, ngram, page as rpage, stats, sweep  # noqa: E402
+from pelab.reproduce import common, ngram, page as rpage, protocol, stats, sweep  # noqa: E402
 from pelab.reproduce.recipes import RECIPES  # noqa: E402
 from pelab.reproduce import robust  # noqa: E402
 
@@ -80,10 +80,21 @@ def fake_sweep_toml(d, name, quick, arm_sets=""):
             f.write(("[" + ".".join(json.dumps(x) for x in sec) + "]\n" if sec else "") + "\n".join(lines) + "\n\n")
 
 
+def fake_validation(t, metric):
+    """Runs for a recipe with [protocol] select: each run's validation value is its in-distribution `metric` (the
+    fake sweeps have no run directories; test_reproduce_protocol.py tests the real records)."""
+    L = max(t.lengths(True))
+    return [{"group": g, "seed": s, "cell": None, "steps": 100, "status": "finished", "validation_metric": metric,
+             "validation": v, "curves": {}}
+            for g in t.groups for s, v in t.vals.get((g, metric, L), {}).items()]
+
+
 def page(name, d, quick=0):
     out = os.path.join(d, "RESULT.md")
     config = os.path.join(RECIPES_DIR, name + ".toml")
-    v = rpage.write_page(name, sweep.read_sweep(name, d, config), config, quick, out)
+    t = sweep.read_sweep(name, d, config)
+    runs = fake_validation(t, "token_acc") if protocol.selected_keys(config) else None
+    v = rpage.write_page(name, t, config, quick, out, runs=runs)
     text = open(out).read()
     check(v in text and "**Verdict:**" in text, f"{name}: the page carries the verdict")
     check("**Competence gate**" in text and "**Budget policy**" in text and "**Ties**" in text,

@@ -2,9 +2,10 @@
 
   page NAME RUN_DIR --config C [--quick 0|1] --out PAGE [--results DIR]
       the page from a sweep directory (RUN_DIR/ARM per arm); with --results, also DIR/STEM.md, its plots,
-      DIR/STEM.results.csv (the seed-level results) and DIR/STEM.provenance.json (STEM: NAME or NAME.quick)
+      DIR/STEM.results.csv (the seed-level results), DIR/STEM.runs.csv (per run: steps used, validation value,
+      held-out curve) and DIR/STEM.provenance.json (STEM: NAME or NAME.quick)
   rules NAME --config C [--quick 0|1] --results DIR
-      the page again from DIR/STEM.results.csv and DIR/STEM.provenance.json: new rules, no training
+      the page again from DIR/STEM.results.csv, STEM.runs.csv and STEM.provenance.json: new rules, no training
   check-sweep NAME RUN_DIR --config C [--quick 0|1]
       exit 2 unless RUN_DIR (each RUN_DIR/ARM) is the recipe's sweep, with the variant's and arm's overrides
   nulls [--check DOC] [--draws N]
@@ -16,7 +17,7 @@ import os
 import sys
 
 from . import common as c
-from . import nulls, provenance
+from . import nulls, protocol, provenance
 from .page import write_page
 from .sweep import check_sweep, read_sweep
 from .table import PageError, read_csv, write_csv
@@ -32,10 +33,12 @@ def cmd_page(a):
     t = read_sweep(a.name, a.run_dir, a.config)
     arms = [x for x, _ in c.recipe_arms(a.config)]
     prov = provenance.collect(a.run_dir, arms, t.seed_ids())
+    runs = protocol.read_runs(a.run_dir, t, arms)
     base = os.path.join(a.results, stem(a.name, a.quick)) if a.results else None
-    verdict = write_page(a.name, t, a.config, a.quick, a.out, prov, a.run_dir, base and base + ".md")
+    verdict = write_page(a.name, t, a.config, a.quick, a.out, prov, a.run_dir, base and base + ".md", runs)
     if base:  # after the page: a page that fails replaces no committed file
         write_csv(t, base + ".results.csv")
+        protocol.write_runs(runs, t.keys, base + ".runs.csv")
         provenance.save(prov, base + ".provenance.json")
     print(verdict)
 
@@ -44,7 +47,8 @@ def cmd_rules(a):
     base = os.path.join(a.results, stem(a.name, a.quick))
     t = read_csv(base + ".results.csv")
     prov = provenance.load(base + ".provenance.json") if os.path.isfile(base + ".provenance.json") else None
-    print(write_page(a.name, t, a.config, a.quick, base + ".md", prov))
+    runs = protocol.read_runs_csv(base + ".runs.csv", t.keys)
+    print(write_page(a.name, t, a.config, a.quick, base + ".md", prov, runs=runs))
 
 
 def cmd_check(a):

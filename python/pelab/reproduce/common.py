@@ -3,7 +3,10 @@ config's header and overrides, and the page's formatting. Standard library only 
 import re
 import tomllib
 
-GATE_FRACTION = 0.8  # accuracy tasks: in distribution, close >= 80% of the gap from chance to 100%
+# accuracy tasks: in distribution, close >= 80% of the gap from chance to 100%. The trainer's budget "competent" uses
+# the same gate ([train] gate, default 0.8: training/train_config.hpp); tests/experiments/test_budget.cpp checks
+# that the two defaults agree.
+GATE_FRACTION = 0.8
 MIN_SEEDS = 3        # fewer seeds than this: the verdict is provisional, never "does not reproduce"
 REPRODUCES, PARTLY, NOT = "reproduces", "partly reproduces", "does not reproduce"
 NOT_COMPARABLE = "is not comparable: the model did not learn the task"
@@ -81,16 +84,13 @@ def config_header(config):
         if not line.startswith("#"):
             break
         text = line[1:].strip()
-        if not text.startswith("reproduce.quick:"):
+        if not text.startswith(("reproduce.quick:", "reproduce.budget:", "reproduce.protocol:")):
             out.append(text)
     return "\n".join(out).strip()
 
 
 def quick_overrides(config):
-    for line in open(config):
-        if line.startswith("# reproduce.quick:"):
-            return line.split(":", 1)[1].strip()
-    return ""
+    return header_line(config, "quick")
 
 
 def recipe_arms(config):
@@ -115,8 +115,22 @@ def budget_policy(config, quick):
     if quick:
         for m in re.finditer(r"train\.steps=(\d+)", quick_overrides(config)):
             steps = int(m.group(1))
-    if train.get("early_stop_target") is not None:
+    if train.get("budget") == "competent":
+        return (f"until competent: each run stops at the first held-out evaluation (every {train.get('eval_every', '?')} "
+                f"steps) where {train.get('early_stop_metric')} on the in-distribution validation split passes the "
+                f"competence gate (chance + {train.get('gate', GATE_FRACTION):g} × (1 − chance)) and has plateaued (no "
+                f"improvement > {train.get('plateau_eps', 0.01):g} over the last {train.get('plateau_evals', 3)} "
+                f"evaluations), or at the cap of {steps} steps; the model of the last step is evaluated")
+    if train.get("early_stop_target") is not None and train.get("budget") != "fixed":
         return (f"first fit: each run stops at the first held-out evaluation (every {train.get('eval_every', '?')} steps, at "
                 f"the training length) where {train.get('early_stop_metric')} ≥ {train['early_stop_target']:g}, or at "
                 f"{steps} steps if it never does; the model of the last step is evaluated (not the best one)")
     return f"fixed steps: every run trains {steps} steps; the model of the last step is evaluated (not the best one)"
+
+
+def header_line(config, key):
+    """The text of the recipe header's `# reproduce.KEY: ...` line ("" when absent)."""
+    for line in open(config):
+        if line.startswith(f"# reproduce.{key}:"):
+            return line.split(":", 1)[1].strip()
+    return ""

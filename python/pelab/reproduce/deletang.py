@@ -17,7 +17,8 @@ MODES = ("contiguous", "randomized")
 
 
 def group_facts(t, kw_base, lrs, ind, ood):
-    """One (task, encoding, positions) group: the gate at the best learning rate (by the in-distribution mean), its
+    """One (task, encoding, positions) group: the gate at the best learning rate (by the in-distribution mean; under
+    [protocol] select the table holds only the learning rate chosen on the validation split: protocol.apply), its
     seeds' OOD scores, their stats, the max over every run (seeds x learning rates), the mean chance beyond L."""
     best, best_kw, every, runs = None, None, [], {}
     for lr in lrs:

@@ -23,10 +23,13 @@ def table_text(f):
             body.append([t, LEVEL.get(t, "CS"), e, c.mean_std(cg["cell"]) + ("" if cg["gate"] else " ✗"),
                          c.mean_std(r["cell"]) + ("" if r["gate"] else " ✗"), c.pct(cg["thr"] or r["thr"]), fmt(cg), fmt(r),
                          "n/a" if not both else f"{100 * (r['max'] - cg['max']):+.1f}", state])
-    return (f"Token accuracy (%). In distribution: size {f['ind']}, the best learning rate's mean ± sample std over seeds "
+    return (f"Token accuracy (%). In distribution: size {f['ind']}, the group's learning rate's mean ± sample std over seeds "
             "(✗ = fails the competence gate, whose threshold is the next column). Beyond training: each run's (seed × "
-            f"learning rate) token accuracy averaged over sizes {ood[0]}–{ood[-1]}, shown as the max over every run (the "
-            "papers' aggregation) / the mean ± sample std over the seeds of the best learning rate (seeds). Gain = "
+            f"learning rate) token accuracy averaged over sizes {ood[0]}–{ood[-1]}, shown as the max over every run judged (the "
+            "papers' aggregation; under [protocol] select the runs of the selected learning rate, and the max over every "
+            "learning rate is in the protocol section's grid) / the mean ± sample std over the seeds of the group's "
+            "learning rate (seeds). The group's learning rate: the one [protocol] select chose on the validation split, "
+            "else the best in-distribution mean. Gain = "
             "randomized − contiguous of the max, in points; the last column applies the tie rule to the seeds' scores:\n\n"
             + c.md_table(["task", "level", "encoding", "in-dist contiguous", "in-dist randomized", "gate: needs ≥",
                           "OOD contiguous: max / mean", "OOD randomized: max / mean", "gain (max, points)", "seeds"], body))
@@ -84,10 +87,10 @@ def render(t, ctx, f):
          ["per task and encoding (Delétang et al. Table 2, Ruoss et al. Table 1)", MISSING, "the table below"],
          ["NoPE control (reads no ids)", "—", control_text(f["groups"], f["tasks"])]])
     checks = c.checks_text(
-        f"every task × encoding × positions group: {c.GATE_ACC_TEXT}; metric token accuracy at size {ind}, the best "
-        "learning rate's mean over seeds. A pair enters claim A only when both of its groups pass; claim B reads only "
+        f"every task × encoding × positions group: {c.GATE_ACC_TEXT}; metric token accuracy at size {ind}, the group's "
+        "learning rate's mean over seeds (the protocol section says how it is chosen). A pair enters claim A only when both of its groups pass; claim B reads only "
         "the contiguous groups that pass.",
-        c.TIE_TEXT + " (score: a seed's token accuracy averaged over the sizes beyond training, at the group's best "
+        c.TIE_TEXT + " (score: a seed's token accuracy averaged over the sizes beyond training, at the group's "
                      "learning rate). Claim A holds when, per seed, the comparable pairs' average is separated above with "
                      "randomized ids and the gain of the max is ≥ +6.0 points (half the paper's +12.0; a separated smaller "
                      "positive gain counts half). Claim B holds when, with contiguous ids, the tasks with a competent pair, "

@@ -4,7 +4,7 @@ import os
 import shutil
 
 from . import common as c
-from . import provenance, robust
+from . import protocol, protocol_page, provenance, robust
 from .recipes import RECIPES, context
 from .table import PageError
 
@@ -41,9 +41,15 @@ def plot_links(name, run_dir, config, copy):
     return links
 
 
-def page_text(name, t, config, quick, prov, plots, stem):
-    """The page's markdown."""
+def page_text(name, t, config, quick, prov, plots, stem, runs=None):
+    """The page's markdown (runs: protocol.read_runs' records, None when the results predate them)."""
     ctx = context(name, config, quick)
+    full, chosen = t, protocol.selected_keys(config)
+    if chosen:  # the rules judge each group's selected value only ([protocol] select)
+        if runs is None:
+            raise PageError(f"{config} has [protocol] select, but the runs' validation values are missing (each run's "
+                            f"validation.json, kept as {stem}.runs.csv beside the page)")
+        t = protocol.apply(t, runs, chosen)
     f, b, ctx["word"] = verdict_of(name, t, ctx)
     verdict, comparison, tables, checks = RECIPES[name]["render"](t, ctx, f)
     variant = (f"**quick variant** (`--quick`: {c.quick_overrides(config) or 'no overrides'}): fewer seeds and/or steps "
@@ -58,6 +64,10 @@ def page_text(name, t, config, quick, prov, plots, stem):
 Recipe `{rel}`, {variant}; `scripts/reproduce.sh {name}{' --quick' if quick else ''}`.
 
 {provenance.text(prov)}
+
+## Protocol and budget
+
+{protocol_page.section(full, runs, config, quick)}
 
 ## The paper and this recipe (from the config's header)
 
@@ -92,12 +102,12 @@ def write_atomic(path, text):
     os.replace(path + ".tmp", path)
 
 
-def write_page(name, t, config, quick, out, prov=None, run_dir=None, copy=None):
+def write_page(name, t, config, quick, out, prov=None, run_dir=None, copy=None, runs=None):
     """Writes the page to `out` (and to `copy`, with the plots beside it); returns the verdict sentence."""
     if name not in RECIPES:
         raise PageError(f"unknown recipe '{name}'; known: {', '.join(RECIPES)}")
     stem = name + (".quick" if quick else "")  # the committed results' name, wherever this page goes
-    text, verdict = page_text(name, t, config, quick, prov, PLOTS_HERE, stem)
+    text, verdict = page_text(name, t, config, quick, prov, PLOTS_HERE, stem, runs)
     write_atomic(out, text.replace(PLOTS_HERE, plot_links(name, run_dir, config, None)))
     if copy:
         write_atomic(copy, text.replace(PLOTS_HERE, plot_links(name, run_dir, config, copy)))
