@@ -676,6 +676,89 @@ class Fox(Encoding):
 
 
 @register
+class GrapeM(Encoding):
+    """GRAPE-M, commuting (Zhang et al. 2025, Sec. 3.1): q, k of a head at id p rotated by exp(p omega_i L_i)
+    on the canonical planes, omega learned per layer (pos.freq.<l> (1 or H, hs/2)): exp(log omega) (variant
+    grape) or signed omega (comrope). comrope is computed as ComRoPE does, exp(p A) by torch.matrix_exp of each
+    2x2 block A = omega [[0, -1], [1, 0]], so its parity also checks that the closed form is that exponential."""
+    name = "grape_m"
+    params = {"variant": "grape", "base": 10000.0, "init_std": 1.0, "layout": "half", "per_head": False,
+              "learn": True}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        hs = dims["head_dim"]
+        self.rope_freq = params["base"] ** (-2.0 * torch.arange(hs // 2, dtype=torch.float64) / hs)
+        hf = dims["n_heads"] if params["per_head"] and params["learn"] else 1
+        self.freq = nn.ParameterList(nn.Parameter(torch.zeros(hf, hs // 2)) for _ in range(dims["n_layers"])) \
+            if params["learn"] else None
+
+    def omega(self, layer):  # (1 or H, hs/2)
+        if self.freq is None:
+            return self.rope_freq[None, :]
+        f = self.freq[layer]
+        return f if self.p["variant"] == "comrope" else torch.exp(f)
+
+    def encode_qk(self, q, k, ctx):
+        w = self.omega(ctx.layer).to(torch.float64)  # angles in float64, as pelab's tables
+        ang = ctx.positions.to(torch.float64)[:, None, :, None] * w[None, :, None, :]  # (B, 1 or H, T, hs/2)
+        if self.p["variant"] == "comrope":
+            return self._matrix_exp_rotate(q, ang), self._matrix_exp_rotate(k, ang)
+        cos, sin = torch.cos(ang).to(q.dtype), torch.sin(ang).to(q.dtype)
+        return rotate(q, cos, sin, self.p["layout"]), rotate(k, cos, sin, self.p["layout"])
+
+    def _matrix_exp_rotate(self, x, ang):
+        J = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)
+        R = torch.matrix_exp(ang[..., None, None] * J).to(x.dtype)                    # (B, Hf, T, P, 2, 2)
+        B, H, T, hs = x.shape
+        if self.p["layout"] == "interleaved":
+            pairs = x.reshape(B, H, T, hs // 2, 2)
+            return (R @ pairs[..., None])[..., 0].reshape(B, H, T, hs)
+        pairs = torch.stack([x[..., :hs // 2], x[..., hs // 2:]], dim=-1)            # (B, H, T, P, 2)
+        y = (R @ pairs[..., None])[..., 0]
+        return torch.cat([y[..., 0], y[..., 1]], dim=-1)
+
+    def fixture_init(self, name, p):  # RoPE's spectrum (grape) or signed frequencies (comrope), perturbed
+        if self.p["variant"] == "comrope":
+            return 0.5 * torch.randn_like(p)
+        return self.rope_freq.log().to(p.dtype).expand_as(p) + 0.1 * torch.randn_like(p)
+
+
+@register
+class GrapeA(Encoding):
+    """GRAPE-A (Zhang et al. 2025, Sec. 4): bias_ij = -S_ij (1 + u_h . q_i), S_ij = omega_h (p_i - p_j) (rate
+    constant; pos.omega.<l> (H), or ALiBi's slopes when not learned) or -sum_{j < l <= i} log sigmoid(w_h . x_l
+    + b_h) (rate gated; pos.gates.<l>); lift query adds u (pos.lift.<l> (H, hs))."""
+    name = "grape_a"
+    params = {"rate": "constant", "lift": "query", "learn": True, "slope_scale": 1.0, "bias_init": 0.0}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        H, L = dims["n_heads"], dims["n_layers"]
+        self.slopes = torch.tensor(alibi_slopes(H), dtype=torch.float64) * params["slope_scale"]
+        if params["rate"] == "gated":
+            self.gates = nn.ModuleList(nn.Linear(dims["d_model"], H) for _ in range(L))
+        elif params["learn"]:
+            self.omega = nn.ParameterList(nn.Parameter(self.slopes.to(torch.float32).clone()) for _ in range(L))
+        if params["lift"] == "query":
+            self.lift = nn.ParameterList(nn.Parameter(torch.zeros(H, dims["head_dim"])) for _ in range(L))
+
+    def attention_bias(self, q, k, ctx):
+        if self.p["rate"] == "gated":
+            c = F.logsigmoid(self.gates[ctx.layer](ctx.input)).cumsum(dim=1).transpose(1, 2)   # (B, H, T)
+            S = c[..., :, None] - c[..., None, :]                                              # -S (B, H, T, T)
+        else:
+            w = self.omega[ctx.layer] if self.p["learn"] else self.slopes
+            d = pair_difference(ctx.positions, ctx.shared).to(q.dtype)[:, None]               # (rows, 1, T, T)
+            S = -w.to(q.dtype)[None, :, None, None] * d
+        if self.p["lift"] == "query":
+            S = S * (1 + (q * self.lift[ctx.layer][None, :, None, :]).sum(-1, keepdim=True))
+        return S
+
+
+@register
 class StickBreaking(Encoding):
     """Stick-breaking attention (Tan et al. 2025): no position vector; the normalizer is replaced."""
     name = "stick_breaking"

@@ -95,6 +95,10 @@ std::vector<Case> encoding_cases() {
   std::vector<Case> v;
   for (const auto& name : EncodingRegistry::instance().names()) v.push_back({name, {}});
   v.push_back({"pope", {"encoding.pope.phase_bias=\"zeros\""}});
+  v.push_back({"grape_a", {"encoding.grape_a.rate=\"gated\""}});
+  v.push_back({"grape_a", {"encoding.grape_a.lift=\"constant\"", "encoding.grape_a.learn=false"}});
+  v.push_back({"grape_m", {"encoding.grape_m.variant=\"comrope\"", "encoding.grape_m.per_head=true"}});
+  v.push_back({"grape_m", {"encoding.grape_m.learn=false"}});
   return v;
 }
 
@@ -217,7 +221,7 @@ TEST_CASE("past one bias tile, the evaluation estimate follows the tiled forward
   // 300 tokens: three bias tiles (kBiasQueryTile = 128), five attention tiles; per-row ids too.
   const std::size_t len = 300, batch = 8;
   for (const char* enc : {"none", "alibi", "t5", "kerple", "fire", "rope", "fox", "selective", "cope", "dynamic_bias",
-                          "transformer_xl", "dape", "shaw", "xpos", "hope", "path"})
+                          "transformer_xl", "dape", "shaw", "xpos", "hope", "path", "grape_m", "grape_a"})
     for (const char* mode : {"contiguous", "randomized"}) {
       const RunSpec spec = spec_of(enc, len, batch, {std::string("train.positions=") + mode});
       const MemoryEstimate ee = ResourceModel(spec).evaluation(len, spec.config.eval.batch_size);

@@ -107,6 +107,11 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "abacus": ("abacus", {}),                                         # input.digit_index from the tokens
     "transformer_xl": ("transformer_xl", {}),                         # causal: R of p_i - p_j + 1 (DeepMind)
     "transformer_xl_bidir": ("transformer_xl", {"base": 100.0}),      # bidirectional: negative distances too
+    # ---- group actions (GRAPE) and learned rotations
+    "grape_m": ("grape_m", {}),                                       # log omega: RoPE's spectrum perturbed
+    "grape_m_comrope": ("grape_m", {"variant": "comrope", "layout": "interleaved", "per_head": True}),  # matrix_exp
+    "grape_a": ("grape_a", {}),                                       # learned omega, query lift
+    "grape_a_gated": ("grape_a", {"rate": "gated"}),                  # FoX's gates, query lift
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -126,7 +131,8 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "transformer_xl_bidir": {"causal": False}}
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
-LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4)}
+LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
+          "grape_a": (2, 4), "grape_a_gated": (2, 4)}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
 T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,
@@ -442,6 +448,53 @@ def check_transformer_xl():
         assert torch.allclose(shifted, xl.attention_bias(q, k, ref.Ctx(pos, 1, True)), atol=1e-5)
 
 
+def skew_planes(A):
+    """A real skew-symmetric (d, d), d even, generic: (Q, theta) with A = Q diag(theta_k J) Q^T, Q orthogonal with
+    columns x_1, y_1, x_2, y_2, ... (A x = theta y, A y = -theta x), from the eigenvectors of the Hermitian iA."""
+    lam, U = torch.linalg.eigh(1j * A.to(torch.complex128))
+    cols, theta = [], []
+    for k in torch.nonzero(lam > 0).flatten().tolist():
+        u = U[:, k] * math.sqrt(2.0)
+        cols += [u.real, u.imag]
+        theta.append(lam[k].item())
+    return torch.stack(cols, dim=1), torch.tensor(theta, dtype=torch.float64)
+
+
+def check_grape():
+    """GRAPE-A's two named settings against ALiBi and FoX, and GRAPE-M's 1-D reductions: exp(p A) for any skew A
+    (ComRoPE with 4x4 blocks, a non-commuting mixture of rank-2 planes, learned commuting planes) equals the
+    grape_m rotation by the eigen-angles after the change of basis Q^T, which W_q and W_k absorb."""
+    g = torch.Generator().manual_seed(6)
+    pos = torch.tensor([[0, 1, 2, 5, 9], [3, 4, 6, 7, 30]])
+    x = torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64)
+    a = ref.make_encoding("grape_a", {"lift": "constant", "learn": False}, DIMS).attention_bias(x, x, ref.Ctx(pos, 0, False))
+    b = ref.make_encoding("alibi", {}, DIMS).attention_bias(x, x, ref.Ctx(pos, 0, False))
+    causal = torch.ones(5, 5).tril().bool()
+    assert torch.equal(a[..., causal], b.to(a.dtype)[..., causal]), "grape_a is not alibi"
+    torch.manual_seed(7)
+    gated = ref.make_encoding("grape_a", {"rate": "gated", "lift": "constant"}, DIMS)
+    fox = ref.make_encoding("fox", {}, DIMS)
+    fox.load_state_dict(gated.state_dict())
+    inp = torch.randn(2, 5, 32, generator=g)
+    ctx = ref.Ctx(pos, 1, False, inp)
+    assert torch.equal(gated.attention_bias(x, x, ctx), fox.attention_bias(x, x, ctx)), "grape_a gated is not fox"
+    d, J = 8, torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)
+    blocks = torch.block_diag(*[(lambda F: F - F.T)(torch.randn(4, 4, generator=g, dtype=torch.float64)) for _ in range(2)])
+    ab = torch.randn(4, 2, d, generator=g, dtype=torch.float64)  # 4 planes in general position: no zero angle
+    mixture = sum(w * (u[:, None] * v[None, :] - v[:, None] * u[None, :]) for w, (u, v) in zip([0.7, -0.4, 1.1, 0.2], ab))
+    B = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))[0]
+    planes = B @ torch.block_diag(*[w * J for w in [0.9, 0.3, 0.05, -0.6]]) @ B.T
+    for kind, A in (("comrope 4x4 blocks", blocks), ("non-commuting mixture", mixture), ("learned planes", planes)):
+        Q, theta = skew_planes(A)
+        R = torch.matrix_exp(pos.to(torch.float64)[:, None, :, None, None] * A)          # (B, 1, T, d, d)
+        want = (R @ x[..., None])[..., 0] @ (R @ x[..., None])[..., 0].transpose(-1, -2)  # <G(p_i) q, G(p_j) k>
+        enc = ref.make_encoding("grape_m", {"variant": "comrope", "layout": "interleaved"}, dict(DIMS, head_dim=d)).double()
+        with torch.no_grad():
+            enc.freq[0].copy_(theta[None, :])
+        y = enc.encode_qk(x @ Q, x @ Q, ref.Ctx(pos, 0, False))[0]                       # rows: (Q^T q)^T
+        assert torch.allclose(y @ y.transpose(-1, -2), want, atol=1e-9), f"grape_m is not exp(p A): {kind}"
+
+
 def check_model():
     """Every fixture's model is causal (unless built bidirectional); relative encodings
     (`Encoding.relative`) give the same logits when every position is shifted by a constant, absolute ones
@@ -565,6 +618,7 @@ def main(argv=None):
     check_encodings()
     check_encodings_part2()
     check_transformer_xl()
+    check_grape()
     check_model()
     os.makedirs(args.out, exist_ok=True)
     for name in chosen:
