@@ -21,7 +21,7 @@ namespace pelab::cli {
 namespace {
 
 // The subcommands, in the order of `pelab --help`.
-const AddCommand kCommands[] = {add_train, add_sweep, add_eval, add_report, add_list, add_show_task, add_predict, add_probe};
+const AddCommand kCommands[] = {add_train, add_sweep, add_eval, add_report, add_list, add_show_task, add_predict, add_probe, add_abc};
 
 std::string& executable_override() {
   static std::string path;

@@ -42,7 +42,7 @@ class Abc : public PositionalEncoding {
     for (const AbcHead& h : bias.heads) heads_.push_back(head_table(h));
   }
   bool leaves_qk_alone() const override { return true; }
-  bool bias_by_query_rows() const override { return true; }
+  bool bias_by_query_rows() const override { return !heads_.empty(); }  // no file: NoPE's path exactly
 
   // (1 or B, H, Tq, Tk): bias[b, h, i, j] = bias_h(p_i - p_j); built once per new ids and shared by every
   // layer (the paper applies the one bias to all layers), or per query tile without a tape. None without a file.

@@ -95,6 +95,7 @@ std::vector<Case> encoding_cases() {
   std::vector<Case> v;
   for (const auto& name : EncodingRegistry::instance().names()) v.push_back({name, {}});
   v.push_back({"pope", {"encoding.pope.phase_bias=\"zeros\""}});
+  v.push_back({"abc", {"encoding.abc.bias_file=\"" + std::string(PELAB_FIXTURES_DIR) + "/abc_bias.txt\""}});  // its bias
   return v;
 }
 

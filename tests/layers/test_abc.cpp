@@ -31,7 +31,7 @@ const std::string kHeader = "pelab-abc-bias 1\nn_heads 2\n";
 
 }  // namespace
 
-TEST_CASE("abc bias file: written text reads back bit for bit; comments and blank lines are skipped", "[abc]") {
+TEST_CASE("abc bias file: written text reads back bit for bit, comments and blank lines skipped", "[abc]") {
   AbcBias b;
   b.heads.resize(3);
   b.heads[0].masked = -1e4;
