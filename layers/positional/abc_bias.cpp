@@ -98,7 +98,7 @@ class BiasParser {
         return w;
       }
       if (w.size() != 3) fail("`distance` takes 2 values (D V), this line has " + std::to_string(w.size() - 1));
-      const std::int64_t d = integer(w[1], "distance", -2147483647, 2147483647);
+      const std::int64_t d = integer(w[1], "distance", -1000000, 1000000);  // a dense table per head (abc.cpp)
       if (h.kept.count(d)) fail("distance " + w[1] + " twice in one head");
       h.kept[d] = real_value(w[2], "a distance's value");
     }
