@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Fuzzes pelab's readers with libFuzzer (clang, ASan + UBSan): the config reader (TOML text -> validated
 # config), the safetensors reader, the checkpoint reader (state.json + its files) and the command-line
-# parsers of predict, probe and eval (tests/fuzz/fuzz_cli.cpp: NUL-separated words). Each target runs a
+# parsers of predict, probe and eval (tests/fuzz/fuzz_cli.cpp: NUL-separated words) and the abc encoding's
+# bias file (tests/fuzz/fuzz_abc_bias.cpp). Each target runs a
 # fixed number of inputs, starting from seed corpora: experiments/configs/*.toml and real checkpoints
 # written by pelab (tests/fuzz/fuzz_seeds). A crash stops the script (exit 1) and leaves the input in
 # BUILD/fuzz/crashes/; turn it into a regression test before fixing it.
 #   scripts/fuzz.sh            1,000,000 inputs per target (the local run; minutes)
 #   scripts/fuzz.sh --ci       a short bounded run (CI): 50,000 inputs per target
 #   scripts/fuzz.sh --runs N   N inputs per target
-# Environment: PELAB_FUZZ_BUILD (default build-fuzz), PELAB_FUZZ_TARGETS (default: all four).
+# Environment: PELAB_FUZZ_BUILD (default build-fuzz), PELAB_FUZZ_TARGETS (default: all five).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=1000000
@@ -19,7 +20,7 @@ case "${1:-}" in
   *) echo "usage: scripts/fuzz.sh [--ci | --runs N]" >&2; exit 2 ;;
 esac
 build=${PELAB_FUZZ_BUILD:-build-fuzz}
-targets=(${PELAB_FUZZ_TARGETS:-fuzz_config fuzz_safetensors fuzz_checkpoint fuzz_cli})
+targets=(${PELAB_FUZZ_TARGETS:-fuzz_config fuzz_safetensors fuzz_checkpoint fuzz_cli fuzz_abc_bias})
 export OPENBLAS_NUM_THREADS=1
 bash scripts/setup.sh --fuzz  # clang and libFuzzer, if missing
 
@@ -40,6 +41,7 @@ work=$build/fuzz
 mkdir -p "$work/seeds/config" "$work/crashes"
 cp experiments/configs/*.toml "$work/seeds/config/"
 "$build/tests/fuzz/fuzz_seeds" "$work/seeds" >/dev/null
+mkdir -p "$work/seeds/abc_bias" && cp tests/fixtures/abc_bias*.txt "$work/seeds/abc_bias/"  # bias files of abc
 mkdir -p "$work/seeds/cli"  # command lines, words separated by NUL
 i=0
 for line in "predict runs/x --seed 3 --temperature 0.5 --tokens 10" "predict runs/x --len 8 -n 2 --json" \

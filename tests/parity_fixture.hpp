@@ -48,7 +48,13 @@ inline std::map<std::string, Value> fixture_encoding_params(const SafeTensors& s
       case ValueType::boolean: out[ps.key] = Value(v.get<bool>()); break;
       case ValueType::integer: out[ps.key] = Value(v.get<std::int64_t>()); break;
       case ValueType::number: out[ps.key] = Value(v.get<double>()); break;
-      case ValueType::string: out[ps.key] = Value(v.get<std::string>()); break;
+      case ValueType::string: {
+        // A bias file recorded as a relative path (the abc fixture's abc_bias.txt) lies beside the fixtures.
+        std::string s = v.get<std::string>();
+        if (ps.key == "bias_file" && !s.empty() && s[0] != '/') s = std::string(PELAB_FIXTURES_DIR) + "/" + s;
+        out[ps.key] = Value(s);
+        break;
+      }
     }
   }
   for (const auto& [key, v] : given.items())

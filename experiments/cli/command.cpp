@@ -22,7 +22,7 @@ namespace {
 
 // The subcommands, in the order of `pelab --help`.
 const AddCommand kCommands[] = {add_train,     add_sweep,   add_eval,  add_report, add_list,
-                                add_show_task, add_predict, add_probe, add_batches};
+                                add_show_task, add_predict, add_probe, add_batches, add_abc};
 
 std::string& executable_override() {
   static std::string path;

@@ -61,6 +61,7 @@ void add_show_task(CLI::App& app, Commands& commands);
 void add_predict(CLI::App& app, Commands& commands);
 void add_probe(CLI::App& app, Commands& commands);
 void add_batches(CLI::App& app, Commands& commands);
+void add_abc(CLI::App& app, Commands& commands);
 
 // Seconds within which a read-only command (eval, predict, probe) ends after SIGINT/SIGTERM when no poll
 // is reached first (training/signals.hpp, arm_stop_deadline).

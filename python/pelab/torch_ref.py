@@ -327,6 +327,58 @@ class Alibi(Encoding):
         return (-self.slopes[None, :, None, None] * d).to(torch.float32)             # (rows, H, T, T)
 
 
+def read_abc_bias(path):
+    """The bias file of `pelab abc` (layers/positional/abc_bias.hpp, format 1) as [(masked, {d: v})] per
+    head; asserts the layout (pelab's reader gives the messages)."""
+    lines = []
+    with open(path) as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words:
+                lines.append(words)
+    assert lines[0] == ["pelab-abc-bias", "1"] and lines[1][0] == "n_heads", path
+    heads = []
+    for w in lines[2:]:
+        if w[0] == "head":
+            assert w[2] == "masked" and int(w[1]) == len(heads), w
+            heads.append((float(w[3]), {}))
+        else:
+            assert w[0] == "distance" and int(w[1]) not in heads[-1][1], w
+            heads[-1][1][int(w[1])] = float(w[2])
+    assert len(heads) == int(lines[1][1]), path
+    return heads
+
+
+@register
+class Abc(Encoding):
+    """Attention bias calibration's fixed biases (Duan et al. 2023): bias[b, h, i, j] = the file's value of
+    head h at d = p_i - p_j, its `masked` value for a d it does not list, rounded to float32 as pelab's
+    constant; (1, H, T, T) when the rows share their ids, else (B, H, T, T). No file: no bias."""
+    name = "abc"
+    params = {"bias_file": ""}
+    relative = True
+
+    def __init__(self, params, dims):
+        super().__init__(params, dims)
+        self.heads = read_abc_bias(params["bias_file"]) if params["bias_file"] else []
+        assert not self.heads or len(self.heads) == dims["n_heads"], "bias file heads != the model's"
+
+    def attention_bias(self, q, k, ctx):
+        if not self.heads:
+            return None
+        return self.cached("bias", ctx.positions, None, lambda: self._bias(ctx.positions, ctx.shared))
+
+    def _bias(self, positions, shared):
+        d = pair_difference(positions, shared)                                      # (rows, T, T)
+        out = []
+        for masked, kept in self.heads:
+            b = torch.full(d.shape, masked, dtype=torch.float64)
+            for dist, v in kept.items():
+                b[d == dist] = v
+            out.append(b)
+        return torch.stack(out, dim=1).to(torch.float32)                           # (rows, H, T, T)
+
+
 def t5_bucket(relative, bidirectional, num_buckets, max_distance):
     """Hugging Face transformers' T5Attention._relative_position_bucket (from Mesh TensorFlow), verbatim
     in substance: relative = key - query (int64 tensor) -> bucket ids."""

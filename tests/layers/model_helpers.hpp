@@ -6,7 +6,11 @@
 
 namespace pelab::test {
 
+// `abc` adds nothing without a bias file (its documented identity); the tests that iterate the registry give
+// it the two-head file gen_fixtures.py writes, so that they check its bias.
 inline ModelConfig small_config(const std::string& encoding, std::map<std::string, Value> params = {}) {
+  if (encoding == "abc" && params.empty())
+    params["bias_file"] = Value(std::string(PELAB_FIXTURES_DIR) + "/abc_bias_two_heads.txt");
   ModelConfig c;
   c.vocab = 11;
   c.d_model = 16;

@@ -16,8 +16,11 @@ import helpers
 
 pelab = helpers.import_pelab()
 TOLERANCE = 1e-5  # of max(1, max |logit|), float32: the twin sums in another order (worst measured: 9e-8)
-# Settings an encoding needs beyond the tiny config: abacus reads the digits of an addition.
-EXTRA = {"abacus": {"task.name": "addition"}}
+# Settings an encoding needs beyond the tiny config: abacus reads the digits of an addition; abc a bias file
+# (the two-head one of tests/fixtures; without one it adds nothing).
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+EXTRA = {"abacus": {"task.name": "addition"},
+         "abc": {"encoding.abc.bias_file": os.path.join(FIXTURES, "abc_bias_two_heads.txt")}}
 
 
 def logits_pair(model, tm, n):

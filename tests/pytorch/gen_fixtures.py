@@ -22,6 +22,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -112,6 +113,7 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "grape_m_comrope": ("grape_m", {"variant": "comrope", "layout": "interleaved", "per_head": True}),  # matrix_exp
     "grape_a": ("grape_a", {}),                                       # learned omega, query lift
     "grape_a_gated": ("grape_a", {"rate": "gated"}),                  # FoX's gates, query lift
+    "abc": ("abc", {"bias_file": "abc_bias.txt"}),                    # ABC_BIAS, written beside the fixtures
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -132,7 +134,43 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
 LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
-          "grape_a": (2, 4), "grape_a_gated": (2, 4)}
+          "grape_a": (2, 4), "grape_a_gated": (2, 4), "abc": (2, 4)}
+# The abc fixture's bias file (tests/fixtures/abc_bias.txt; its path is recorded relative, and the C++ tests
+# read it from tests/fixtures): a window of 4 differences, one head without d = 0 (row 0 then has only
+# masked keys), a transparent head, and soft values with a difference past the window and a future one.
+ABC_BIAS = """# the abc fixture's bias (tests/pytorch/gen_fixtures.py ABC_BIAS)
+pelab-abc-bias 1
+n_heads 4
+head 0 masked -10000
+distance 0 0
+distance 1 -0.25
+distance 2 -0.5
+distance 3 -0.125
+head 1 masked -10000
+distance 1 0
+distance 2 -0.75
+head 2 masked 0
+head 3 masked -6
+distance -2 3
+distance 0 -1.5
+distance 5 0
+distance 7 -0.375
+"""
+# The bias the C++ registry tests give `abc` (tests/layers/model_helpers.hpp small_config: 2 heads), so that
+# its properties are checked with a bias rather than with the identity of an empty bias_file.
+ABC_BIAS_TWO_HEADS = """# the abc bias of the C++ property tests (tests/pytorch/gen_fixtures.py ABC_BIAS_TWO_HEADS)
+pelab-abc-bias 1
+n_heads 2
+head 0 masked -10000
+distance 0 -0.5
+distance 1 0
+distance 2 -1
+head 1 masked -2
+distance 0 0.5
+distance 3 -1
+distance 7 1
+"""
+ABC_BIAS_FILES = {"abc_bias": ABC_BIAS, "abc_bias_two_heads": ABC_BIAS_TWO_HEADS}
 # T5 bucket tables (tests/fixtures/t5_buckets.safetensors): (num_buckets, max_distance, bidirectional).
 T5_BUCKETS = [(32, 128, False), (32, 128, True), (8, 10, False), (16, 9, True), (10, 40, True), (64, 1000, False)]
 TRAIN = dict(steps=5, peak_lr=1e-2, min_lr=1e-3, warmup=2, betas=[0.9, 0.999], eps=1e-8,
@@ -566,9 +604,18 @@ def write_trainer(out_dir):
     print("             grad_norms " + " ".join(f"{v:.4f}" for v in tensors["train.grad_norms"]))
 
 
+def write_abc_bias(out_dir, name="abc_bias"):
+    path = os.path.join(out_dir, name + ".txt")
+    with open(path, "w") as f:
+        f.write(ABC_BIAS_FILES[name])
+    print(f"{name:12s} {os.path.getsize(path) / 1024:6.1f} KB  a bias file of the abc encoding")
+
+
 def targets():
     """Every file this script writes, in writing order: name -> (file name, writer(out_dir))."""
     out = {f: (f"model_{f}.safetensors", lambda d, f=f: write_model(f, d)) for f in FIXTURES}
+    for name in ABC_BIAS_FILES:  # main writes abc_bias first: the abc fixture reads it
+        out[name] = (name + ".txt", lambda d, name=name: write_abc_bias(d, name))
     out["t5_buckets"] = ("t5_buckets.safetensors", write_t5_buckets)
     out[f"trainer_{TRAINER['encoding']}"] = (f"trainer_{TRAINER['encoding']}.safetensors", write_trainer)
     return out
@@ -608,6 +655,9 @@ def main(argv=None):
             print(f"{name:26s} {file}")
         return
     chosen = resolve(args.names, known) if args.names else list(known)
+    if "abc" in chosen or "abc_bias" in chosen:  # the bias file first: the abc fixture's model reads it
+        chosen = ["abc_bias"] + [n for n in chosen if n != "abc_bias"]
+    out = os.path.abspath(args.out)
 
     if not torch.__version__.startswith("1.13"):
         print(f"warning: fixtures were made with torch 1.13, this is {torch.__version__}", file=sys.stderr)
@@ -619,10 +669,15 @@ def main(argv=None):
     check_encodings_part2()
     check_transformer_xl()
     check_grape()
-    check_model()
-    os.makedirs(args.out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:  # the abc fixture reads abc_bias.txt from the working directory
+        write_abc_bias(tmp)
+        os.chdir(tmp)
+        check_model()
+        os.chdir(ROOT)
+    os.makedirs(out, exist_ok=True)
+    os.chdir(out)
     for name in chosen:
-        known[name][1](args.out)
+        known[name][1](out)
 
 
 if __name__ == "__main__":
