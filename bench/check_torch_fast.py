@@ -34,10 +34,11 @@ def main():
     mask = torch.ones(B, T)
     mask[0, -4:] = 0  # padding: these targets must not count
     # The frontier's encodings that read q, k or the layer input, widen q and k, or replace the softmax have
-    # no fast form yet, nor abacus (it reads digit indices the fast model does not pass): the benchmark
-    # times pelab_ref's encodings of bench_torch.ENCODINGS only.
+    # no fast form yet, nor abacus (it reads digit indices the fast model does not pass), nor GRAPE (grape_a's
+    # gates read q and k; grape_m's rotations are learned): the benchmark times pelab_ref's encodings of
+    # bench_torch.ENCODINGS only.
     no_fast_form = ("fox", "stick_breaking", "selective", "dape", "path", "pope", "hope", "fope", "abacus",
-                    "transformer_xl")
+                    "transformer_xl", "grape_a", "grape_m")
     cases = [(e, None) for e in sorted(ref.ENCODINGS) if e not in no_fast_form]
     cases += [("rope", dict(fraction=0.5)), ("rope", dict(layout="half")), ("rope", dict(layout="half", fraction=0.5))]
     cases += [("shaw", dict(clip=3)), ("shaw", dict(clip=3, values=False)), ("xpos", dict(scale_base=8.0)),

@@ -67,7 +67,7 @@ TEST_CASE("the competence gate has one definition: [train] gate's default is pel
   CHECK_FALSE(gate_threshold(tiny({"train.early_stop_metric=loss"}).config, *s.task));  // no chance: the target
 }
 
-TEST_CASE("budget: competent needs early_stop_metric and evaluations, fixed refuses one; errors say where",
+TEST_CASE("budget: competent needs early_stop_metric and evaluations, fixed refuses one, errors say where",
           "[budget][config]") {
   CHECK_THROWS_WITH(tiny({"train.budget=competent", "train.eval_every=10"}),
                     Catch::Contains("--set train.budget=competent") && Catch::Contains("needs early_stop_metric"));

@@ -42,7 +42,7 @@ TEST_CASE("[protocol] select names swept keys, never the seed, and needs a grid"
   CHECK(selected_keys(ok.runs.at(0).config) == std::vector<std::string>{"train.lr", "encoding.name"});
 }
 
-TEST_CASE("selection: per group the best validation mean over seeds; ties to the first; missing never chosen",
+TEST_CASE("selection: per group the best validation mean over seeds, ties to the first, missing never chosen",
           "[protocol]") {
   const LoadedConfig cfg = parse_config(kGrid, "t.toml", {"protocol.select=train.lr"});
   const std::string root = test::fresh_temp_dir("selection");
