@@ -110,8 +110,7 @@ class GrapeA : public PositionalEncoding {
     Tensor g;  // (B, H, Tq, 1), (B, H, 1, Tk) or their sum (B, H, Tq, Tk)
     if (s_.query_gate) g = content_gate(q, query_gate_.at(ctx.layer));
     if (s_.key_gate) {
-      const Tensor gk = content_gate(k, key_gate_.at(ctx.layer));  // (B, H, Tk, 1)
-      const Tensor row = reshape(gk, {gk.size(0), H_, 1, gk.size(2)});
+      const Tensor row = key_row(k, ctx);  // (B, H, 1, Tk)
       g = g.defined() ? add(g, row) : row;
     }
     return mul(S, g);
@@ -122,6 +121,16 @@ class GrapeA : public PositionalEncoding {
     return add_parameter(name, {H_, hs}, ParamKind::bias, [hs](Array& v, Rng& rng) {
       for (std::size_t i = 0; i < v.size(); ++i) v.data()[i] = real(rng.normal() / std::sqrt(double(hs)));
     });
+  }
+
+  // g_k (B, H, 1, Tk); query tiles: computed at the layer's first tile and kept for the others
+  Tensor key_row(const Tensor& k, const AttentionContext& ctx) {
+    const bool tile = ctx.tile.active();
+    if (tile && ctx.tile.begin != 0 && key_layer_ == ctx.layer) return Tensor(key_row_);
+    const Tensor gk = content_gate(k, key_gate_.at(ctx.layer));  // (B, H, Tk, 1)
+    const Tensor row = reshape(gk, {gk.size(0), H_, 1, gk.size(2)});
+    if (tile) key_row_ = row.value(), key_layer_ = ctx.layer;
+    return row;
   }
 
   // omega_h = softplus(theta_h) slope_h (H)
@@ -211,6 +220,8 @@ class GrapeA : public PositionalEncoding {
   SeenPositions seen_;
   Array tile_c_;  // (B, H, T) c of the layer being tiled (gated)
   std::size_t tile_layer_ = std::size_t(-1);
+  Array key_row_;  // (B, H, 1, T) g_k of the layer being tiled
+  std::size_t key_layer_ = std::size_t(-1);
 };
 
 // Declared for the memory estimate until it is derived from a shape-only forward (branch estimate). Q query rows
