@@ -17,11 +17,14 @@
 //   Q^T k, a change of basis W_q and W_k absorb (gen_fixtures.py check_grape). Those parametrizations are not
 //   built: training them needs a matrix-exponential op (docs/encodings.md).
 //
-// Parameters per layer it runs in: pos.freq.<l> (1 or H, hs/2): log omega (variant grape, as the authors'
-// log_freq: omega > 0) or omega itself (comrope: signed). Not decayed (ParamKind::bias).
+// Parameters per layer it runs in: pos.freq.<l> (1 or H, hs/2): log_freq_scale * log omega (variant grape, as
+// the authors' log_freq: omega > 0; their default scale 16, grape_log_freq_scale) or omega itself (comrope:
+// signed). Not decayed (ParamKind::bias). The scale is the authors' "lr-scaling trick": Adam's step on the
+// stored value is about lr whatever its gradient's size, so on log omega it is lr / log_freq_scale.
 #include <cmath>
 #include <string>
 
+#include "core/ops/elementwise.hpp"
 #include "core/ops/unary.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/learned_rotation.hpp"
@@ -33,7 +36,7 @@ namespace {
 
 struct GrapeMSettings {
   bool comrope = false, per_head = false, learn = true;
-  double base = 10000.0, init_std = 1.0;
+  double base = 10000.0, init_std = 1.0, log_freq_scale = 16.0;
   RotaryLayout layout = RotaryLayout::half;
 };
 
@@ -44,6 +47,7 @@ GrapeMSettings grape_m_settings(const Params& p) {
   s.learn = p.get_bool("learn");
   s.base = p.get_number("base");
   s.init_std = p.get_number("init_std");
+  s.log_freq_scale = p.get_number("log_freq_scale");
   s.layout = rotary_layout_of(p);
   return s;
 }
@@ -75,7 +79,7 @@ class GrapeM : public PositionalEncoding {
       return;
     }
     const Tensor& f = freq_.at(ctx.layer);
-    const Tensor omega = s_.comrope ? f : exp(f);  // (Hf, P)
+    const Tensor omega = s_.comrope ? f : exp(mul_scalar(f, real(1 / s_.log_freq_scale)));  // (Hf, P)
     q = learned_rotary(q, ctx.positions, omega, tb, s_.layout);
     k = learned_rotary(k, ctx.positions, omega, tb, s_.layout);
   }
@@ -87,16 +91,19 @@ class GrapeM : public PositionalEncoding {
     return [s, f](Array& v, Rng& rng) {
       const std::size_t P = f.size();
       for (std::size_t i = 0; i < v.size(); ++i)
-        v.data()[i] = static_cast<real>(s.comrope ? std::sqrt(2.0) * s.init_std * rng.normal() : std::log(f[i % P]));
+        v.data()[i] = static_cast<real>(s.comrope ? std::sqrt(2.0) * s.init_std * rng.normal()
+                                                  : s.log_freq_scale * std::log(f[i % P]));
     };
   }
 
-  // omega of this layer in double: RoPE's spectrum, exp(log omega) or omega (Hf * P, row-major).
+  // omega of this layer in double: RoPE's spectrum, exp(log omega) or omega (Hf * P, row-major), log omega
+  // rounded as the taped mul_scalar rounds it.
   std::vector<double> omega_values(std::size_t layer) const {
     if (!s_.learn) return rope_freq_;
     std::vector<double> w(Hf_ * P_);
     const real* f = freq_.at(layer).data();
-    for (std::size_t i = 0; i < w.size(); ++i) w[i] = s_.comrope ? double(f[i]) : std::exp(double(f[i]));
+    const real inv = real(1 / s_.log_freq_scale);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = s_.comrope ? double(f[i]) : std::exp(double(f[i] * inv));
     return w;
   }
 
@@ -155,6 +162,9 @@ PELAB_REGISTER_ENCODING(grape_m, encoding_spec("grape_m",
                      "grape: omega = exp(learned log omega), RoPE's spectrum at init (the authors' code); comrope: "
                      "signed omega per pair, N(0, 2 init_std^2) at init (ComRoPE's F - F^T, 2x2 blocks)"),
         number_param("base", 10000.0, "grape: initial omega_i = base^(-2i/hs)").in(2.0, 1e9),
+        number_param("log_freq_scale", 16.0, "grape: the parameter stores this times log omega (the authors' "
+                                             "default 16: Adam moves log omega 16x slower than lr)")
+            .in(0.01, 1000.0),
         number_param("init_std", 1.0, "comrope: the std of F at init (theirs: 1, on positions scaled to [0, 1])")
             .in(0.0, 100.0),
         choice_param("layout", "half", {"interleaved", "half"},

@@ -730,12 +730,12 @@ class Fox(Encoding):
 @register
 class GrapeM(Encoding):
     """GRAPE-M, commuting (Zhang et al. 2025, Sec. 3.1): q, k of a head at id p rotated by exp(p omega_i L_i)
-    on the canonical planes, omega learned per layer (pos.freq.<l> (1 or H, hs/2)): exp(log omega) (variant
-    grape) or signed omega (comrope). comrope is computed as ComRoPE does, exp(p A) by torch.matrix_exp of each
+    on the canonical planes, omega learned per layer (pos.freq.<l> (1 or H, hs/2)): exp(f / log_freq_scale),
+    f = log_freq_scale * log omega (variant grape, the authors' lr-scaling trick) or signed omega (comrope). comrope is computed as ComRoPE does, exp(p A) by torch.matrix_exp of each
     2x2 block A = omega [[0, -1], [1, 0]], so its parity also checks that the closed form is that exponential."""
     name = "grape_m"
     params = {"variant": "grape", "base": 10000.0, "init_std": 1.0, "layout": "half", "per_head": False,
-              "learn": True}
+              "learn": True, "log_freq_scale": 16.0}
     relative = True
 
     def __init__(self, params, dims):
@@ -750,7 +750,7 @@ class GrapeM(Encoding):
         if self.freq is None:
             return self.rope_freq[None, :]
         f = self.freq[layer]
-        return f if self.p["variant"] == "comrope" else torch.exp(f)
+        return f if self.p["variant"] == "comrope" else torch.exp(f / self.p["log_freq_scale"])
 
     def encode_qk(self, q, k, ctx):
         w = self.omega(ctx.layer).to(torch.float64)  # angles in float64, as pelab's tables
@@ -774,40 +774,54 @@ class GrapeM(Encoding):
     def fixture_init(self, name, p):  # RoPE's spectrum (grape) or signed frequencies (comrope), perturbed
         if self.p["variant"] == "comrope":
             return 0.5 * torch.randn_like(p)
-        return self.rope_freq.log().to(p.dtype).expand_as(p) + 0.1 * torch.randn_like(p)
+        return (self.rope_freq.log().to(p.dtype).expand_as(p) + 0.1 * torch.randn_like(p)) * self.p["log_freq_scale"]
 
 
 @register
 class GrapeA(Encoding):
-    """GRAPE-A (Zhang et al. 2025, Sec. 4): bias_ij = -S_ij (1 + u_h . q_i), S_ij = omega_h (p_i - p_j) (rate
-    constant; pos.omega.<l> (H), or ALiBi's slopes when not learned) or -sum_{j < l <= i} log sigmoid(w_h . x_l
-    + b_h) (rate gated; pos.gates.<l>); lift query adds u (pos.lift.<l> (H, hs))."""
+    """GRAPE-A (Zhang et al. 2025, Sec. 4, eq. 4.6; the authors' llama-mha-grape-a-querykeygated.py):
+    bias_ij = -S_ij g_ij, S_ij = omega_h (p_i - p_j) with omega_h = softplus(theta_h) slope_h (rate constant;
+    theta in pos.omega.<l> (H), or omega = ALiBi's slopes when not learned) or -sum_{j < l <= i} log sigmoid(w_h
+    . x_l + b_h) (rate gated; pos.gates.<l>); g_ij = softplus(v^_h . q_i / sqrt hs) + softplus(u^_h . k_j /
+    sqrt hs) (lift query_key; v, u in pos.query_gate.<l>, pos.key_gate.<l> (H, hs), L2-normalized as
+    F.normalize), one of the two (query, key) or 1 (constant)."""
     name = "grape_a"
-    params = {"rate": "constant", "lift": "query", "learn": True, "slope_scale": 1.0, "bias_init": 0.0}
+    params = {"rate": "constant", "lift": "query_key", "learn": True, "slope_scale": 1.0, "bias_init": 0.0}
     relative = True
 
     def __init__(self, params, dims):
         super().__init__(params, dims)
-        H, L = dims["n_heads"], dims["n_layers"]
+        H, L, hs = dims["n_heads"], dims["n_layers"], dims["head_dim"]
         self.slopes = torch.tensor(alibi_slopes(H), dtype=torch.float64) * params["slope_scale"]
         if params["rate"] == "gated":
             self.gates = nn.ModuleList(nn.Linear(dims["d_model"], H) for _ in range(L))
         elif params["learn"]:
-            self.omega = nn.ParameterList(nn.Parameter(self.slopes.to(torch.float32).clone()) for _ in range(L))
-        if params["lift"] == "query":
-            self.lift = nn.ParameterList(nn.Parameter(torch.zeros(H, dims["head_dim"])) for _ in range(L))
+            theta0 = math.log(math.expm1(1.0))                                   # softplus(theta0) = 1
+            self.omega = nn.ParameterList(nn.Parameter(torch.full((H,), theta0)) for _ in range(L))
+        if params["lift"] in ("query", "query_key"):
+            self.query_gate = nn.ParameterList(nn.Parameter(torch.randn(H, hs) / math.sqrt(hs)) for _ in range(L))
+        if params["lift"] in ("key", "query_key"):
+            self.key_gate = nn.ParameterList(nn.Parameter(torch.randn(H, hs) / math.sqrt(hs)) for _ in range(L))
+
+    @staticmethod
+    def gate(x, v):  # softplus(v^_h . x / sqrt hs) (B, H, T, 1)
+        vn = F.normalize(v, p=2, dim=-1, eps=1e-6).to(x.dtype)
+        return F.softplus((x * vn[None, :, None, :]).sum(-1, keepdim=True) / math.sqrt(x.shape[-1]))
 
     def attention_bias(self, q, k, ctx):
         if self.p["rate"] == "gated":
             c = F.logsigmoid(self.gates[ctx.layer](ctx.input)).cumsum(dim=1).transpose(1, 2)   # (B, H, T)
             S = c[..., :, None] - c[..., None, :]                                              # -S (B, H, T, T)
         else:
-            w = self.omega[ctx.layer] if self.p["learn"] else self.slopes
+            w = F.softplus(self.omega[ctx.layer]) * self.slopes.to(torch.float32) if self.p["learn"] else self.slopes
             d = pair_difference(ctx.positions, ctx.shared).to(q.dtype)[:, None]               # (rows, 1, T, T)
             S = -w.to(q.dtype)[None, :, None, None] * d
-        if self.p["lift"] == "query":
-            S = S * (1 + (q * self.lift[ctx.layer][None, :, None, :]).sum(-1, keepdim=True))
-        return S
+        g = 0
+        if self.p["lift"] in ("query", "query_key"):
+            g = g + self.gate(q, self.query_gate[ctx.layer])                                   # (B, H, T, 1)
+        if self.p["lift"] in ("key", "query_key"):
+            g = g + self.gate(k, self.key_gate[ctx.layer]).transpose(-1, -2)                   # (B, H, 1, T)
+        return S if self.p["lift"] == "constant" else S * g
 
 
 @register

@@ -97,6 +97,7 @@ std::vector<Case> encoding_cases() {
   v.push_back({"pope", {"encoding.pope.phase_bias=\"zeros\""}});
   v.push_back({"grape_a", {"encoding.grape_a.rate=\"gated\""}});
   v.push_back({"grape_a", {"encoding.grape_a.lift=\"constant\"", "encoding.grape_a.learn=false"}});
+  v.push_back({"grape_a", {"encoding.grape_a.lift=\"key\""}});
   v.push_back({"grape_m", {"encoding.grape_m.variant=\"comrope\"", "encoding.grape_m.per_head=true"}});
   v.push_back({"grape_m", {"encoding.grape_m.learn=false"}});
   v.push_back({"abc", {"encoding.abc.bias_file=\"" + std::string(PELAB_FIXTURES_DIR) + "/abc_bias.txt\""}});  // its bias

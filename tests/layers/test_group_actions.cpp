@@ -9,6 +9,7 @@
 
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
+#include "layers/positional/alibi.hpp"
 #include "layers/transformer.hpp"
 #include "model_helpers.hpp"
 #include "parity_fixture.hpp"
@@ -95,16 +96,89 @@ TEST_CASE("GRAPE-A with gated steps and a constant lift is FoX", "[positional][g
   }
 }
 
-TEST_CASE("GRAPE-A's query lift changes the logits once u is non-zero", "[positional][grape]") {
-  const ModelConfig with = small_config("grape_a"), without = small_config("grape_a", {{"lift", text("constant")}});
-  // at init (u = 0) the lift is 1: the same logits as no lift
-  const Pair init = run_pair(without, with, false);
-  CHECK(same_bits(init.a, init.b));
-  const Pair p = run_pair(without, with, false, [](Transformer& m) {
-    for (auto& prm : m.parameters())
-      if (prm.name.rfind("pos.lift.", 0) == 0) prm.tensor.mutable_data()[1] = real(0.5);
-  });
-  CHECK_FALSE(same_bits(p.a, p.b));
+// softplus(v^ . x / sqrt(hs)) in double, written out (eq. 4.6; F.normalize's v / |v|)
+double gate_of(const Array& x, std::size_t b, std::size_t h, std::size_t t, const std::vector<double>& v) {
+  const std::size_t hs = v.size();
+  double dot = 0, norm = 0;
+  for (std::size_t e = 0; e < hs; ++e) dot += double(x(b, h, t, e)) * v[e], norm += v[e] * v[e];
+  return std::log1p(std::exp(dot / std::sqrt(norm) / std::sqrt(double(hs))));
+}
+
+TEST_CASE("GRAPE-A's gates: the bias is -omega (p_i - p_j) (softplus(v.q_i/sqrt hs) + softplus(u.k_j/sqrt hs))",
+          "[positional][grape]") {
+  const ModelDims dims = small_config("none").dims();
+  const std::size_t H = dims.n_heads, hs = dims.head_dim, B = 2, T = 5;
+  Rng rng(11);
+  const auto randn = [&rng](Array& a, double s) { for (auto& x : a) x = real(s * rng.normal()); };
+  Array q(Shape{B, H, T, hs}), k(Shape{B, H, T, hs});
+  randn(q, 1.5);
+  randn(k, 1.5);
+  IndexArray pos(Shape{B, T});
+  for (std::size_t t = 0; t < T; ++t) pos(0, t) = std::int32_t(t), pos(1, t) = std::int32_t(2 * t + 3);
+  const std::vector<double> slopes = alibi_slopes(H);
+  for (const char* lift : {"query_key", "query", "key"}) {
+    INFO(lift);
+    auto enc = make_encoding("grape_a", resolve_encoding_params("grape_a", {{"lift", text(lift)}}, dims), dims);
+    std::vector<std::vector<double>> v(H, std::vector<double>(hs)), u = v;
+    std::vector<double> theta(H);
+    for (auto& prm : enc->parameters()) {  // layer 0's: theta, v, u drawn here
+      if (prm.name.find(".0") == std::string::npos) continue;
+      for (std::size_t i = 0; i < prm.tensor.numel(); ++i) {
+        const double x = rng.normal();
+        prm.tensor.mutable_data()[i] = real(x);
+        if (prm.name == "omega.0") theta[i] = double(real(x));
+        if (prm.name == "query_gate.0") v[i / hs][i % hs] = double(real(x));
+        if (prm.name == "key_gate.0") u[i / hs][i % hs] = double(real(x));
+      }
+    }
+    const bool gq = std::string(lift) != "key", gk = std::string(lift) != "query";
+    NoGrad ng;
+    const Array bias = enc->attention_bias(Tensor(q), Tensor(k), AttentionContext{pos, 0, false}).value();
+    REQUIRE(bias.shape() == Shape({B, H, T, T}));
+    double worst = 0, most = -1, big = 0;
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < T; ++i)
+          for (std::size_t j = 0; j < T; ++j) {
+            const double omega = std::log1p(std::exp(theta[h])) * slopes[h];
+            const double g = (gq ? gate_of(q, b, h, i, v[h]) : 0.0) + (gk ? gate_of(k, b, h, j, u[h]) : 0.0);
+            const double want = -omega * double(pos(b, i) - pos(b, j)) * g;
+            worst = std::max(worst, std::abs(double(bias(b, h, i, j)) - want));
+            big = std::max(big, std::abs(want));
+            if (j <= i) most = std::max(most, double(bias(b, h, i, j)));
+          }
+    CHECK(big > 0.1);
+    CHECK(worst < 1e-6 * big);  // float32 (real)
+    CHECK(most <= 0.0);  // a penalty on every past key, never a reward
+  }
+}
+
+TEST_CASE("GRAPE-M's log_freq_scale: the same omega at init, log omega's step 1/scale of the unscaled one",
+          "[positional][grape]") {
+  // the parameter is scale * log omega: at init the same logits (16 = 2^4: exact), its gradient 1/scale (the
+  // same seed: the encoding draws nothing, so every other weight is the same too)
+  std::vector<Array> grads, logits;
+  for (double scale : {1.0, 16.0}) {
+    auto m = make_model(small_config("grape_m", {{"log_freq_scale", Value(scale)}}), 7);
+    Rng rng(3);
+    const IndexArray tokens = random_tokens(3, 12, 11, rng), targets = random_tokens(3, 12, 11, rng);
+    Tape::current().clear();
+    const Tensor out = m->forward(tokens, mixed_positions(3, 12));
+    logits.push_back(out.value());
+    cross_entropy(out, targets).backward();
+    for (auto& prm : m->parameters())
+      if (prm.name == "pos.freq.0") grads.push_back(prm.tensor.grad());
+    Tape::current().clear();
+  }
+  REQUIRE(grads.size() == 2);
+  CHECK(same_bits(logits[0], logits[1]));
+  double worst = 0, big = 0;
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    worst = std::max(worst, std::abs(double(grads[0].data()[i]) - 16.0 * double(grads[1].data()[i])));
+    big = std::max(big, std::abs(double(grads[0].data()[i])));
+  }
+  CHECK(big > 1e-6);
+  CHECK(worst <= 1e-12 * big);
 }
 
 TEST_CASE("GRAPE-M with omega fixed at RoPE's spectrum is RoPE", "[positional][grape]") {
@@ -142,7 +216,8 @@ TEST_CASE("1-D ComRoPE (2x2 blocks, per head) with angles set to RoPE's is RoPE"
 TEST_CASE("GRAPE-M and GRAPE-A match their PyTorch twins at 1x, 2x and 4x the fixture's training length",
           "[positional][grape][parity]") {
   std::size_t lengths = 0;
-  for (const char* name : {"model_grape_m", "model_grape_m_comrope", "model_grape_a", "model_grape_a_gated"}) {
+  for (const char* name :
+       {"model_grape_m", "model_grape_m_comrope", "model_grape_a", "model_grape_a_gated", "model_grape_a_key"}) {
     const SafeTensors st = load_safetensors(std::string(PELAB_FIXTURES_DIR) + "/" + name + ".safetensors");
     Transformer model(fixture_model_config(st));
     set_fixture_weights(st, model);
@@ -163,20 +238,22 @@ TEST_CASE("GRAPE-M and GRAPE-A match their PyTorch twins at 1x, 2x and 4x the fi
       ++lengths;
     }
   }
-  CHECK(lengths == 12);
+  CHECK(lengths == 15);
 }
 
 TEST_CASE("GRAPE-A's query tiles (no tape) give the taped forward's logits in every setting", "[positional][grape]") {
   const std::vector<std::map<std::string, Value>> settings = {
       {}, {{"rate", text("gated")}}, {{"lift", text("constant")}, {"learn", Value(false)}},
-      {{"rate", text("gated")}, {"lift", text("constant")}}, {{"learn", Value(false)}}};
+      {{"rate", text("gated")}, {"lift", text("constant")}}, {{"learn", Value(false)}}, {{"lift", text("key")}},
+      {{"rate", text("gated")}, {"lift", text("query")}}};
   for (const auto& s : settings) {
     INFO(s.size() << " settings");
     ModelConfig c = small_config("grape_a", s);
     c.train_seq_len = 200;
     auto m = make_model(c, 9);
-    for (auto& prm : m->parameters())  // a non-zero lift and moved omega
-      if (prm.name.rfind("pos.lift.", 0) == 0 || prm.name.rfind("pos.omega.", 0) == 0)
+    for (auto& prm : m->parameters())  // moved gates and omega
+      if (prm.name.rfind("pos.query_gate.", 0) == 0 || prm.name.rfind("pos.key_gate.", 0) == 0 ||
+          prm.name.rfind("pos.omega.", 0) == 0)
         for (std::size_t i = 0; i < prm.tensor.numel(); ++i) prm.tensor.mutable_data()[i] += real(0.01 * double(i % 7));
     Rng rng(5);
     const std::size_t T = kBiasQueryTile + 40;  // two tiles, the last moved back

@@ -109,10 +109,11 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "transformer_xl": ("transformer_xl", {}),                         # causal: R of p_i - p_j + 1 (DeepMind)
     "transformer_xl_bidir": ("transformer_xl", {"base": 100.0}),      # bidirectional: negative distances too
     # ---- group actions (GRAPE) and learned rotations
-    "grape_m": ("grape_m", {}),                                       # log omega: RoPE's spectrum perturbed
+    "grape_m": ("grape_m", {}),                                       # 16 log omega: RoPE's spectrum perturbed
     "grape_m_comrope": ("grape_m", {"variant": "comrope", "layout": "interleaved", "per_head": True}),  # matrix_exp
-    "grape_a": ("grape_a", {}),                                       # learned omega, query lift
-    "grape_a_gated": ("grape_a", {"rate": "gated"}),                  # FoX's gates, query lift
+    "grape_a": ("grape_a", {}),                                       # learned omega, query and key gates
+    "grape_a_gated": ("grape_a", {"rate": "gated"}),                  # FoX's gates, query and key gates
+    "grape_a_key": ("grape_a", {"lift": "key"}),                      # the key gate alone
     "abc": ("abc", {"bias_file": "abc_bias.txt"}),                    # ABC_BIAS, written beside the fixtures
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
@@ -134,7 +135,7 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
 LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
-          "grape_a": (2, 4), "grape_a_gated": (2, 4), "abc": (2, 4)}
+          "grape_a": (2, 4), "grape_a_gated": (2, 4), "grape_a_key": (2, 4), "abc": (2, 4)}
 # The abc fixture's bias file (tests/fixtures/abc_bias.txt; its path is recorded relative, and the C++ tests
 # read it from tests/fixtures): a window of 4 differences, one head without d = 0 (row 0 then has only
 # masked keys), a transparent head, and soft values with a difference past the window and a future one.
@@ -498,6 +499,40 @@ def skew_planes(A):
     return torch.stack(cols, dim=1), torch.tensor(theta, dtype=torch.float64)
 
 
+def check_grape_a_lift(pos, q, k):
+    """GRAPE-A's closed form (the twin) against the group action itself, with explicit unipotent matrices:
+    each token moved by its own id, q^ by G(p_i)^-T and k^ by G(p_j), G(p) = matrix_exp(p omega_h A), A^2 = 0,
+    q^ = [q; g_q; 1; 0; 0], k^ = [k; 0; 0; 1; g_k], A = E_{hs,hs+2} + E_{hs+1,hs+3}, the gates written out from
+    eq. 4.6 (log1p exp, v / |v|): (G^-T q^) . (G k^) - q . k must be the bias, a penalty (<= 0) on past keys."""
+    hs = q.shape[-1]
+    A = torch.zeros(hs + 4, hs + 4, dtype=torch.float64)
+    A[hs, hs + 2] = A[hs + 1, hs + 3] = 1.0
+    assert torch.equal(A @ A, torch.zeros_like(A))
+    causal = torch.ones(5, 5).tril().bool()
+    for lift in ("query_key", "query", "key"):
+        torch.manual_seed(8)
+        enc = ref.make_encoding("grape_a", {"lift": lift}, DIMS).double()
+        with torch.no_grad():
+            enc.omega[0].normal_(0.0, 1.0)
+        theta = enc.omega[0].detach()
+        omega = torch.log1p(torch.exp(theta)) * torch.tensor(ref.alibi_slopes(4), dtype=torch.float64)  # (H)
+        def gate(x, name):
+            v = getattr(enc, name)[0].detach()
+            return torch.log1p(torch.exp((x * (v / v.norm(dim=-1, keepdim=True))[None, :, None]).sum(-1) / math.sqrt(hs)))
+        zero, one = torch.zeros(2, 4, 5, dtype=torch.float64), torch.ones(2, 4, 5, dtype=torch.float64)
+        gq = gate(q, "query_gate") if lift != "key" else zero
+        gk = gate(k, "key_gate") if lift != "query" else zero
+        qh = torch.cat([q, torch.stack([gq, one if lift != "query" else zero, zero, zero], -1)], -1)  # (B, H, T, hs+4)
+        kh = torch.cat([k, torch.stack([zero, zero, one, gk], -1)], -1)
+        G = torch.matrix_exp(pos.to(torch.float64)[:, None, :, None, None] * omega[None, :, None, None, None] * A)
+        qm = (torch.linalg.inv(G).transpose(-1, -2) @ qh[..., None])[..., 0]
+        km = (G @ kh[..., None])[..., 0]
+        want = qm @ km.transpose(-1, -2) - q @ k.transpose(-1, -2)
+        got = enc.attention_bias(q, k, ref.Ctx(pos, 0, False))
+        assert torch.allclose(got, want, atol=1e-12, rtol=0), f"grape_a {lift}: the closed form is not the group action"
+        assert bool((got[..., causal] <= 0).all()), f"grape_a {lift}: a past key rewarded"
+
+
 def check_grape():
     """GRAPE-A's two named settings against ALiBi and FoX, and GRAPE-M's 1-D reductions: exp(p A) for any skew A
     (ComRoPE with 4x4 blocks, a non-commuting mixture of rank-2 planes, learned commuting planes) equals the
@@ -516,6 +551,7 @@ def check_grape():
     inp = torch.randn(2, 5, 32, generator=g)
     ctx = ref.Ctx(pos, 1, False, inp)
     assert torch.equal(gated.attention_bias(x, x, ctx), fox.attention_bias(x, x, ctx)), "grape_a gated is not fox"
+    check_grape_a_lift(pos, x, torch.randn(2, 4, 5, 8, generator=g, dtype=torch.float64))
     d, J = 8, torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)
     blocks = torch.block_diag(*[(lambda F: F - F.T)(torch.randn(4, 4, generator=g, dtype=torch.float64)) for _ in range(2)])
     ab = torch.randn(4, 2, d, generator=g, dtype=torch.float64)  # 4 planes in general position: no zero angle
