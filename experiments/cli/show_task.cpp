@@ -54,8 +54,12 @@ int cmd_show_task(const ShowTaskArgs& a) {
                 "n", "token_acc", "exact_match");
     for (std::size_t k : {n / 2, n, 2 * n, 4 * n}) {  // the default eval lengths
       if (k == 0) continue;
-      const Chance c = *spec.task->chance(k);
-      std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
+      try {
+        const Chance c = *spec.task->chance(k);
+        std::printf("%8zu  %9.2f%%  %12.4g\n", k, 100 * c.token_acc, c.exact_match);
+      } catch (const Error& e) {  // a length the task cannot generate (e.g. addition's field_width)
+        std::printf("%8zu  n/a: %s\n", k, e.what());
+      }
     }
   }
   std::printf("\nsamples (n = %zu; counted targets in brackets%s):\n", n,

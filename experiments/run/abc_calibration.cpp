@@ -5,8 +5,9 @@
 #include <cstdio>
 
 #include "core/tape.hpp"
-#include "experiments/run/trained_run.hpp"
+#include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
+#include "training/positions.hpp"
 #include "training/signals.hpp"
 
 namespace pelab {
@@ -21,21 +22,20 @@ std::string num(double v) {
 
 }  // namespace
 
-AbcCalibrated calibrate_run(const std::string& run_dir, const AbcCalibration& c) {
-  TrainedRun run = load_trained_run(run_dir);
+AbcLines calibration_lines(TrainedRun& run, const AbcCalibration& c, std::size_t layer) {
   const Task& task = *run.spec.task;
-  const std::size_t L = run.spec.model.n_layers, n = run.spec.config.train_len;
-  if (c.layer > L)
-    throw Error("--layer " + std::to_string(c.layer) + ": the model of " + run_dir + " has " + std::to_string(L) +
-                " layers; expected 1.." + std::to_string(L) + " (0: the last)");
-  const std::size_t layer = (c.layer == 0 ? L : c.layer) - 1;
+  const std::size_t n = run.spec.config.train_len;
+  // The ids evaluation feeds the model ([eval] positions, experiments/eval/evaluate.cpp): the lines are id
+  // differences, so biases read off other ids would be applied to ids they were not measured on.
+  const PositionConfig positions = eval_positions(run.spec.config);
   AbcLines lines;
   constexpr std::size_t kChunk = 32;  // examples per forward: the maps are (chunk, H, T, T) per layer
   for (std::size_t done = 0; done < c.samples; done += kChunk) {
-    throw_if_stopped("calibrating attention biases from " + run_dir);
+    throw_if_stopped("calibrating attention biases from " + run.dir);
     const std::size_t b = std::min(kChunk, c.samples - done);
-    // Held-out examples of the largest training size, ids as the task writes them (0..T-1 unless its own).
-    const Batch batch = task.eval_batch(c.seed + done, b, n);
+    Batch batch = task.eval_batch(c.seed + done, b, n);  // held-out examples of the largest training size
+    Rng position_rng(c.seed + done, 4);  // as evaluate_length's: fixed by the seed and the chunk
+    assign_positions(batch, positions, position_rng);
     std::vector<Array> maps;
     ForwardOptions fo;
     fo.attention_maps = &maps;
@@ -44,6 +44,17 @@ AbcCalibrated calibrate_run(const std::string& run_dir, const AbcCalibration& c)
     run.model->forward(batch.tokens, batch.positions, fo);
     accumulate_abc_lines(lines, maps.at(layer), batch.positions, batch.mask, run.spec.model.causal);
   }
+  return lines;
+}
+
+AbcCalibrated calibrate_run(const std::string& run_dir, const AbcCalibration& c) {
+  TrainedRun run = load_trained_run(run_dir);
+  const std::size_t L = run.spec.model.n_layers, n = run.spec.config.train_len;
+  if (c.layer > L)
+    throw Error("--layer " + std::to_string(c.layer) + ": the model of " + run_dir + " has " + std::to_string(L) +
+                " layers; expected 1.." + std::to_string(L) + " (0: the last)");
+  const std::size_t layer = (c.layer == 0 ? L : c.layer) - 1;
+  const AbcLines lines = calibration_lines(run, c, layer);
   if (lines.count.empty())
     throw Error(run_dir + ": no held-out example of size " + std::to_string(n) + " has a counted target to calibrate on");
   AbcCalibrated out;
@@ -53,7 +64,8 @@ AbcCalibrated calibrate_run(const std::string& run_dir, const AbcCalibration& c)
                    ", train_len " + std::to_string(n) + "), checkpoint " + run.checkpoint,
                "layer " + std::to_string(layer + 1) + " of " + std::to_string(L) + ", " + std::to_string(c.samples) +
                    " held-out examples of size " + std::to_string(n) + " (seed " + std::to_string(c.seed) +
-                   "), rows whose targets count",
+                   "), rows whose targets count, position ids as evaluation assigns them ([eval] positions = " +
+                   position_mode_name(eval_positions(run.spec.config).mode) + ")",
                "kept: lines (id differences) whose mean probability exceeds mean + " + num(c.lambda) +
                    " std of the head's lines, as d_l - d_max; masked: " + num(c.masked)};
   return out;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/run/trained_run.hpp"
 #include "layers/positional/abc_bias.hpp"
 
 namespace pelab {
@@ -24,8 +25,13 @@ struct AbcCalibrated {
   std::vector<std::string> notes;  // what it was made from, for the bias file's comments
 };
 
+// The lines of layer `layer` (0-based) of a loaded run: `samples` held-out examples of its largest training
+// size, with the position ids its evaluation assigns ([eval] positions: eval_positions), the attention
+// probabilities of the rows whose targets count summed per id difference (accumulate_abc_lines).
+AbcLines calibration_lines(TrainedRun& run, const AbcCalibration& c, std::size_t layer);
+
 // Loads the finished run in run_dir, runs `samples` held-out examples of its largest training size with
-// contiguous ids, keeping layer `layer`'s attention probabilities at the rows whose targets count (the
+// the position ids of its evaluation, keeping layer `layer`'s attention probabilities at the rows whose targets count (the
 // queries that answer), and calibrates them (calibrate_abc). Throws Error for a run it cannot read, a
 // language-model task or a layer the model does not have.
 AbcCalibrated calibrate_run(const std::string& run_dir, const AbcCalibration& c);

@@ -7,6 +7,9 @@
 //                                    (Cho et al.'s src/data/addition.py; McLeish et al.'s bucket sampling)
 //   index_hints                      a hint symbol before each digit naming its place (Zhou et al. 2023, 2024)
 //   coupled_positions                position ids tied to digit significance (Cho et al. 2024)
+//   field_width = W                  operands and answer zero-padded to one field of W digits in training
+//                                    and test alike (Duan et al. 2023's src/utility.py: every number
+//                                    rjust(FIXED_LEN, "0")), so a longer n only has more significant digits
 // and every example carries the digit-index stream that Abacus embeds (McLeish et al. 2024).
 #include <algorithm>
 
@@ -32,6 +35,7 @@ struct ArithOptions {
   bool index_hints = false;
   std::size_t hint_symbols = 102;
   bool coupled = false;
+  std::size_t field = 0;        // field_width: every number written with this many digits; 0 = off
 };
 
 // A number as written: its digits least significant first (leading zeros included up to its width).
@@ -90,17 +94,34 @@ class Arithmetic : public SequenceTask {
   std::string token_name(std::int32_t id) const override;
   void check_size(std::size_t n) const override { check_hints(n, b_len(n)); }
 
+ public:
+  // The field must hold the answer of the largest training size (train_len) too.
+  void check_training_size(std::size_t train_len) const {
+    if (o_.field && natural_y(train_len, b_len(train_len)) > o_.field)
+      throw Error("task 'addition': train_len = " + std::to_string(train_len) + " gives an answer of " +
+                  std::to_string(natural_y(train_len, b_len(train_len))) + " digits, more than field_width = " +
+                  std::to_string(o_.field) + "; expected field_width >= " +
+                  std::to_string(natural_y(train_len, b_len(train_len))) + " (and >= the answer of the largest eval length)");
+  }
+
  private:
   std::size_t b_len(std::size_t n) const { return o_.b_digits ? o_.b_digits : n; }
-  // The widths as written at the widest: operands (addition pads them to the longer when zero_pad) and answer.
-  std::size_t width_a(std::size_t la, std::size_t lb) const { return pads_operands() ? std::max(la, lb) : la; }
-  std::size_t width_b(std::size_t la, std::size_t lb) const { return pads_operands() ? std::max(la, lb) : lb; }
-  std::size_t width_y(std::size_t la, std::size_t lb) const { return o_.multiply ? la + lb : std::max(la, lb) + 1; }
+  // The widths as written at the widest: operands (addition pads them to the longer when zero_pad) and answer;
+  // a field_width writes all three at that width.
+  std::size_t width_a(std::size_t la, std::size_t lb) const { return o_.field ? o_.field : pads_operands() ? std::max(la, lb) : la; }
+  std::size_t width_b(std::size_t la, std::size_t lb) const { return o_.field ? o_.field : pads_operands() ? std::max(la, lb) : lb; }
+  std::size_t width_y(std::size_t la, std::size_t lb) const { return o_.field ? o_.field : natural_y(la, lb); }
+  // The digits the answer can need: n+1 for a sum, la+lb for a product.
+  std::size_t natural_y(std::size_t la, std::size_t lb) const { return o_.multiply ? la + lb : std::max(la, lb) + 1; }
   bool pads_operands() const { return o_.independent && o_.zero_pad && !o_.multiply; }
   std::size_t per_digit() const { return o_.index_hints ? 2 : 1; }
   std::size_t x_len(std::size_t la, std::size_t lb) const { return per_digit() * (width_a(la, lb) + width_b(la, lb)) + 1; }
   std::size_t y_len(std::size_t la, std::size_t lb) const { return per_digit() * width_y(la, lb); }
   void check_hints(std::size_t la, std::size_t lb) const {
+    if (o_.field && natural_y(la, lb) > o_.field)
+      throw Error("task 'addition': operands of " + std::to_string(la) + " and " + std::to_string(lb) +
+                  " digits give an answer of " + std::to_string(natural_y(la, lb)) + " digits, more than field_width = " +
+                  std::to_string(o_.field) + "; expected field_width >= " + std::to_string(natural_y(la, lb)));
     if (o_.index_hints && width_y(la, lb) > o_.hint_symbols)
       throw Error("task 'addition': operands of " + std::to_string(la) + " and " + std::to_string(lb) + " digits need " +
                   std::to_string(width_y(la, lb)) + " index hints, more than hint_symbols = " +
@@ -192,7 +213,7 @@ seq::Example Arithmetic::complete(const std::vector<std::int32_t>& x) const {
     if (id != kOp && (id < kDigit0 || id >= kOp))
       throw Error(std::string(expected) + " (type the digits only: the task writes the index hints)");
   Digits a(x.begin(), op), b(op + 1, x.end());
-  if (!o_.independent && !o_.b_digits && a.size() != b.size())
+  if (!o_.independent && !o_.b_digits && !o_.field && a.size() != b.size())
     throw Error("expected two numbers of the same number of digits (operand_lengths = \"equal\"), e.g. 456 + 789");
   for (auto& d : a) d -= kDigit0;
   for (auto& d : b) d -= kDigit0;
@@ -204,10 +225,13 @@ seq::Example Arithmetic::complete(const std::vector<std::int32_t>& x) const {
 std::vector<std::size_t> Arithmetic::answer_support(std::size_t n) const {
   // Per digit of significance i: a sum's carry digit (the top one) is 0 or 1, every other digit any of 10;
   // a product's digits are counted as 10 (an upper bound: its chance level is a lower bound). Natural
-  // lengths (zero_pad = false) are counted at the full width. Hints at evaluation are fixed: support 1.
-  const std::size_t wy = width_y(n, b_len(n));
-  std::vector<std::size_t> by_significance(wy, 10);
-  if (!o_.multiply) by_significance.back() = 2;
+  // lengths (zero_pad = false) are counted at the full width. Hints at evaluation are fixed: support 1, as
+  // is a field_width's padding above the answer's natural width (always 0).
+  check_size(n);  // a field too narrow for n: an Error, not a count past the field
+  const std::size_t wy = width_y(n, b_len(n)), natural = natural_y(n, b_len(n));
+  std::vector<std::size_t> by_significance(wy, 1);
+  for (std::size_t i = 0; i < natural; ++i) by_significance[i] = 10;
+  if (!o_.multiply) by_significance[natural - 1] = 2;
   const bool reversed = o_.reverse_digits || o_.reverse_output;
   std::vector<std::size_t> s;
   for (std::size_t k = 0; k < wy; ++k) {
@@ -237,6 +261,7 @@ ArithOptions read_options(const Params& p) {
   o.index_hints = p.get_bool("index_hints");
   o.hint_symbols = std::size_t(p.get_int("hint_symbols"));
   o.coupled = p.get_bool("coupled_positions");
+  o.field = std::size_t(p.get_int("field_width"));
   auto both = [](const char* k1, const char* k2, const std::string& why) {
     throw Error(std::string(k1) + " = true and " + k2 + " = true: " + why);
   };
@@ -249,6 +274,9 @@ ArithOptions read_options(const Params& p) {
   if (!o.zero_pad && !o.independent)
     throw Error("zero_pad = false needs operand_lengths = \"independent\" (equal lengths are always written at "
                 "their full width)");
+  if (o.field && !o.zero_pad)
+    throw Error("field_width = " + std::to_string(o.field) + " and zero_pad = false: a field pads every number with "
+                "zeros; set one of them");
   return o;
 }
 
@@ -276,6 +304,10 @@ PELAB_REGISTER_TASK(addition, TaskSpec{
     "  Evaluation at n: both operands n digits; [eval] operand_grid: every (len a, len b).\n"
     "coupled_positions: position ids tied to significance for [train] positions = \"task_offset\" / \"task\"\n"
     "  (Cho et al. 2024): '+' and <SEP> 1, a digit of 10^i 2+i in a, b and s alike, <BOS> 0.\n"
+    "field_width = W: a, b and s zero-padded to W digits each, in training and evaluation alike (Duan et al.\n"
+    "  2023's fixed field): the sequence is the same at every n, only the significant digits grow. W must hold\n"
+    "  the answer of train_len and of every eval length (n+1 digits; a product's 2n).\n"
+    "  example (n=3, field_width = 6, reverse_digits): <BOS> 6 5 4 0 0 0 + 9 8 7 0 0 0 <SEP> [5 4 2 1 0 0 <EOS>]\n"
     "digit indices (every example; read by encoding abacus): each digit's 1-based index within its number as\n"
     "  written, 0 elsewhere (McLeish et al. 2024: with reverse_digits, 1 = the units digit).\n" +
         std::string(kFormatKeys),
@@ -294,9 +326,14 @@ PELAB_REGISTER_TASK(addition, TaskSpec{
                                         "(102: McLeish et al.'s set for up to 100-digit operands)")
          .in(2.0, 10000.0),
      bool_param("coupled_positions", false,
-                "position ids tied to digit significance (Cho et al. 2024); needs [train] positions = \"task_offset\" or \"task\"")},
+                "position ids tied to digit significance (Cho et al. 2024); needs [train] positions = \"task_offset\" or \"task\""),
+     integer_param("field_width", 0, "write a, b and the answer zero-padded to this many digits at every n (Duan et al. "
+                                     "2023's fixed field); 0 = off, else >= the answer's digits at every length")
+         .in(0.0, 10000.0)},
     [](const TaskCommon& c, const Params& p) -> std::unique_ptr<Task> {
-      return std::make_unique<Arithmetic>(c.format, read_options(p));
+      auto t = std::make_unique<Arithmetic>(c.format, read_options(p));
+      t->check_training_size(c.train_len);
+      return t;
     }});
 
 }  // namespace pelab

@@ -1,5 +1,6 @@
 // Attention bias calibration (layers/positional/abc_bias.hpp, abc.cpp): the bias file's reader (every
-// refusal at PATH:LINE), the calibration arithmetic on hand-made attention, the encoding's bias by id
+// refusal at PATH:LINE), the calibration arithmetic on hand-made attention and against a numpy version on a
+// random attention tensor (tests/pytorch/abc_calibration_ref.py), the encoding's bias by id
 // difference (whole and by query tiles), and its PyTorch twin at 1x, 2x and 4x the fixture's length.
 #include <catch2/catch.hpp>
 
@@ -135,6 +136,28 @@ TEST_CASE("abc calibration: lines are id differences over the counted rows, caus
   accumulate_abc_lines(both, probs, pos, rows, false);  // bidirectional: the keys after the query too
   CHECK(both.sum.at(-2)[0] == 13);                      // (1,2): ids 6 and 8
   CHECK(both.count.count(-1) == 0);                     // 5 - 6 is row 0's, not counted
+}
+
+TEST_CASE("abc calibration agrees with the numpy version on a random attention tensor", "[abc]") {
+  // tests/pytorch/abc_calibration_ref.py: (3, 3, 10, 10) causal probabilities, ids with gaps, rows not
+  // counted; drawn so that a line sum instead of its mean, mean + 1 or 0.5 std, or the sample std keep other lines.
+  const SafeTensors st = load_safetensors(std::string(PELAB_FIXTURES_DIR) + "/abc_calibration.safetensors");
+  AbcLines lines;
+  accumulate_abc_lines(lines, st.get_float("probs"), st.get_int("positions"), st.get_float("rows"), true);
+  const IndexArray& ds = st.get_int("expected.d");
+  const IndexArray& count = st.get_int("expected.count");
+  REQUIRE(lines.count.size() == ds.size());
+  for (std::size_t k = 0; k < ds.size(); ++k) CHECK(lines.count.at(ds(k)) == std::size_t(count(k)));
+  const AbcBias b = calibrate_abc(lines, 0.87, -1e4);
+  const Array& want = st.get_float("expected.bias");  // (H, lines): kept d_l - d_max, or masked
+  REQUIRE(b.heads.size() == want.shape()[0]);
+  for (std::size_t h = 0; h < b.heads.size(); ++h) {
+    CHECK(b.heads[h].masked == Approx(double(st.get_float("expected.masked")(h))));
+    for (std::size_t k = 0; k < ds.size(); ++k) {
+      INFO("head " << h << ", d = " << ds(k));
+      CHECK(b.heads[h].at(ds(k)) == Approx(double(want(h, k))).margin(1e-6));
+    }
+  }
 }
 
 TEST_CASE("abc encoding: bias_h(p_i - p_j) from the file, the same by query tiles, none without a file", "[abc]") {

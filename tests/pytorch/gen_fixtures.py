@@ -27,6 +27,7 @@ import tempfile
 import numpy as np
 import torch
 
+import abc_calibration_ref
 import pelab_ref as ref
 
 COMMAND = "/usr/bin/python3 tests/pytorch/gen_fixtures.py"
@@ -647,11 +648,20 @@ def write_abc_bias(out_dir, name="abc_bias"):
     print(f"{name:12s} {os.path.getsize(path) / 1024:6.1f} KB  a bias file of the abc encoding")
 
 
+def write_abc_calibration(out_dir):
+    tensors, meta = abc_calibration_ref.build()  # numpy only (abc_calibration_ref.py)
+    path = os.path.join(out_dir, "abc_calibration.safetensors")
+    ref.save_checked(path, tensors, meta)
+    print(f"abc_calibration {os.path.getsize(path) / 1024:6.1f} KB  ABC's calibration on a random attention "
+          f"tensor (seed {meta['seed']})")
+
+
 def targets():
     """Every file this script writes, in writing order: name -> (file name, writer(out_dir))."""
     out = {f: (f"model_{f}.safetensors", lambda d, f=f: write_model(f, d)) for f in FIXTURES}
     for name in ABC_BIAS_FILES:  # main writes abc_bias first: the abc fixture reads it
         out[name] = (name + ".txt", lambda d, name=name: write_abc_bias(d, name))
+    out["abc_calibration"] = ("abc_calibration.safetensors", write_abc_calibration)
     out["t5_buckets"] = ("t5_buckets.safetensors", write_t5_buckets)
     out[f"trainer_{TRAINER['encoding']}"] = (f"trainer_{TRAINER['encoding']}.safetensors", write_trainer)
     return out
