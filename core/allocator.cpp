@@ -145,6 +145,7 @@ void* allocate(std::size_t bytes, bool index) {
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.st.system_allocs;
   c.st.system_bytes += cls;
+  c.st.peak_system_bytes = std::max(c.st.peak_system_bytes, c.st.system_bytes);
   return p;
 }
 
@@ -192,7 +193,7 @@ void release_cache() {
     blocks.clear();
   }
   c.st.cached_bytes = 0;
-  c.st.peak_live_bytes = c.st.system_bytes;  // a new phase: the limit follows the peaks from here on
+  c.st.peak_live_bytes = c.st.peak_system_bytes = c.st.system_bytes;  // a new phase: the peaks from here on
 }
 
 }  // namespace pelab::memory

@@ -22,11 +22,13 @@ struct Stats {
   std::size_t system_bytes = 0;   // bytes obtained from the system and not released
   std::size_t cache_hits = 0;     // requests served from the free lists
   std::size_t cached_bytes = 0;   // bytes sitting in the free lists now
-  std::size_t peak_live_bytes = 0;  // the most bytes ever in use at once (system_bytes - cached_bytes)
+  std::size_t peak_live_bytes = 0;    // the most bytes in use at once (system_bytes - cached_bytes)
+  std::size_t peak_system_bytes = 0;  // the most bytes held from the system at once
   std::size_t evicted_bytes = 0;    // cached bytes given back to the system to stay under system_limit (monotonic)
 };
 Stats stats();
-void release_cache();  // gives every cached block back to the system; peak_live_bytes restarts from what is live
+// Gives every cached block back to the system; the peaks restart from what is live (a new phase).
+void release_cache();
 
 // Whether blocks whose size class is 2 MiB or more are 2 MiB aligned mappings advised to use transparent
 // huge pages (Linux, not under AddressSanitizer); otherwise they come from aligned_alloc like the rest.

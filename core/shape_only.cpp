@@ -17,12 +17,13 @@ namespace {
 
 thread_local bool t_shape_only = false;
 
-// Fake blocks are 4 KiB slots of one reservation (4 GiB of address space, no memory). Blocks larger than
+// Fake blocks are 4 KiB slots of one reservation (1 GiB of address space, no memory: it fits under an
+// address-space cap such as `ulimit -v 3000000`; 262 144 blocks live at once). Blocks larger than
 // a slot get slots that are never readable or writable: a block's extent past its slot is never touched
 // either, so a slot is enough whatever the size class. Blocks of one slot or less get slots of a writable
 // part (pages committed only if written): xtensor writes into small arrays itself (a default-constructed
 // Array holds one element, set to 0), and those few bytes may as well land somewhere.
-constexpr std::size_t kSlot = 4096, kSlots = std::size_t(1) << 20, kSmallSlots = std::size_t(1) << 16;
+constexpr std::size_t kSlot = 4096, kSlots = std::size_t(1) << 18, kSmallSlots = std::size_t(1) << 16;
 
 // The allocator hook (core/allocator.hpp): hands out fake blocks to threads in shape-only mode and
 // records the events of the recording scope. Installed on first use and never removed (a fake block may

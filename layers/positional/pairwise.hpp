@@ -40,17 +40,19 @@ DifferenceRange pairwise_difference_range(const IndexArray& positions, bool shar
 
 // (rows, end - begin, keys) int32 with out[b, i, j] = f(p_j - p_i) (key id minus query id, int64) of row
 // b: rows = 1 when `shared`, else B; query rows [tile.begin, tile.end) against keys [0, tile.keys), or
-// every pair when the tile is inactive. The bucket tables of T5 and Shaw. f is non-decreasing.
-// Shape-only (core/shape_only.hpp): the table is allocated and not filled, and the range of its values
-// (f at the extreme differences, which is why f must be monotone) is noted with it for the attention,
-// which spans the buckets in use: the one data-dependent shape of the model, said here.
+// every pair when the tile is inactive. The bucket tables of T5 and Shaw.
+// Shape-only (core/shape_only.hpp): the table is allocated and not filled. `spanned`: the attention
+// spans the range of its values (relative_kv: the buckets in use, core/ops/attention_dims.cpp), so that
+// range is noted with it, from the ids in O(rows T): f at the extreme differences, so f must then be
+// non-decreasing. The one shape of the model read from a table's values, said here.
 template <class F>
-IndexArray pairwise_index(const IndexArray& positions, bool shared, const QueryTile& tile, F f) {
+IndexArray pairwise_index(const IndexArray& positions, bool shared, const QueryTile& tile, F f, bool spanned = false) {
   const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
   const std::size_t i0 = tile.active() ? tile.begin : 0, i1 = tile.active() ? tile.end : T;
   const std::size_t keys = tile.active() ? tile.keys : T;
   IndexArray out(Shape{rows, i1 - i0, keys});
   if (shape_only()) {
+    if (!spanned) return out;
     const DifferenceRange d = pairwise_difference_range(positions, shared, tile);
     const auto range = [&](std::int64_t lo, std::int64_t hi) {
       if (lo > hi) return memory::ValueRange{};
