@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 // Huge-page mappings on Linux, except under AddressSanitizer: mmap'd blocks are invisible to it (no
@@ -39,7 +39,7 @@ constexpr std::size_t kMaxCached = std::size_t(1) << 31;  // beyond 2 GiB cached
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<std::size_t, std::vector<void*>> free;  // size class -> blocks
+  std::map<std::size_t, std::vector<void*>> free;  // size class -> blocks (ordered: evict_for goes largest first)
   Stats st;
 };
 
@@ -98,10 +98,30 @@ void set_hook(Hook* hook) { g_hook.store(hook, std::memory_order_release); }
 
 bool keeps_freed_block(std::size_t cached_bytes, std::size_t cls) { return cached_bytes + cls <= kMaxCached; }
 
-void* allocate(std::size_t bytes) {
+std::size_t system_limit(std::size_t peak_live_bytes) { return peak_live_bytes + peak_live_bytes / 4; }
+
+namespace {
+
+// Before `cls` more bytes are obtained from the system: cached blocks back to the system, largest class
+// first, while the bytes held would exceed system_limit (allocator.hpp). Caller holds c.mu.
+void evict_for(Cache& c, std::size_t cls) {
+  Stats& st = c.st;
+  st.peak_live_bytes = std::max(st.peak_live_bytes, st.system_bytes - st.cached_bytes + cls);
+  const std::size_t limit = system_limit(st.peak_live_bytes);
+  for (auto it = c.free.rbegin(); it != c.free.rend() && st.system_bytes + cls > limit; ++it)
+    while (!it->second.empty() && st.system_bytes + cls > limit) {
+      system_free(it->second.back(), it->first);
+      it->second.pop_back();
+      st.system_bytes -= it->first, st.cached_bytes -= it->first, st.evicted_bytes += it->first;
+    }
+}
+
+}  // namespace
+
+void* allocate(std::size_t bytes, bool index) {
   const std::size_t cls = size_class(bytes);
   if (Hook* h = g_hook.load(std::memory_order_acquire))
-    if (void* p = h->allocate(cls)) return p;
+    if (void* p = h->allocate(cls, index)) return p;
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -111,8 +131,10 @@ void* allocate(std::size_t bytes) {
       it->second.pop_back();
       ++c.st.cache_hits;
       c.st.cached_bytes -= cls;
+      c.st.peak_live_bytes = std::max(c.st.peak_live_bytes, c.st.system_bytes - c.st.cached_bytes);
       return p;
     }
+    evict_for(c, cls);
   }
   void* p = system_alloc(cls);
   if (!p) {
@@ -123,6 +145,7 @@ void* allocate(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.st.system_allocs;
   c.st.system_bytes += cls;
+  c.st.peak_system_bytes = std::max(c.st.peak_system_bytes, c.st.system_bytes);
   return p;
 }
 
@@ -170,6 +193,7 @@ void release_cache() {
     blocks.clear();
   }
   c.st.cached_bytes = 0;
+  c.st.peak_live_bytes = c.st.peak_system_bytes = c.st.system_bytes;  // a new phase: the peaks from here on
 }
 
 }  // namespace pelab::memory

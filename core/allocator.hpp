@@ -8,10 +8,13 @@
 
 #include <cstddef>
 #include <new>
+#include <type_traits>
 
 namespace pelab::memory {
 
-void* allocate(std::size_t bytes);              // 64-byte aligned; throws std::bad_alloc
+// 64-byte aligned; throws std::bad_alloc. `index`: an integer block (IndexArray: ids and the tables made
+// from them), which a shape-only run backs with real, lazily committed memory (core/shape_only.hpp).
+void* allocate(std::size_t bytes, bool index = false);
 void deallocate(void* p, std::size_t bytes) noexcept;
 
 struct Stats {
@@ -19,9 +22,13 @@ struct Stats {
   std::size_t system_bytes = 0;   // bytes obtained from the system and not released
   std::size_t cache_hits = 0;     // requests served from the free lists
   std::size_t cached_bytes = 0;   // bytes sitting in the free lists now
+  std::size_t peak_live_bytes = 0;    // the most bytes in use at once (system_bytes - cached_bytes)
+  std::size_t peak_system_bytes = 0;  // the most bytes held from the system at once
+  std::size_t evicted_bytes = 0;    // cached bytes given back to the system to stay under system_limit (monotonic)
 };
 Stats stats();
-void release_cache();  // gives every cached block back to the system
+// Gives every cached block back to the system; the peaks restart from what is live (a new phase).
+void release_cache();
 
 // Whether blocks whose size class is 2 MiB or more are 2 MiB aligned mappings advised to use transparent
 // huge pages (Linux, not under AddressSanitizer); otherwise they come from aligned_alloc like the rest.
@@ -31,16 +38,22 @@ bool huge_blocks();
 // asked, always a multiple of 64).
 std::size_t size_class(std::size_t bytes);
 
-// The reuse rule: whether a freed block of class `cls` goes to its free list when `cached_bytes` sit in
-// the free lists already (otherwise it goes back to the system). The shape-only estimate
-// (core/shape_only.hpp) replays traces under this same rule.
+// The reuse rule, which the shape-only estimate (core/shape_only.hpp) replays exactly:
+// - keeps_freed_block: whether a freed block of class `cls` goes to its free list when `cached_bytes` sit
+//   in the free lists already (otherwise it goes back to the system);
+// - a request that no free list serves first gives cached blocks back to the system, largest class first,
+//   while the bytes held from the system would exceed system_limit(the most bytes ever live at once,
+//   this request included). So what a run holds stays within 1.25x of its largest step, however many
+//   size classes mixed lengths touch (issue #41 item 4), and a run of one shape never evicts: its steps
+//   are served from the lists.
 bool keeps_freed_block(std::size_t cached_bytes, std::size_t cls);
+std::size_t system_limit(std::size_t peak_live_bytes);
 
 // An observer of every request (any thread), for traces and the shape-only mode (core/shape_only.hpp).
-// allocate(cls) may answer with a block of its own (then neither the free lists nor the system are
-// touched) or nullptr; deallocate(p, cls) returns true when p was such a block.
+// allocate(cls, index) may answer with a block of its own (then neither the free lists nor the system
+// are touched) or nullptr; deallocate(p, cls) returns true when p was such a block.
 struct Hook {
-  virtual void* allocate(std::size_t cls) = 0;
+  virtual void* allocate(std::size_t cls, bool index) = 0;
   virtual bool deallocate(void* p, std::size_t cls) noexcept = 0;
 
  protected:
@@ -54,7 +67,7 @@ struct CachingAllocator {
   CachingAllocator() noexcept = default;
   template <class U>
   CachingAllocator(const CachingAllocator<U>&) noexcept {}
-  T* allocate(std::size_t n) { return static_cast<T*>(memory::allocate(n * sizeof(T))); }
+  T* allocate(std::size_t n) { return static_cast<T*>(memory::allocate(n * sizeof(T), std::is_integral<T>::value)); }
   void deallocate(T* p, std::size_t n) noexcept { memory::deallocate(p, n * sizeof(T)); }
   template <class U>
   bool operator==(const CachingAllocator<U>&) const noexcept { return true; }

@@ -25,6 +25,8 @@
 #include <string>
 #include <type_traits>
 
+#include "core/shape_only.hpp"
+
 namespace pelab::parallel {
 
 // Hardware threads this process may run on (its CPU affinity mask; at least 1).
@@ -75,7 +77,9 @@ template <class F>
 void for_range(std::size_t n, std::size_t grain, F&& f) {
   using Fn = std::remove_reference_t<F>;
   const std::size_t p = pieces(n, grain);
-  if (p == 0) return;
+  // A shape-only run (core/shape_only.hpp) skips every kernel: pieces touch raw memory only, never the
+  // allocator (above), so skipping them changes no allocation.
+  if (p == 0 || shape_only()) return;
   const std::size_t k = workers(n, grain);
   if (k <= 1) return detail::run_pieces(n, p, 0, p, 0, f);
   detail::run(n, p, k,

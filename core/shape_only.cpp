@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 #include <new>
 
 #include <sys/mman.h>
@@ -16,24 +17,26 @@ namespace {
 
 thread_local bool t_shape_only = false;
 
-// Fake blocks are 4 KiB slots of one reservation (4 GiB of address space, no memory). Blocks larger than
+// Fake blocks are 4 KiB slots of one reservation (1 GiB of address space, no memory: it fits under an
+// address-space cap such as `ulimit -v 3000000`; 262 144 blocks live at once). Blocks larger than
 // a slot get slots that are never readable or writable: a block's extent past its slot is never touched
 // either, so a slot is enough whatever the size class. Blocks of one slot or less get slots of a writable
 // part (pages committed only if written): xtensor writes into small arrays itself (a default-constructed
 // Array holds one element, set to 0), and those few bytes may as well land somewhere.
-constexpr std::size_t kSlot = 4096, kSlots = std::size_t(1) << 20, kSmallSlots = std::size_t(1) << 16;
+constexpr std::size_t kSlot = 4096, kSlots = std::size_t(1) << 18, kSmallSlots = std::size_t(1) << 16;
 
 // The allocator hook (core/allocator.hpp): hands out fake blocks to threads in shape-only mode and
 // records the events of the recording scope. Installed on first use and never removed (a fake block may
 // be released after its scope ends); with nothing recording and no fake block live it costs two loads.
 class Observer final : public memory::Hook {
  public:
-  void* allocate(std::size_t cls) override {
+  void* allocate(std::size_t cls, bool index) override {
     if (!t_shape_only) {
       if (recording_.load(std::memory_order_acquire)) record(cls, true, false);
       return nullptr;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (index) return lazy_block(cls);
     if (!base_) reserve();
     const bool small = cls <= kSlot;
     Pool& pool = small ? small_ : large_;
@@ -52,11 +55,15 @@ class Observer final : public memory::Hook {
     if (!any_fake && !recording_.load(std::memory_order_acquire)) return false;
     std::lock_guard<std::mutex> lock(mu_);
     char* c = static_cast<char*>(p);
-    const bool fake = base_ && c >= base_ && c < base_ + kSlots * kSlot;
-    if (fake) {
+    const bool in_slots = base_ && c >= base_ && c < base_ + kSlots * kSlot;
+    const bool fake = in_slots || release_lazy(p);
+    if (in_slots) {
       const std::size_t slot = std::size_t(c - base_) / kSlot;
       (slot < kSmallSlots ? small_ : large_).free.push_back(slot);  // capacity reserved in allocate
+    }
+    if (fake) {
       live_.fetch_sub(1, std::memory_order_relaxed);
+      if (!facts_.empty()) facts_.erase(p);
     }
     if (trace_ && fake == fake_trace_) push({cls, false});
     return fake;
@@ -74,6 +81,15 @@ class Observer final : public memory::Hook {
     recording_.store(false, std::memory_order_release);
   }
   std::size_t live() const { return live_.load(std::memory_order_relaxed); }
+  void note(const void* p, const memory::IndexFacts& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lazy_.count(p)) facts_[p] = f;
+  }
+  const memory::IndexFacts* facts(const void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = facts_.find(p);
+    return it == facts_.end() ? nullptr : &it->second;  // stable: node-based map, erased only on release
+  }
 
  private:
   void reserve() {
@@ -84,6 +100,30 @@ class Observer final : public memory::Hook {
       throw std::bad_alloc();
     }
     base_ = static_cast<char*>(m);
+  }
+  // Integer blocks (IndexArray) of a dry run: real memory, mapped without reserving it, so that ids and
+  // what is computed from them in O(B T) are real (copies, offsets, bucket ranges) while an O(T^2) table
+  // that is never filled (pairwise_index) costs address space only. Caller holds mu_.
+  void* lazy_block(std::size_t cls) {
+    const std::size_t len = (cls + kSlot - 1) / kSlot * kSlot;
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    try {
+      lazy_.emplace(m, len);
+    } catch (...) {
+      munmap(m, len);
+      throw;
+    }
+    live_.fetch_add(1, std::memory_order_relaxed);
+    if (trace_ && fake_trace_) push({cls, true});
+    return m;
+  }
+  bool release_lazy(void* p) noexcept {
+    const auto it = lazy_.find(p);
+    if (it == lazy_.end()) return false;
+    munmap(p, it->second);
+    lazy_.erase(it);
+    return true;
   }
   void record(std::size_t cls, bool alloc, bool fake) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -107,6 +147,8 @@ class Observer final : public memory::Hook {
   std::atomic<bool> recording_{false};
   memory::Trace* trace_ = nullptr;
   bool fake_trace_ = false;
+  std::unordered_map<const void*, memory::IndexFacts> facts_;  // fake block -> what its values would be
+  std::unordered_map<const void*, std::size_t> lazy_;            // integer block of a dry run -> mapped bytes
 };
 
 Observer& observer() {
@@ -124,21 +166,30 @@ bool shape_only() { return t_shape_only; }
 
 namespace memory {
 
-// Replays the events: live blocks per class, and free lists per class under keeps_freed_block from a
-// cold start (what allocate / deallocate in allocator.cpp do, minus the system calls).
+// Replays the events: live blocks per class, and free lists per class under the allocator's reuse rule
+// from a cold start (keeps_freed_block, system_limit and eviction largest class first: what allocate /
+// deallocate in allocator.cpp do, minus the system calls).
 TraceSummary Trace::summary() const {
   TraceSummary s;
   std::map<std::size_t, std::size_t> live, cached;
-  std::size_t live_bytes = 0, cached_bytes = 0, system_bytes = 0;
+  std::size_t live_bytes = 0, cached_bytes = 0, system_bytes = 0, peak_live = 0;
   for (const TraceEvent& e : events) {
     std::size_t& n = live[e.cls];
     if (e.alloc) {
       ++s.requests[e.cls];
       s.peak_live[e.cls] = std::max(s.peak_live[e.cls], ++n);
       s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes += e.cls);
+      peak_live = std::max(peak_live, live_bytes);
       std::size_t& c = cached[e.cls];
-      if (c) --c, cached_bytes -= e.cls;
-      else s.peak_system_bytes = std::max(s.peak_system_bytes, system_bytes += e.cls);
+      if (c) {
+        --c, cached_bytes -= e.cls;
+        continue;
+      }
+      const std::size_t limit = system_limit(peak_live);
+      for (auto it = cached.rbegin(); it != cached.rend() && system_bytes + e.cls > limit; ++it)
+        for (; it->second > 0 && system_bytes + e.cls > limit; --it->second)
+          system_bytes -= it->first, cached_bytes -= it->first;
+      s.peak_system_bytes = std::max(s.peak_system_bytes, system_bytes += e.cls);
     } else if (n) {  // a release of a block requested before the trace began is not counted
       --n, live_bytes -= e.cls;
       if (keeps_freed_block(cached_bytes, e.cls)) ++cached[e.cls], cached_bytes += e.cls;
@@ -152,6 +203,9 @@ TraceScope::TraceScope(bool fake_blocks) { observer().start(&trace_, fake_blocks
 TraceScope::~TraceScope() { observer().stop(); }
 
 std::size_t fake_blocks_live() { return observer().live(); }
+
+void note_index_facts(const void* fake_block, const IndexFacts& facts) { observer().note(fake_block, facts); }
+const IndexFacts* index_facts(const void* fake_block) { return observer().facts(fake_block); }
 
 }  // namespace memory
 

@@ -1,22 +1,27 @@
-// Shape-only execution (a TRIAL, issue #40; docs/architecture.md, "Shape-only execution: the trial").
+// Shape-only execution (issue #40; docs/architecture.md, "Shape-only execution").
 //
 // Inside a ShapeOnly scope, on the calling thread, every request to the caching allocator
 // (core/allocator.hpp) is answered with a block that is never backed by memory (addresses in one
 // PROT_NONE reservation: a kernel that forgets to skip faults at once instead of reading garbage), and
-// the converted ops compute their output shapes, allocate exactly what they allocate in a real run, and
-// skip their kernels. The scope records every request and release in allocation order, so the memory a
-// forward (and backward) would take comes from the code that runs, not from a second description of it.
-// The idea of PyTorch's meta tensors / FakeTensor and JAX's eval_shape.
+// every op computes its output shapes, allocates exactly what it allocates in a real run, and skips its
+// kernel. Integer blocks (IndexArray: ids, and tables made from them) are the exception: they are real,
+// mapped without reserving memory, so that what is computed from the ids in O(B T) (copies, offsets, the
+// range of a table) is real, while an O(T^2) table that a dry run never fills costs address space only.
+// The scope records every request and release in allocation order, so the memory a forward (and
+// backward) would take comes from the code that runs, not from a second description of it. The idea of
+// PyTorch's meta tensors / FakeTensor and JAX's eval_shape. layers/dry_run.hpp runs a whole model so.
 //
-// Converted so far (the trial): layer_norm, linear, linear_gelu, matmul, split_heads, merge_heads,
-// softmax, the elementwise binary ops, mul_scalar / add_scalar, gelu and the other unary ops, sum and
-// mean over all axes, the tape's seed, Tensor::zeros / full, gradient buffers, and ALiBi's bias
-// (layers/positional/alibi.cpp, pairwise.cpp). An op not converted faults on its first read.
+// The skip points: the loop helpers of core/ops/common.hpp, parallel::for_range and blas::gemm return at
+// once in the mode; ops and encodings with raw loops test shape_only() (a backward after taking its
+// gradient buffers, which must still be asked for in the same order); array_copy (core/tensor.hpp)
+// allocates without reading. tests/layers/test_shape_only_registry.cpp compares the trace of every
+// encoding and variant with the real run's.
 //
 // A TraceScope records the same events for a real run, so the two traces can be compared (tests).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -68,6 +73,21 @@ class TraceScope {
 
 // Blocks handed out by ShapeOnly scopes and not yet released (a test of the scope's hygiene).
 std::size_t fake_blocks_live();
+
+// Data-dependent shapes: the one place (issue #40). A table built in a shape-only run has no values; when
+// a later op sizes something by those values (the attention spans the relative buckets its visible pairs
+// use: core/ops/attention_dims.cpp), the table's builder notes the range here, computed from the ids,
+// which are real in a dry run (layers/positional/pairwise.hpp pairwise_index). Dropped when the block is.
+struct ValueRange {
+  std::int32_t lo = 0, hi = -1;  // hi < lo: no value
+};
+struct IndexFacts {
+  ValueRange all;     // over every pair of the table
+  ValueRange causal;  // over the pairs a causal attention reads (key id index <= query's)
+};
+void note_index_facts(const void* fake_block, const IndexFacts& facts);  // no-op for a real block
+// The facts noted for a fake block; nullptr if none.
+const IndexFacts* index_facts(const void* fake_block);
 
 }  // namespace memory
 

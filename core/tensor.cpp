@@ -48,6 +48,8 @@ Tensor Tensor::zeros(const Shape& shape, bool requires_grad) {
   return Tensor(std::move(a), requires_grad);
 }
 
+Array array_copy(const Array& a) { return shape_only() ? Array(a.shape()) : a; }
+
 Tensor Tensor::full(const Shape& shape, real v, bool requires_grad) {
   Array a(shape);
   if (!shape_only()) a.fill(v);

@@ -29,11 +29,16 @@ using real = float;
 // Storage from the caching allocator (core/allocator.hpp): steady-state steps reuse buffers.
 using Array = xt::xarray<real, xt::layout_type::row_major, memory::CachingAllocator<real>>;
 using Shape = Array::shape_type;  // small-vector: no heap allocation up to 4 dims
-// Integer inputs (token ids, position ids, targets) are plain arrays, never part of autograd.
-using IndexArray = xt::xarray<std::int32_t, xt::layout_type::row_major>;
+// Integer inputs (token ids, position ids, targets) and index tables, never part of autograd. From the
+// caching allocator too, so that a shape-only run (core/shape_only.hpp) counts them: a (rows, T, T)
+// bucket table is 40 GB at T = 100 000.
+using IndexArray = xt::xarray<std::int32_t, xt::layout_type::row_major, memory::CachingAllocator<std::int32_t>>;
 
 std::string shape_str(const Shape& s);
 std::size_t shape_numel(const Shape& s);
+// A copy of a (`Array b = a` allocates the same way); in a shape-only run (core/shape_only.hpp) allocated
+// and not read, as a has no values.
+Array array_copy(const Array& a);
 
 // Thrown for every misuse the engine detects (shape mismatch, consumed tape, ...): never abort.
 struct Error : std::runtime_error {

@@ -379,7 +379,7 @@ namespace {
 Tensor captured_mlp(const LayerNorm& ln2, const MLP& mlp, const Tensor& h, Array& hidden_out) {
   const Tensor xn = ln2.forward(h), &w = mlp.fc->weight, &b = mlp.fc->bias;
   const Tensor hidden = mlp.act == Activation::gelu ? linear_gelu(xn, w, b) : activate(mlp.fc->forward(xn), mlp.act);
-  hidden_out = hidden.value();
+  hidden_out = array_copy(hidden.value());
   return mlp.proj->forward(hidden);
 }
 }  // namespace

@@ -508,7 +508,7 @@ Tensor attention_core(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   if (recompute) *P = Array(Shape{0}), *Z = Array(Shape{0});  // the forward's scratch goes now, not at backward
   else P->reshape({d.B, d.H, d.Tq, d.Tk});
 
-  if (opt.probs_out) *opt.probs_out = record ? Array(*P) : std::move(*P);
+  if (opt.probs_out) *opt.probs_out = record ? array_copy(*P) : std::move(*P);
   if (!record) return out;
   // What each gradient reads: dV P and dO; da^V also P (by bucket) and dO; dS (for dq, dk, dbias,
   // da^K) also v, and a^V when there is a value term; dq also k and a^K; dk and da^K also q. The

@@ -48,6 +48,15 @@ void check_relative(const RelativeKV& rel, bool causal, AttnDims& d, const std::
   const std::int32_t r = static_cast<std::int32_t>(R);
   std::int32_t lo = std::numeric_limits<std::int32_t>::max(), hi = -1;
   const std::size_t off = d.key_offset;
+  if (shape_only()) {  // no values: the range its builder noted from the ids (core/shape_only.hpp)
+    const memory::IndexFacts* f = memory::index_facts(idx.data());
+    require(f != nullptr, kOp, "a shape-only run needs the relative index table's range (build it with "
+                               "pairwise_index, layers/positional/pairwise.hpp)");
+    const memory::ValueRange v = causal ? f->causal : f->all;
+    require(v.hi < v.lo || (v.lo >= 0 && v.hi < r), kOp, "relative index table out of range [0, " + std::to_string(R) + ")");
+    if (v.hi >= v.lo) d.rel_lo = v.lo, d.rel_buckets = static_cast<std::size_t>(v.hi - v.lo + 1);
+    return;
+  }
   for (std::size_t b = 0; b < d.rel_rows; ++b)
     for (std::size_t i = 0; i < d.Tq; ++i) {
       const std::int32_t* row = idx.data() + (b * d.Tq + i) * d.Tk;

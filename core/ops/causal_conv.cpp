@@ -30,7 +30,7 @@ ConvDims conv_dims(const Tensor& x, const Tensor& w) {
 // w (C, K) -> (K, C): tap s of every channel contiguous.
 std::vector<real> taps_by_row(const real* w, std::size_t C, std::size_t K) {
   std::vector<real> wt(K * C);
-  for (std::size_t c = 0; c < C; ++c)
+  for (std::size_t c = 0, n = shape_only() ? 0 : C; c < n; ++c)  // core/shape_only.hpp: w has no values
     for (std::size_t s = 0; s < K; ++s) wt[s * C + c] = w[c * K + s];
   return wt;
 }

@@ -29,7 +29,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Arra
 
   // Total weight first (double: many tokens), so the per-row coefficient w / W is known in one pass.
   double W = 0;
-  for (std::size_t r = 0; r < rows; ++r) {
+  for (std::size_t r = 0, n = shape_only() ? 0 : rows; r < n; ++r) {  // core/shape_only.hpp: no values
     const real w = pw ? pw[r] : real(1);
     if (!(w >= 0) || !std::isfinite(w))
       throw Error(std::string(op) + ": mask weight " + std::to_string(double(w)) + " at flat position " +
@@ -67,12 +67,13 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Arra
   }
 
   Tensor out = detail::empty(Shape{});
-  out.mutable_data()[0] = static_cast<real>(loss);
+  if (!shape_only()) out.mutable_data()[0] = static_cast<real>(loss);
   Tape& tape = Tape::current();
   if (tape.should_record({&logits})) {
     tape.record(op, out, {logits}, {logits}, [V, counted = std::move(counted)](const BackwardCtx& c) {
       // Always materialize the gradient, so an all-zero mask yields a zero gradient, not a missing one.
       real* gx = c.grad(0);
+      if (shape_only()) return;
       const real* px = c.saved(0);
       const real g0 = c.grad_out().data()[0];
       for (const Row& row : counted) {

@@ -38,12 +38,13 @@ Tensor cumsum(const Tensor& x, int axis, bool reverse) {
   const std::size_t n = s[a];
   Tensor out = detail::empty(s);
   Array run(Shape{inner});
-  scan(x.data(), out.mutable_data(), outer, n, inner, reverse, false, run.data());
+  if (!shape_only()) scan(x.data(), out.mutable_data(), outer, n, inner, reverse, false, run.data());
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     tape.record(op, out, {x}, {}, [outer, n, inner, reverse](const BackwardCtx& c) {
       Array run(Shape{inner});
-      scan(c.grad_out().data(), c.grad(0), outer, n, inner, !reverse, true, run.data());
+      real* g = c.grad(0);
+      if (!shape_only()) scan(c.grad_out().data(), g, outer, n, inner, !reverse, true, run.data());
     });
   }
   return out;

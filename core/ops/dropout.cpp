@@ -19,7 +19,8 @@ Tensor dropout(const Tensor& x, real p, Rng& rng, bool training) {
     const real* px = x.data();
     real* pm = mask.data();
     real* po = out.mutable_data();
-    for (std::size_t i = 0, n = x.numel(); i < n; ++i) {
+    // Shape-only (core/shape_only.hpp): no draw, so the stream is where a real run would find it.
+    for (std::size_t i = 0, n = shape_only() ? 0 : x.numel(); i < n; ++i) {
       pm[i] = rng.uniform() < pd ? real(0) : scale;
       po[i] = px[i] * pm[i];
     }
@@ -30,7 +31,7 @@ Tensor dropout(const Tensor& x, real p, Rng& rng, bool training) {
       real* gx = c.grad(0);
       const real* pg = c.grad_out().data();
       const real* pm = mask.data();
-      for (std::size_t i = 0, n = mask.size(); i < n; ++i) gx[i] += pg[i] * pm[i];
+      for (std::size_t i = 0, n = shape_only() ? 0 : mask.size(); i < n; ++i) gx[i] += pg[i] * pm[i];
     });
   }
   return out;

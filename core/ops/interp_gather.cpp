@@ -46,7 +46,7 @@ Tensor interp_gather(const Tensor& z, const Tensor& p) {
   {
     const real *pz = z.data(), *pp = p.data();
     real* po = out.mutable_data();
-    for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t r = 0, m = shape_only() ? 0 : rows; r < m; ++r) {  // core/shape_only.hpp
       const real* zr = pz + r * P;
       for (std::size_t n = r * N; n < (r + 1) * N; ++n) {
         const Lerp l = locate(pp[n], P);
@@ -62,7 +62,7 @@ Tensor interp_gather(const Tensor& z, const Tensor& p) {
       const real *pz = c.saved(0), *pp = c.saved(1), *g = c.grad_out().data();
       real* gz = c.grad(0);
       real* gp = c.grad(1);
-      for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t r = 0, m = shape_only() ? 0 : rows; r < m; ++r)
         for (std::size_t n = r * N; n < (r + 1) * N; ++n) {
           const Lerp l = locate(pp[n], P);
           if (gz && !l.nan) {

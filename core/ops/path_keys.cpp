@@ -241,8 +241,9 @@ PathKeys path_keys_start(const Array& k) {
   s.B = k.shape()[0], s.H = k.shape()[1], s.T = k.shape()[2], s.hs = k.shape()[3];
   const std::size_t BH = s.B * s.H, n = s.T * s.hs;
   s.kT.resize({BH, s.hs, s.T});
-  for (std::size_t r = 0; r < BH; ++r) to_columns(k.data() + r * n, s.kT.data() + r * n, s.T, s.hs);
-  s.KT = s.kT;
+  for (std::size_t r = 0, m = shape_only() ? 0 : BH; r < m; ++r)  // core/shape_only.hpp
+    to_columns(k.data() + r * n, s.kT.data() + r * n, s.T, s.hs);
+  s.KT = array_copy(s.kT);
   return s;
 }
 

@@ -20,7 +20,7 @@ Tensor scale_queries(const Tensor& q, const Tensor& head, std::shared_ptr<const 
     const real* ph = has_head ? head.data() : nullptr;
     const real* pr = rows ? rows->data() : nullptr;
     real* po = out.mutable_data();
-    for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t b = 0, nb = shape_only() ? 0 : B; b < nb; ++b)  // core/shape_only.hpp
       for (std::size_t h = 0; h < H; ++h) {
         const real hsc = ph ? ph[h] : real(1);
         for (std::size_t t = 0; t < T; ++t) {
@@ -40,7 +40,7 @@ Tensor scale_queries(const Tensor& q, const Tensor& head, std::shared_ptr<const 
     const real* pr = rows ? rows->data() : nullptr;
     real* dq = c.grad(0);
     real* dh = c.grad(1);
-    for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t b = 0, nb = shape_only() ? 0 : B; b < nb; ++b)
       for (std::size_t h = 0; h < H; ++h) {
         const real hsc = ph ? ph[h] : real(1);
         real acc = 0;

@@ -73,7 +73,7 @@ Array time_major(const Tensor& x, const RnnDims& d) {
   Array out(Shape{d.T, d.B, d.I});
   const real* px = x.data();
   real* po = out.data();
-  for (std::size_t b = 0; b < d.B; ++b)
+  for (std::size_t b = 0, nb = shape_only() ? 0 : d.B; b < nb; ++b)  // core/shape_only.hpp: no kernels
     for (std::size_t t = 0; t < d.T; ++t) {
       const real* src = px + (b * d.T + t) * d.I;
       std::copy(src, src + d.I, po + (t * d.B + b) * d.I);
@@ -83,6 +83,7 @@ Array time_major(const Tensor& x, const RnnDims& d) {
 
 // rows (n, G) = bias on every row, or zeros; then the GEMM accumulates onto it.
 void fill_rows(real* rows, std::size_t n, std::size_t G, const Tensor& bias) {
+  if (shape_only()) return;
   if (!bias.defined()) {
     std::fill(rows, rows + n * G, real(0));
     return;
@@ -101,12 +102,13 @@ Array input_projection(const Array& x_tm, const Tensor& w_ih, const Tensor& b_ih
 
 // hs[0] = h0 or zeros (a (B, H) block at the start of a time-major buffer).
 void initial_state(real* dst, const Tensor& h0, const RnnDims& d) {
+  if (shape_only()) return;
   if (h0.defined()) std::copy(h0.data(), h0.data() + d.B * d.H, dst);
   else std::fill(dst, dst + d.B * d.H, real(0));
 }
 
 void add_column_sums(real* gb, const real* rows, std::size_t n, std::size_t G) {
-  for (std::size_t r = 0; r < n; ++r)
+  for (std::size_t r = 0, m = shape_only() ? 0 : n; r < m; ++r)
     for (std::size_t j = 0; j < G; ++j) gb[j] += rows[r * G + j];
 }
 
@@ -117,7 +119,7 @@ void input_side_grads(const RnnDims& d, const real* dgi, const Array& x_tm, cons
     Array dx(Shape{d.T * d.B, d.I});
     blas::gemm(false, false, d.T * d.B, d.I, d.G, 1, dgi, d.G, w_ih, d.I, 0, dx.data(), d.I);
     const real* pdx = dx.data();
-    for (std::size_t t = 0; t < d.T; ++t)
+    for (std::size_t t = 0, nt = shape_only() ? 0 : d.T; t < nt; ++t)
       for (std::size_t b = 0; b < d.B; ++b) {
         const real* src = pdx + (t * d.B + b) * d.I;
         real* dst = gx + (b * d.T + t) * d.I;
@@ -220,7 +222,7 @@ Tensor gru(const Tensor& x, const Tensor& h0, const Tensor& w_ih, const Tensor& 
     initial_state(hs.data(), h0, d);
     const real* pwhh = w_hh.data();
     real* po = out.mutable_data();
-    for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t t = 0, nt = shape_only() ? 0 : T; t < nt; ++t) {
       const real* hp = hs.data() + t * B * H;
       real* hn = hs.data() + (t + 1) * B * H;
       fill_rows(gh.data(), B, G, b_hh);
@@ -245,8 +247,8 @@ Tensor gru(const Tensor& x, const Tensor& h0, const Tensor& w_ih, const Tensor& 
       Array dgi(Shape{T * B, G}), dgh(Shape{T * B, G}), dh_a(Shape{B, H}), dh_b(Shape{B, H});
       real* dh = dh_a.data();       // dL/dh_t from later steps
       real* dh_prev = dh_b.data();  // dL/dh_{t-1}, being built
-      std::fill(dh, dh + B * H, real(0));
-      for (std::size_t t = T; t-- > 0;) {
+      if (!shape_only()) std::fill(dh, dh + B * H, real(0));
+      for (std::size_t t = shape_only() ? 0 : T; t-- > 0;) {
         const real* hp = hs.data() + t * B * H;
         real* gi_t = dgi.data() + t * B * G;
         real* gh_t = dgh.data() + t * B * G;
@@ -258,7 +260,7 @@ Tensor gru(const Tensor& x, const Tensor& h0, const Tensor& w_ih, const Tensor& 
         std::swap(dh, dh_prev);
       }
       if (real* gh0 = c.grad(1))
-        for (std::size_t i = 0; i < B * H; ++i) gh0[i] += dh[i];
+        for (std::size_t i = 0, n = shape_only() ? 0 : B * H; i < n; ++i) gh0[i] += dh[i];
       input_side_grads(d, dgi.data(), x_tm, c.saved(0), c.grad(0), c.grad(2), c.grad(4));
       recurrent_side_grads(d, dgh.data(), hs.data(), c.grad(3), c.grad(5));
     };
@@ -284,7 +286,7 @@ Tensor lstm(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w
     initial_state(cs.data(), c0, d);
     const real* pwhh = w_hh.data();
     real* po = out.mutable_data();
-    for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t t = 0, nt = shape_only() ? 0 : T; t < nt; ++t) {
       const real* hp = hs.data() + t * B * H;
       const real* cp = cs.data() + t * B * H;
       real* hn = hs.data() + (t + 1) * B * H;
@@ -313,9 +315,9 @@ Tensor lstm(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w
       real* dh = dh_a.data();
       real* dh_prev = dh_b.data();
       real* dc = dc_a.data();  // dL/dc_t, turned into dL/dc_{t-1} in place
-      std::fill(dh, dh + B * H, real(0));
-      std::fill(dc, dc + B * H, real(0));
-      for (std::size_t t = T; t-- > 0;) {
+      if (!shape_only()) std::fill(dh, dh + B * H, real(0));
+      if (!shape_only()) std::fill(dc, dc + B * H, real(0));
+      for (std::size_t t = shape_only() ? 0 : T; t-- > 0;) {
         const real* cp = cs.data() + t * B * H;
         const real* cn = cs.data() + (t + 1) * B * H;
         real* dg_t = dgate.data() + t * B * G;
@@ -326,9 +328,9 @@ Tensor lstm(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w
         std::swap(dh, dh_prev);
       }
       if (real* gh0 = c.grad(1))
-        for (std::size_t i = 0; i < B * H; ++i) gh0[i] += dh[i];
+        for (std::size_t i = 0, n = shape_only() ? 0 : B * H; i < n; ++i) gh0[i] += dh[i];
       if (real* gc0 = c.grad(2))
-        for (std::size_t i = 0; i < B * H; ++i) gc0[i] += dc[i];
+        for (std::size_t i = 0, n = shape_only() ? 0 : B * H; i < n; ++i) gc0[i] += dc[i];
       input_side_grads(d, dgate.data(), x_tm, c.saved(0), c.grad(0), c.grad(3), c.grad(5));
       recurrent_side_grads(d, dgate.data(), hs.data(), c.grad(4), c.grad(6));
     };

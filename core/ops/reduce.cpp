@@ -219,7 +219,7 @@ Tensor max(const Tensor& x, int axis, bool keepdims) {
 
   Tensor out = detail::empty(out_shape);
   std::vector<std::size_t> arg(outer * inner, 0);  // first argmax along the axis, per output
-  {
+  if (!shape_only()) {  // core/shape_only.hpp
     const real* px = x.data();
     real* po = out.mutable_data();
     if (inner == 1) {
@@ -260,7 +260,7 @@ Tensor max(const Tensor& x, int axis, bool keepdims) {
     tape.record(op, out, {x}, {}, [arg = std::move(arg), r, inner](const BackwardCtx& c) {
       real* gx = c.grad(0);
       const real* pg = c.grad_out().data();
-      for (std::size_t o = 0, n = arg.size() / inner; o < n; ++o)
+      for (std::size_t o = 0, n = shape_only() ? 0 : arg.size() / inner; o < n; ++o)
         for (std::size_t j = 0; j < inner; ++j) {
           const std::size_t i = o * inner + j;
           gx[(o * r + arg[i]) * inner + j] += pg[i];

@@ -19,7 +19,7 @@ RotaryTables rotary_tables(const IndexArray& positions, const std::vector<double
   tb.cos.resize({B, T, P});
   tb.sin.resize({B, T, P});
   const std::int32_t* pp = positions.data();
-  for (std::size_t bt = 0; bt < B * T; ++bt)
+  for (std::size_t bt = 0, n = shape_only() ? 0 : B * T; bt < n; ++bt)  // core/shape_only.hpp
     for (std::size_t i = 0; i < P; ++i) {
       const double a = double(pp[bt]) * inv_freq[i];  // in double: positions far past training stay accurate
       tb.cos.data()[bt * P + i] = static_cast<real>(std::cos(a));
@@ -49,7 +49,7 @@ void scale_rotary_tables(RotaryTables& tb, const IndexArray& positions,
                   "scale_rotary_tables",
                   "positions " + positions_str(positions) + " do not match the tables " + shape_str(tb.cos.shape()));
   const std::int32_t* pp = positions.data();
-  for (std::size_t bt = 0, n = positions.size(); bt < n; ++bt)
+  for (std::size_t bt = 0, n = shape_only() ? 0 : positions.size(); bt < n; ++bt)
     for (std::size_t i = 0; i < P; ++i) {
       const double m = scale(pp[bt], i);
       tb.cos.data()[bt * P + i] = static_cast<real>(double(tb.cos.data()[bt * P + i]) * m);

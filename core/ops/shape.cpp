@@ -42,7 +42,7 @@ Walk make_walk(const Shape& out_shape, const std::vector<std::size_t>& src_strid
 // Calls run(out_offset, src_offset, len, src_stride) for each innermost run, in output order.
 template <class F>
 void for_each_run(const Walk& w, F&& run) {
-  if (w.numel == 0) return;
+  if (w.numel == 0 || shape_only()) return;  // core/shape_only.hpp: no kernels
   const std::size_t od = w.size.size() - 1, len = w.size[od], st = w.stride[od];
   const std::size_t outer = w.numel / len;
   std::vector<std::size_t> idx(od, 0);
@@ -113,13 +113,13 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
                   "cannot reshape " + shape_str(x.shape()) + " (" + std::to_string(x.numel()) + " elements) to " +
                       shape_str(shape) + " (" + std::to_string(shape_numel(shape)) + " elements)");
   Tensor out = detail::empty(shape);
-  std::copy(x.data(), x.data() + x.numel(), out.mutable_data());
+  if (!shape_only()) std::copy(x.data(), x.data() + x.numel(), out.mutable_data());
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     tape.record(op, out, {x}, {}, [](const BackwardCtx& c) {
       real* gx = c.grad(0);
       const real* pg = c.grad_out().data();
-      for (std::size_t i = 0, n = c.grad_out().size(); i < n; ++i) gx[i] += pg[i];
+      for (std::size_t i = 0, n = shape_only() ? 0 : c.grad_out().size(); i < n; ++i) gx[i] += pg[i];
     });
   }
   return out;
@@ -184,14 +184,15 @@ Tensor slice(const Tensor& x, int axis, std::size_t start, std::size_t stop) {
   {
     const real* px = x.data();
     real* po = out.mutable_data();
-    for (std::size_t o = 0; o < outer; ++o) std::copy(px + o * row + first, px + o * row + first + block, po + o * block);
+    for (std::size_t o = 0, n = shape_only() ? 0 : outer; o < n; ++o)
+      std::copy(px + o * row + first, px + o * row + first + block, po + o * block);
   }
   Tape& tape = Tape::current();
   if (tape.should_record({&x})) {
     tape.record(op, out, {x}, {}, [outer, block, row, first](const BackwardCtx& c) {
       real* gx = c.grad(0);
       const real* pg = c.grad_out().data();
-      for (std::size_t o = 0; o < outer; ++o) {
+      for (std::size_t o = 0, n = shape_only() ? 0 : outer; o < n; ++o) {
         real* dst = gx + o * row + first;
         const real* src = pg + o * block;
         for (std::size_t j = 0; j < block; ++j) dst[j] += src[j];
@@ -237,7 +238,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
     for (std::size_t k = 0; k < xs.size(); ++k) {
       const real* px = xs[k].data();
       const std::size_t b = block[k];
-      for (std::size_t o = 0; o < outer; ++o) std::copy(px + o * b, px + (o + 1) * b, po + o * row + first[k]);
+      for (std::size_t o = 0, n = shape_only() ? 0 : outer; o < n; ++o) std::copy(px + o * b, px + (o + 1) * b, po + o * row + first[k]);
     }
   }
   Tape& tape = Tape::current();
@@ -248,7 +249,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
         real* gx = c.grad(k);
         if (!gx) continue;
         const std::size_t b = block[k];
-        for (std::size_t o = 0; o < outer; ++o) {
+        for (std::size_t o = 0, n = shape_only() ? 0 : outer; o < n; ++o) {
           real* dst = gx + o * b;
           const real* src = pg + o * row + first[k];
           for (std::size_t j = 0; j < b; ++j) dst[j] += src[j];

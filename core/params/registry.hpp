@@ -23,6 +23,12 @@ class NamedRegistry {
     specs_.push_back(std::move(spec));
   }
 
+  // Drops `name` (a test's own entry, registered for its duration); references to it dangle.
+  void remove(const std::string& name) {
+    specs_.erase(std::remove_if(specs_.begin(), specs_.end(), [&](const Spec& s) { return s.name == name; }),
+                 specs_.end());
+  }
+
   std::vector<std::string> names() const {  // sorted
     std::vector<std::string> n;
     for (const auto& s : specs_) n.push_back(s.name);

@@ -8,6 +8,8 @@
 #include "experiments/config/config_schema.hpp"
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
+#include "core/allocator.hpp"
+#include "layers/dry_run.hpp"
 #include "layers/transformer.hpp"
 #include "training/optimizer_registry.hpp"
 
@@ -30,20 +32,17 @@ std::size_t optimizer_buffers(const TrainConfig& t) {
                                            "optimizer '" + t.optimizer + "'"));
 }
 
-EncodingCost encoding_cost_of(const ModelConfig& m, const ForwardShape& s) {
-  const ModelDims d = m.dims_for(m.encoding);
-  return encoding_cost(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d, s);
-}
-
-// Activations (tracked and untracked) and data of one forward of shape s, into e.
-void add_forward(MemoryEstimate& e, const ModelConfig& m, ForwardShape s, bool attention_maps) {
-  s.attention_maps = attention_maps;
-  const EncodingCost enc = encoding_cost_of(m, s);
-  const ForwardCost f = Transformer::forward_cost(m, enc, s, attention_maps);
+// One forward of shape s (and its backward when training) run shape-only (layers/dry_run.hpp): the bytes a
+// cold caching allocator would hold at its peak, the model's weights (and, training, the gradients that
+// are live then) included. What is not the weights or their gradients is activations; the batch's ids and
+// mask are the data. e.weights and e.gradients must be set.
+void add_forward(MemoryEstimate& e, const ModelConfig& m, const DryRunShape& s) {
+  const DryRunResult r = dry_run(m, s);
+  const std::size_t held = e.weights + e.gradients, peak = r.summary.peak_system_bytes;
   const double N = double(s.batch) * double(s.tokens);
-  e.activations = to_bytes(f.bytes() + f.untracked);
-  e.data = to_bytes(double(reserved_bytes(N)) + N * kIds);
-  e.untracked = to_bytes(f.untracked + N * kIds);
+  e.activations = peak > held ? peak - held : 0;
+  e.data = to_bytes(double(memory::size_class(std::size_t(N) * sizeof(real))) + N * kIds);
+  e.untracked = 0;
 }
 
 std::string num(std::size_t x) { return std::to_string(x); }
@@ -78,17 +77,15 @@ std::string MemoryEstimate::breakdown() const {
   return s + ")";
 }
 
-std::size_t count_parameters(const ModelConfig& m) {
-  return Transformer::parameter_count(m, encoding_cost_of(m, ForwardShape{}));
-}
+std::size_t count_parameters(const ModelConfig& m) { return dry_parameter_count(m); }
 
 std::size_t forward_bytes(const ModelConfig& m, std::size_t batch, std::size_t tokens, bool attention_maps,
                           bool shared_positions) {
-  ForwardShape s;
-  s.batch = batch, s.tokens = tokens, s.shared_positions = shared_positions;
+  DryRunShape s;
+  s.batch = batch, s.tokens = tokens, s.shared_positions = shared_positions, s.attention_maps = attention_maps;
   MemoryEstimate e;
   e.weights = to_bytes(double(count_parameters(m)) * kReal);
-  add_forward(e, m, s, attention_maps);
+  add_forward(e, m, s);
   return e.total();
 }
 
@@ -111,16 +108,15 @@ MemoryEstimate ResourceModel::weights_only() const {
 
 MemoryEstimate ResourceModel::training() const {
   const TrainConfig& t = spec_.config.train;
-  ForwardShape s;
+  DryRunShape s;
   s.batch = t.batch_size;
   s.tokens = spec_.task->sequence_length(spec_.config.train_len);
   s.training = true;
   s.shared_positions = t.positions == PositionMode::contiguous;
-  s.threads = std::size_t(std::max(1, t.threads));
   MemoryEstimate e = weights_only();
   e.gradients = to_bytes(double(n_params_) * kReal);
   e.optimizer = to_bytes(double(optimizer_buffers_) * double(n_params_) * kReal);
-  add_forward(e, spec_.model, s, false);
+  add_forward(e, spec_.model, s);
   return e;
 }
 
@@ -131,18 +127,20 @@ MemoryEstimate ResourceModel::evaluation(std::size_t n, std::size_t batch) const
 MemoryEstimate ResourceModel::probe(std::size_t n, std::size_t batch) const { return forward_only(n, batch, true); }
 
 MemoryEstimate ResourceModel::forward_only(std::size_t n, std::size_t batch, bool attention_maps) const {
-  ForwardShape s;
+  DryRunShape s;
   s.batch = batch;
   s.tokens = spec_.task->sequence_length(n);
   s.shared_positions = eval_positions(spec_.config).mode == PositionMode::contiguous;
+  s.attention_maps = attention_maps;
   MemoryEstimate e = weights_only();
-  add_forward(e, spec_.model, s, attention_maps);
+  add_forward(e, spec_.model, s);
   return e;
 }
 
 std::size_t ResourceModel::eval_batch_that_fits(std::size_t n, std::size_t wanted, std::size_t limit) const {
   if (limit == 0 || evaluation(n, wanted).total() <= limit) return wanted;
-  std::size_t lo = 0, hi = wanted;  // evaluation(lo) fits (lo = 0 stands for "none"), evaluation(hi) does not
+  if (wanted <= 1 || evaluation(n, 1).total() > limit) return 0;  // a refusal after two dry runs
+  std::size_t lo = 1, hi = wanted;  // evaluation(lo) fits (lo = 0 stands for "none"), evaluation(hi) does not
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
     (evaluation(n, mid).total() <= limit ? lo : hi) = mid;
@@ -229,6 +227,7 @@ EvalBatches check_memory(const RunSpec& spec, const MemoryLimit& limit, bool tra
 
 std::vector<std::string> describe(const EvalBatches& b, const RunSpec& spec, const MemoryLimit& limit) {
   std::vector<std::string> v;
+  if (b.reduced.empty()) return v;  // nothing to estimate (a dry run builds the model: --memory-limit 0 runs none)
   const ResourceModel rm(spec);
   for (const auto& [n, bs] : b.reduced)
     v.push_back("eval length " + num(n) + ": batch size " + num(spec.config.eval.batch_size) + " -> " + num(bs) +

@@ -1,19 +1,17 @@
 // Memory estimates for a run, an evaluation and a probe, computed from the resolved config before
 // anything is allocated or written, so that a model or a length that cannot fit is refused with the
-// setting to change instead of ending in std::bad_alloc, a hang or swapping. Arithmetic over the
-// model's own description, nothing built or run (milliseconds at any size):
-//   weights     N s, N = Transformer::parameter_count (the encoding's own from its EncodingSpec::cost)
+// setting to change instead of ending in std::bad_alloc, a hang or swapping. From the model's own code:
+// one step (forward, and backward when training) run shape-only (layers/dry_run.hpp, core/shape_only.hpp),
+// the model built with parameters that have no memory, every op allocating what it allocates for real and
+// skipping its kernel (milliseconds at any size; nothing a module or an encoding declares):
+//   weights     N s, N = the built model's num_parameters()
 //   gradients   N s                                                             training only
 //   optimizer   k N s, k = OptimizerSpec::state_buffers (AdamW 2, SGD 1, or 0 without momentum)
-//   activations Transformer::forward_cost: every module's buffers by size class and lifetime
-//               (layers/memory_cost.hpp), the encoding's tables and pair tables (EncodingCost,
-//               declared in each layers/positional/ file), attention's (B, H, T, T) probabilities
-//               (training keeps every layer's; evaluation one at a time; a probe keeps them as maps)
+//   activations the dry run's peak under the caching allocator's reuse rule (core/allocator.hpp), less
+//               the weights and gradients: every buffer of the forward and backward, integer tables too
 //   data        the mask (B, T) s, and the token, target and position ids (B, T) int32
-// with s = sizeof(real). Integer tables (IndexArray: the ids, T5's buckets, Shaw's index) bypass the
-// caching allocator; they are counted, and reported apart as MemoryEstimate::untracked. Tested against
-// the caching allocator's peak (tests/experiments/test_resources.cpp): within 0.9-1.4x for every
-// encoding, training and evaluation, where activations dominate.
+// with s = sizeof(real). Tested against the caching allocator's peak (tests/experiments/test_resources.cpp):
+// within 0.9-1.4x for every encoding, training, evaluation and probes, where activations dominate.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +26,7 @@ namespace pelab {
 struct MemoryEstimate {
   std::size_t parameters = 0;  // count
   std::size_t weights = 0, gradients = 0, optimizer = 0, activations = 0, data = 0;  // bytes
-  std::size_t untracked = 0;  // of activations and data, the bytes outside the caching allocator (IndexArray)
+  std::size_t untracked = 0;  // bytes outside the caching allocator: none since IndexArray is in it (kept for callers)
   std::size_t total() const { return weights + gradients + optimizer + activations + data; }
   // "1.2 GiB (weights 10 MiB, gradients 10 MiB, optimizer state 20 MiB, activations 1.1 GiB, data 2 MiB)"
   std::string breakdown() const;

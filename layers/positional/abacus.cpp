@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "core/ops/elementwise.hpp"
+#include "core/shape_only.hpp"
 #include "core/ops/embedding.hpp"
 #include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
@@ -33,7 +34,8 @@ class Abacus : public PositionalEncoding {
     if (ids.shape() != ctx.positions.shape()) throw Error("encoding 'abacus': digit indices and tokens differ in shape");
     std::int32_t* p = ids.data();
     if (ids.size() && *std::min_element(p, p + ids.size()) < 0) throw Error("encoding 'abacus': negative digit index");
-    const auto k = std::int32_t(training() && ctx.rng && max_k_ > 0 ? ctx.rng->below(max_k_ + 1) : 0);
+    // A shape-only run (core/shape_only.hpp) draws nothing: the offset changes no shape.
+    const auto k = std::int32_t(training() && ctx.rng && max_k_ > 0 && !shape_only() ? ctx.rng->below(max_k_ + 1) : 0);
     for (std::size_t i = 0; i < ids.size(); ++i)
       if (p[i] > 0) p[i] += k;
     const std::int32_t top = ids.size() ? *std::max_element(p, p + ids.size()) : 0;

@@ -8,6 +8,7 @@
 // training never switched on.
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "core/ops/elementwise.hpp"
 #include "layers/positional/auto_size.hpp"
 #include "layers/positional/encoding.hpp"
@@ -41,6 +42,7 @@ class Binary : public PositionalEncoding {
     const std::size_t C = x.size(2);
     const Tensor& pe = cache_.get(positions, [&] {
       Array out(Shape{x.size(0), x.size(1), C});
+      if (shape_only()) return out;  // core/shape_only.hpp: no values
       out.fill(real(0));
       real* po = out.data();
       for (std::size_t r = 0; r < positions.size(); ++r) {

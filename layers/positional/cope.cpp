@@ -15,6 +15,7 @@
 // bidirectional attention the count over "keys up to the query" has no meaning.
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "core/ops/cumsum.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/interp_gather.hpp"
@@ -80,7 +81,7 @@ class Cope : public PositionalEncoding {
   const Tensor& causal_mask_t(std::size_t Tk, std::size_t first, std::size_t Tq) {
     if (!mask_t_.defined() || mask_t_.shape()[2] != Tk || mask_t_.shape()[3] != Tq || mask_first_ != first) {
       Array m(Shape{1, 1, Tk, Tq});
-      for (std::size_t j = 0; j < Tk; ++j)
+      for (std::size_t j = 0, n = shape_only() ? 0 : Tk; j < n; ++j)  // core/shape_only.hpp
         for (std::size_t i = 0; i < Tq; ++i) m(0, 0, j, i) = j <= first + i ? real(1) : real(0);
       mask_t_ = Tensor(std::move(m));
       mask_first_ = first;

@@ -50,7 +50,8 @@ class DynamicBias : public PositionalEncoding {
  private:
   // d (rows, Tq, Tk) -> sign(d) log(|d| + 1) (rows, Tq, Tk, 1)
   static Array log_distance(Array d) {
-    for (auto& x : d) x = std::copysign(std::log1p(std::abs(x)), x);
+    if (!shape_only())  // core/shape_only.hpp: no values
+      for (auto& x : d) x = std::copysign(std::log1p(std::abs(x)), x);
     d.reshape({d.shape()[0], d.shape()[1], d.shape()[2], std::size_t(1)});
     return d;
   }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "core/ops/rotary.hpp"
 #include "core/ops/shape.hpp"
 #include "layers/positional/encoding.hpp"
@@ -108,8 +109,9 @@ class Fope : public PositionalEncoding {
     const std::size_t rows = shared_ ? 1 : positions.shape()[0], T = positions.shape()[1], D = freq_.size();
     const std::size_t P = hs_ / 2;
     auto tb = std::make_shared<RotaryTables>();
-    tb->cos = Array(Shape{rows, H_ * T, P}, real(1));
-    tb->sin = Array(Shape{rows, H_ * T, P}, real(1));
+    tb->cos = shape_only() ? Array(Shape{rows, H_ * T, P}) : Array(Shape{rows, H_ * T, P}, real(1));
+    tb->sin = shape_only() ? Array(Shape{rows, H_ * T, P}) : Array(Shape{rows, H_ * T, P}, real(1));
+    if (shape_only()) return tb;  // core/shape_only.hpp: allocated, not computed
     std::vector<double> cw(D), sw(D);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t t = 0; t < T; ++t) {

@@ -9,6 +9,7 @@
 // not included. Position ids are never read: relative.
 #include <string>
 
+#include "core/shape_only.hpp"
 #include "core/ops/cumsum.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/matmul.hpp"
@@ -61,14 +62,14 @@ class Fox : public PositionalEncoding {
   Array tile_bias(const AttentionContext& ctx) {
     const QueryTile& t = ctx.tile;
     if (t.begin == 0 || tile_layer_ != ctx.layer) {
-      tile_c_ = cumulative_gates(*ctx.input, ctx.layer).value();
+      tile_c_ = array_copy(cumulative_gates(*ctx.input, ctx.layer).value());
       tile_layer_ = ctx.layer;
     }
     const std::size_t B = tile_c_.shape()[0], T = tile_c_.shape()[2], n = t.end - t.begin;
     if (t.end > T || t.keys > T) throw Error("fox: a query tile beyond the sequence");
     Array bias(Shape{B, H_, n, t.keys});
     real* out = bias.data();
-    for (std::size_t r = 0; r < B * H_; ++r) {
+    for (std::size_t r = 0, m = shape_only() ? 0 : B * H_; r < m; ++r) {  // core/shape_only.hpp
       const real* c = tile_c_.data() + r * T;
       for (std::size_t i = t.begin; i < t.end; ++i)
         for (std::size_t j = 0; j < t.keys; ++j) *out++ = c[i] - c[j];

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/shape_only.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
@@ -78,7 +79,8 @@ class Kerple : public PositionalEncoding {
   // d = |p_i - p_j|: (rows, 1, Tq, Tk), one head dim to broadcast the per-head parameters against; a constant
   static Tensor distance(const IndexArray& positions, bool shared, const QueryTile& tile) {
     Array d = pairwise_difference(positions, shared, tile);
-    for (auto& x : d) x = std::abs(x);
+    if (!shape_only())  // core/shape_only.hpp: no values
+      for (auto& x : d) x = std::abs(x);
     d.reshape({d.shape()[0], std::size_t(1), d.shape()[1], d.shape()[2]});
     return Tensor(std::move(d));
   }
@@ -90,6 +92,7 @@ class Kerple : public PositionalEncoding {
   }
 
   static void project(Tensor& p, real lo, real hi) {
+    if (shape_only()) return;  // core/shape_only.hpp: no values
     for (auto& x : p.mutable_value()) x = std::min(std::max(x, lo), hi);
   }
 

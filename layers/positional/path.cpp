@@ -80,7 +80,7 @@ class Path : public PositionalEncoding {
     if (t.begin == 0 || tile_layer_ != ctx.layer) {
       Tensor w, beta;
       directions_and_gates(ctx, w, beta);
-      tile_w_ = w.value(), tile_beta_ = beta.value();
+      tile_w_ = array_copy(w.value()), tile_beta_ = array_copy(beta.value());
       tile_keys_ = path_keys_start(k.value());
       tile_layer_ = ctx.layer;
     }

@@ -14,6 +14,7 @@
 // leaves the sharing to the caller. A function of id differences only: relative.
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
@@ -41,7 +42,7 @@ class Pope : public PositionalEncoding {
     const bool shared = rows_share_positions(positions);
     const std::size_t T = positions.shape()[1], rows = shared ? 1 : positions.shape()[0];
     Array c(Shape{rows, 1, T, hs_}), s(Shape{rows, 1, T, hs_});
-    for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t r = 0, n = shape_only() ? 0 : rows; r < n; ++r)  // core/shape_only.hpp
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t d = 0; d < hs_; ++d) {
           const double angle = double(positions(r, t)) * std::pow(base_, -double(d) / double(hs_));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shape_only.hpp"
 #include "core/params/param_spec.hpp"
 #include "layers/positional/pairwise.hpp"  // SeenPositions
 
@@ -52,7 +53,7 @@ inline Array scalar_position_vectors(const std::vector<double>& values, std::siz
                                      std::size_t C, ScalarPattern pattern) {
   Array out(Shape{B, T, C});
   real* po = out.data();
-  for (std::size_t r = 0; r < B * T; ++r) {
+  for (std::size_t r = 0, n = shape_only() ? 0 : B * T; r < n; ++r) {  // core/shape_only.hpp
     const real v = static_cast<real>(values[r]);
     for (std::size_t k = 0; k < C; ++k)
       po[r * C + k] = (pattern == ScalarPattern::alternating && k % 2 == 1) ? -v : v;

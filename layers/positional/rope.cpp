@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "core/ops/rotary.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/rope_scaling.hpp"
@@ -69,6 +70,7 @@ RotaryTables dynamic_tables(const IndexArray& positions, std::size_t rot, double
     IndexArray row(Shape{1, T});
     std::copy(positions.data() + b * T, positions.data() + (b + 1) * T, row.data());
     const RotaryTables r = rotary_tables(row, scaled_rope_inv_freq(rot, base, sc, row_length(positions, b)));
+    if (shape_only()) continue;  // core/shape_only.hpp: no values
     std::copy(r.cos.begin(), r.cos.end(), tb.cos.data() + b * T * P);
     std::copy(r.sin.begin(), r.sin.end(), tb.sin.data() + b * T * P);
   }

@@ -7,6 +7,7 @@
 // section 3.3); no official code was found. Position ids are never read: relative. Causal models only.
 #include <cmath>
 
+#include "core/shape_only.hpp"
 #include "core/ops/cumsum.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/matmul.hpp"
@@ -40,13 +41,13 @@ class Selective : public PositionalEncoding {
   Array tile_bias(const Array& R, const AttentionContext& ctx) {
     const QueryTile& t = ctx.tile;
     const std::size_t B = R.shape()[0], n = R.shape()[2], T = R.shape()[3];
-    if (t.begin == 0) carry_ = Array(Shape{B, T}, real(0)), carried_ = 0, carry_layer_ = ctx.layer;
+    if (t.begin == 0) carry_ = shape_only() ? Array(Shape{B, T}) : Array(Shape{B, T}, real(0)), carried_ = 0, carry_layer_ = ctx.layer;
     if (carry_layer_ != ctx.layer || t.begin > carried_ || t.end - t.begin != n || carry_.shape()[1] != T)
       throw Error("selective: query tiles must come in order from row 0 within a layer");
     // S_kj = R_kj where 0 < j < k (a query masks neither itself, later keys, nor key 0)
     const auto S = [](const real* row, std::size_t k, std::size_t j) { return j > 0 && j < k ? row[j] : real(0); };
     Array bias(Shape{B, 1, n, T});
-    for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t b = 0, nb = shape_only() ? 0 : B; b < nb; ++b) {  // core/shape_only.hpp
       real* F = carry_.data() + b * T;
       const real* rows = R.data() + b * n * T;
       for (std::size_t k = t.begin; k < carried_; ++k)  // rows this tile repeats
@@ -65,7 +66,7 @@ class Selective : public PositionalEncoding {
   const Tensor& selectable(std::size_t T) {
     if (mask_.defined() && mask_.size(2) == T) return mask_;
     Array m(Shape{1, 1, T, T});
-    for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t i = 0, n = shape_only() ? 0 : T; i < n; ++i)
       for (std::size_t j = 0; j < T; ++j) m(0, 0, i, j) = real(j < i && j > 0);
     mask_ = Tensor(std::move(m));
     return mask_;

@@ -67,7 +67,7 @@ class Shaw : public PositionalEncoding {
   IndexArray buckets(const IndexArray& positions, const QueryTile& tile) const {
     return pairwise_index(positions, rows_share_positions(positions), tile, [&](std::int64_t rel) {  // key - query
       return static_cast<std::int32_t>(std::clamp(rel, -clip_, clip_) + clip_);
-    });
+    }, /*spanned=*/true);  // relative_kv: the attention spans the buckets in use
   }
 
   std::int64_t clip_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/shape_only.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/embedding.hpp"
 #include "layers/positional/encoding.hpp"
@@ -23,7 +24,7 @@ Array sinusoidal_table(const IndexArray& positions, std::size_t d, double base) 
   std::vector<double> freq(d / 2);
   for (std::size_t i = 0; i < d / 2; ++i) freq[i] = std::pow(base, -double(2 * i) / double(d));
   real* out = pe.data();
-  for (std::size_t r = 0; r < n; ++r) {
+  for (std::size_t r = 0, m = shape_only() ? 0 : n; r < m; ++r) {  // core/shape_only.hpp
     const double t = positions.data()[r];  // angles in double: far positions stay accurate
     for (std::size_t i = 0; i < d / 2; ++i) {
       out[r * d + 2 * i] = static_cast<real>(std::sin(t * freq[i]));

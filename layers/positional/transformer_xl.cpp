@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 
+#include "core/shape_only.hpp"
 #include "core/ops/elementwise.hpp"
 #include "core/ops/interp_gather.hpp"
 #include "core/ops/matmul.hpp"
@@ -108,7 +109,7 @@ class TransformerXl : public PositionalEncoding {
     Array table(Shape{range_.size(), width_});  // (R, 2m): R_d for d = lo..hi, in double, rounded once
     const std::size_t m = width_ / 2;
     const double D = double(H_ * hs_);
-    for (std::size_t r = 0; r < range_.size(); ++r)
+    for (std::size_t r = 0, n = shape_only() ? 0 : range_.size(); r < n; ++r)  // core/shape_only.hpp
       for (std::size_t f = 0; f < m; ++f) {
         const double a = double(range_.lo + std::int64_t(r)) * std::pow(base_, -double(2 * f) / D);
         table(r, f) = static_cast<real>(std::sin(a));
@@ -165,7 +166,7 @@ class TransformerXl : public PositionalEncoding {
     const std::size_t T = ids_.shape()[1];
     const std::int64_t top = std::int64_t(range_.size()) - 1;
     Array out(Shape{B, H_, T, T});
-    for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t b = 0, nb = shape_only() ? 0 : B; b < nb; ++b) {
       const std::int32_t* p = ids_.data() + b * T;
       real* plane = out.data() + b * H_ * T * T;
       for (std::size_t i = 0; i < T; ++i)
@@ -183,7 +184,7 @@ class TransformerXl : public PositionalEncoding {
     const std::size_t B = z.shape()[0], n = z.shape()[2], R = z.shape()[3], T = positions.shape()[1];
     const std::int64_t top = std::int64_t(R) - 1;
     Array out(Shape{B, H_, n, T});
-    for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t b = 0, nb = shape_only() ? 0 : B; b < nb; ++b) {
       const std::int32_t* p = positions.data() + b * T;
       for (std::size_t h = 0; h < H_; ++h) {
         const real* c = content.data() + (b * H_ + h) * T;

@@ -58,7 +58,7 @@ class XPos : public RotaryEncoding {
       const std::int64_t c = std::int64_t(positions(b, 0)) + std::int64_t((T + 1) / 2);
       for (std::size_t t = 0; t < T; ++t) centred(b, t) = static_cast<std::int32_t>(positions(b, t) - c);
     }
-    RotaryTables tq = rotary_tables(positions, inv_freq_), tk = tq;
+    RotaryTables tq = rotary_tables(positions, inv_freq_), tk{array_copy(tq.cos), array_copy(tq.sin)};
     // zeta_i^(+-s / scale_base), evaluated in double
     scale_rotary_tables(tq, centred, [&](std::int32_t s, std::size_t i) { return std::exp(log_zeta_[i] * s / scale_base_); });
     scale_rotary_tables(tk, centred, [&](std::int32_t s, std::size_t i) { return std::exp(-log_zeta_[i] * s / scale_base_); });

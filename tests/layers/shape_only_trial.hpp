@@ -71,6 +71,7 @@ struct TrialResult {
 // nothing and reads no value.
 inline TrialResult run_trial(const TrialShape& s, bool dry, std::uint64_t seed = 1) {
   TrialResult r;
+  Tape::current().clear();  // what an earlier test left recorded would be released inside the trace
   std::unique_ptr<ShapeOnly> shape_scope;
   std::unique_ptr<memory::TraceScope> real_scope;
   if (dry) shape_scope = std::make_unique<ShapeOnly>();

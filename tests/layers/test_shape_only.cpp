@@ -104,6 +104,8 @@ TEST_CASE("a shape-only model at d_model 65536 allocates and initializes nothing
   CHECK(params == Transformer::parameter_count(c, EncodingCost{}));
   std::size_t traced = 0;
   for (const auto& [cls, n] : dry.trace().summary().requests) traced += cls * n;
-  CHECK(traced == requested);
+  // Beside them only the small blocks of default-constructed members (an IndexArray holds one element).
+  CHECK(traced >= requested);
+  CHECK(traced - requested < 4096);
   CHECK(double(dry.trace().summary().peak_live_bytes) > 200e9);
 }
