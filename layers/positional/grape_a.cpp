@@ -37,6 +37,7 @@
 #include "core/ops/reduce.hpp"
 #include "core/ops/shape.hpp"
 #include "core/ops/unary.hpp"
+#include "core/shape_only.hpp"
 #include "layers/positional/alibi.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/pairwise.hpp"
@@ -85,7 +86,7 @@ class GrapeA : public PositionalEncoding {
   GrapeA(const ModelDims& d, GrapeASettings s) : s_(s), H_(d.n_heads), slopes_(alibi_slopes(d.n_heads)) {
     for (auto& m : slopes_) m *= s.slope_scale;
     Array sl(Shape{H_});
-    for (std::size_t h = 0; h < H_; ++h) sl(h) = real(slopes_[h]);
+    for (std::size_t h = 0, n = shape_only() ? 0 : H_; h < n; ++h) sl(h) = real(slopes_[h]);  // core/shape_only.hpp
     slope_tensor_ = Tensor(std::move(sl));
     for (std::size_t l = 0; l < d.n_layers; ++l) {
       const std::string n = std::to_string(l);
@@ -126,10 +127,10 @@ class GrapeA : public PositionalEncoding {
   // g_k (B, H, 1, Tk); query tiles: computed at the layer's first tile and kept for the others
   Tensor key_row(const Tensor& k, const AttentionContext& ctx) {
     const bool tile = ctx.tile.active();
-    if (tile && ctx.tile.begin != 0 && key_layer_ == ctx.layer) return Tensor(key_row_);
+    if (tile && ctx.tile.begin != 0 && key_layer_ == ctx.layer) return Tensor(array_copy(key_row_));
     const Tensor gk = content_gate(k, key_gate_.at(ctx.layer));  // (B, H, Tk, 1)
     const Tensor row = reshape(gk, {gk.size(0), H_, 1, gk.size(2)});
-    if (tile) key_row_ = row.value(), key_layer_ = ctx.layer;
+    if (tile) key_row_ = array_copy(row.value()), key_layer_ = ctx.layer;
     return row;
   }
 
@@ -156,7 +157,7 @@ class GrapeA : public PositionalEncoding {
     const std::size_t rows = d.shape()[0], m = d.shape()[1] * d.shape()[2];
     Array bias(Shape{rows, H_, d.shape()[1], d.shape()[2]});
     real* out = bias.data();
-    for (std::size_t b = 0; b < rows; ++b)
+    for (std::size_t b = 0, nb = shape_only() ? 0 : rows; b < nb; ++b)  // core/shape_only.hpp: no values
       for (std::size_t h = 0; h < H_; ++h)
         for (std::size_t k = 0; k < m; ++k) *out++ = static_cast<real>(-slopes_[h] * double(d.data()[b * m + k]));
     return bias;
@@ -189,20 +190,20 @@ class GrapeA : public PositionalEncoding {
       Array out(Shape{rows, H_, n, t.keys});
       const Tensor om = omega(ctx.layer);  // no tape here: the taped path's values
       const real* w = om.data();
-      for (std::size_t b = 0; b < rows; ++b)
+      for (std::size_t b = 0, nb = shape_only() ? 0 : rows; b < nb; ++b)
         for (std::size_t h = 0; h < H_; ++h)
           for (std::size_t i = 0; i < m; ++i) out.data()[(b * H_ + h) * m + i] = d.data()[b * m + i] * -w[h];
       return out;
     }
     if (t.begin == 0 || tile_layer_ != ctx.layer) {
-      tile_c_ = cumulative_gates(ctx).value();
+      tile_c_ = array_copy(cumulative_gates(ctx).value());
       tile_layer_ = ctx.layer;
     }
     const std::size_t B = tile_c_.shape()[0], T = tile_c_.shape()[2];
     if (t.end > T || t.keys > T) throw Error("grape_a: a query tile beyond the sequence");
     Array out(Shape{B, H_, n, t.keys});
     real* o = out.data();
-    for (std::size_t r = 0; r < B * H_; ++r) {
+    for (std::size_t r = 0, nr = shape_only() ? 0 : B * H_; r < nr; ++r) {
       const real* c = tile_c_.data() + r * T;
       for (std::size_t i = t.begin; i < t.end; ++i)
         for (std::size_t j = 0; j < t.keys; ++j) *o++ = c[i] - c[j];

@@ -26,6 +26,7 @@
 
 #include "core/ops/elementwise.hpp"
 #include "core/ops/unary.hpp"
+#include "core/shape_only.hpp"
 #include "layers/positional/encoding.hpp"
 #include "layers/positional/learned_rotation.hpp"
 #include "layers/positional/pairwise.hpp"  // SeenPositions
@@ -97,10 +98,12 @@ class GrapeM : public PositionalEncoding {
   }
 
   // omega of this layer in double: RoPE's spectrum, exp(log omega) or omega (Hf * P, row-major), log omega
-  // rounded as the taped mul_scalar rounds it.
+  // rounded as the taped mul_scalar rounds it. Shape-only (core/shape_only.hpp): the parameter has no values;
+  // zeros, the same every call, so the tables are built when a real run builds them (once per layer and ids).
   std::vector<double> omega_values(std::size_t layer) const {
     if (!s_.learn) return rope_freq_;
     std::vector<double> w(Hf_ * P_);
+    if (shape_only()) return w;
     const real* f = freq_.at(layer).data();
     const real inv = real(1 / s_.log_freq_scale);
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = s_.comrope ? double(f[i]) : std::exp(double(f[i] * inv));

@@ -23,6 +23,7 @@
 #include "core/ops/elementwise.hpp"
 #include "core/ops/rotary.hpp"
 #include "core/ops/shape.hpp"
+#include "core/shape_only.hpp"
 #include "core/tape.hpp"
 #include "core/tensor.hpp"
 
@@ -37,7 +38,7 @@ inline std::shared_ptr<const RotaryTables> learned_rotary_tables(const IndexArra
   auto tb = std::make_shared<RotaryTables>();
   tb->cos.resize({B * Hf, T, P});
   tb->sin.resize({B * Hf, T, P});
-  for (std::size_t b = 0; b < B; ++b)
+  for (std::size_t b = 0, nb = shape_only() ? 0 : B; b < nb; ++b)  // core/shape_only.hpp: allocated, not filled
     for (std::size_t h = 0; h < Hf; ++h)
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t i = 0; i < P; ++i) {
@@ -53,7 +54,7 @@ namespace detail {
 // J y for y (B, H, T, 2P): each pair (y1, y2) -> (-y2, y1), pairs as the layout makes them.
 inline Array quarter_turn(const Array& y, std::size_t P, RotaryLayout layout) {
   Array out(y.shape());
-  const std::size_t rows = y.size() / (2 * P);
+  const std::size_t rows = shape_only() ? 0 : y.size() / (2 * P);  // core/shape_only.hpp: no values
   for (std::size_t r = 0; r < rows; ++r) {
     const real* a = y.data() + r * 2 * P;
     real* o = out.data() + r * 2 * P;
@@ -80,8 +81,9 @@ inline Tensor learned_rotary(const Tensor& x, const IndexArray& positions, const
                            : reshape(rotary(reshape(x, {B * H, 1, T, hs}), tables, layout), {B, H, T, hs});
   if (!Tape::current().should_record({&omega})) return y;
   Array p(Shape{B, 1, T, 1});
-  for (std::size_t i = 0; i < B * T; ++i) p.data()[i] = static_cast<real>(positions.data()[i]);
-  const Tensor delta = reshape(sub(omega, Tensor(omega.value())), {1, Hf, 1, P});  // 0, omega's gradient
+  for (std::size_t i = 0, n = shape_only() ? 0 : B * T; i < n; ++i)  // core/shape_only.hpp: no values
+    p.data()[i] = static_cast<real>(positions.data()[i]);
+  const Tensor delta = reshape(sub(omega, Tensor(array_copy(omega.value()))), {1, Hf, 1, P});  // 0, omega's gradient
   Tensor pd = mul(Tensor(std::move(p)), delta);                                      // (B, Hf, T, P)
   pd = layout == RotaryLayout::half
            ? concat({pd, pd}, 3)

@@ -61,6 +61,22 @@ std::vector<Variant> variants() {
   v.push_back({"heads alibi", [](ModelConfig& c) { c.encoding = "alibi", c.encoding_heads = 1; }});
   v.push_back({"log-length scaling", [](ModelConfig& c) { c.encoding = "rope", c.attention.scaling = "log_length"; }});
   v.push_back({"learned temperature", [](ModelConfig& c) { c.encoding = "alibi", c.attention.scaling = "learned"; }});
+  // GRAPE-A: every lift under both rates, and the fixed omega (built once per forward in double)
+  for (const char* rate : {"constant", "gated"})
+    for (const char* lift : {"query_key", "query", "key", "constant"})
+      v.push_back({std::string("grape_a ") + rate + " " + lift,
+                   enc("grape_a", {{"rate", Value(std::string(rate))}, {"lift", Value(std::string(lift))}})});
+  v.push_back({"grape_a fixed constant", enc("grape_a", {{"learn", Value(false)}, {"lift", Value(std::string("constant"))}})});
+  v.push_back({"grape_a fixed query_key", enc("grape_a", {{"learn", Value(false)}})});
+  // GRAPE-M: ComRoPE's signed omega, RoPE's fixed spectrum (the packed path), a spectrum per head
+  v.push_back({"grape_m comrope", enc("grape_m", {{"variant", Value(std::string("comrope"))}})});
+  v.push_back({"grape_m fixed", enc("grape_m", {{"learn", Value(false)}})});
+  v.push_back({"grape_m per head", enc("grape_m", {{"per_head", Value(true)}, {"layout", Value(std::string("interleaved"))}})});
+  // abc with a bias (without one it is NoPE): the two-head file of the property tests (model_helpers.hpp)
+  v.push_back({"abc two heads", [](ModelConfig& c) {
+                 c.encoding = "abc", c.n_heads = 2;
+                 c.encoding_params = {{"bias_file", Value(std::string(PELAB_FIXTURES_DIR) + "/abc_bias_two_heads.txt")}};
+               }});
   return v;
 }
 
