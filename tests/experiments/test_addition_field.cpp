@@ -124,7 +124,7 @@ TEST_CASE("addition field_width: every number zero-padded to the field, as the p
     }
 }
 
-TEST_CASE("addition field_width: chance counts the field's padding as certain; off changes nothing",
+TEST_CASE("addition field_width: chance counts the field's padding as certain, off changes nothing",
           "[tasks][arith][field]") {
   auto task = make_seq_task("addition", {{"field_width", Value(std::int64_t(5))}}, 1, 2, SequenceFormat{});
   // n = 2 in a field of 5: digits 10^0, 10^1 any of 10, the carry 0/1, two zeros; <EOS> scored.
