@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.hpp"
+#include "core/tape.hpp"
 #include "layers/transformer.hpp"
 
 namespace pelab::test {
@@ -148,6 +150,33 @@ inline void allclose(const Array& got, const Array& want, double rtol, double at
   REQUIRE(got.size() > 0);
   for (std::size_t i = 0; i < got.size(); ++i)
     c.add(got.data()[i], want.data()[i], rtol, atol, what + "[" + std::to_string(i) + "]");
+}
+
+// A fixture's logits at 1x, 2x and 4x its training length ("input." / "out.logits", then "long.N.*", as
+// gen_fixtures.py writes them for LONGER encodings) against the model it describes, one CHECK per length,
+// each printed with its tolerance use. Returns the number of lengths compared.
+inline std::size_t check_long_logits(const std::string& fixture) {
+  const SafeTensors st = load_safetensors(std::string(PELAB_FIXTURES_DIR) + "/" + fixture + ".safetensors");
+  Transformer model(fixture_model_config(st));
+  set_fixture_weights(st, model);
+  const std::size_t L = model.config().train_seq_len;
+  std::size_t lengths = 0;
+  for (std::size_t n : {L, 2 * L, 4 * L}) {
+    const std::string pre = n == L ? "input." : "long." + std::to_string(n) + ".";
+    const std::string out = n == L ? "out.logits" : pre + "logits";
+    INFO(fixture << " at " << n << " tokens");
+    REQUIRE(st.ints.count(pre + "tokens") == 1);
+    NoGrad ng;
+    const Tensor logits = model.forward(st.get_int(pre + "tokens"), st.get_int(pre + "positions"));
+    Compare c;
+    allclose(logits.value(), st.get_float(out), 1e-5, 3e-6, "logits", c);
+    std::printf("parity %-28s %3zu tokens: logits worst %.2e, tolerance use %.2f\n", fixture.c_str(), n,
+                c.worst_abs, c.worst_ratio);
+    INFO("worst tolerance use " << c.worst_ratio << " at " << c.ratio_where);
+    CHECK(c.worst_ratio <= 1.0);
+    ++lengths;
+  }
+  return lengths;
 }
 
 }  // namespace pelab::test

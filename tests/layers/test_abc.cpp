@@ -200,21 +200,5 @@ TEST_CASE("abc encoding: bias_h(p_i - p_j) from the file, the same by query tile
 }
 
 TEST_CASE("abc matches its PyTorch twin at 1x, 2x and 4x the fixture's training length", "[abc][parity]") {
-  const SafeTensors st = load_safetensors(std::string(PELAB_FIXTURES_DIR) + "/model_abc.safetensors");
-  Transformer model(fixture_model_config(st));
-  set_fixture_weights(st, model);
-  const std::size_t L = model.config().train_seq_len;
-  for (std::size_t n : {L, 2 * L, 4 * L}) {
-    const std::string pre = n == L ? "input." : "long." + std::to_string(n) + ".";
-    const std::string out = n == L ? "out.logits" : pre + "logits";
-    INFO("abc at " << n << " tokens");
-    REQUIRE(st.ints.count(pre + "tokens") == 1);
-    NoGrad ng;
-    const Tensor logits = model.forward(st.get_int(pre + "tokens"), st.get_int(pre + "positions"));
-    Compare c;
-    allclose(logits.value(), st.get_float(out), 1e-5, 3e-6, "logits", c);
-    std::printf("abc parity %3zu tokens: logits worst %.2e, tolerance use %.2f\n", n, c.worst_abs, c.worst_ratio);
-    INFO("worst tolerance use " << c.worst_ratio << " at " << c.ratio_where);
-    CHECK(c.worst_ratio <= 1.0);
-  }
+  CHECK(check_long_logits("model_abc") == 3);
 }

@@ -161,26 +161,6 @@ TEST_CASE("transformer_xl: the bias's gradient reaches W_R, u, v of its layer on
 TEST_CASE("transformer_xl matches its PyTorch twin at 1x, 2x and 4x the fixture's training length",
           "[positional][transformer_xl][parity]") {
   std::size_t lengths = 0;
-  for (const char* name : {"model_transformer_xl", "model_transformer_xl_bidir"}) {
-    const SafeTensors st = load_safetensors(std::string(PELAB_FIXTURES_DIR) + "/" + name + ".safetensors");
-    Transformer model(fixture_model_config(st));
-    set_fixture_weights(st, model);
-    const std::size_t L = model.config().train_seq_len;
-    for (std::size_t n : {L, 2 * L, 4 * L}) {
-      const std::string pre = n == L ? "input." : "long." + std::to_string(n) + ".";
-      const std::string out = n == L ? "out.logits" : pre + "logits";
-      INFO(name << " at " << n << " tokens");
-      REQUIRE(st.ints.count(pre + "tokens") == 1);
-      NoGrad ng;
-      const Tensor logits = model.forward(st.get_int(pre + "tokens"), st.get_int(pre + "positions"));
-      Compare c;
-      allclose(logits.value(), st.get_float(out), 1e-5, 3e-6, "logits", c);
-      std::printf("transformer_xl parity %-26s %3zu tokens: logits worst %.2e, tolerance use %.2f\n", name, n,
-                  c.worst_abs, c.worst_ratio);
-      INFO("worst tolerance use " << c.worst_ratio << " at " << c.ratio_where);
-      CHECK(c.worst_ratio <= 1.0);
-      ++lengths;
-    }
-  }
+  for (const char* name : {"model_transformer_xl", "model_transformer_xl_bidir"}) lengths += check_long_logits(name);
   CHECK(lengths == 6);
 }
