@@ -16,6 +16,7 @@
 
 #include "experiments/config/config.hpp"
 #include "experiments/run/resources.hpp"
+#include "sanitized.hpp"
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
 #include "cli_helpers.hpp"
@@ -142,14 +143,7 @@ TEST_CASE("a model that cannot fit is refused before anything is written and bad
   // With the check off and the address space capped, the allocation fails: a clear error, exit 2.
   // (Never without the cap: a 16 GiB weight may be granted and written. Not under AddressSanitizer,
   // whose shadow memory cannot be mapped under a 3 GB cap.)
-#if defined(__SANITIZE_ADDRESS__)
-  const bool asan = true;
-#elif defined(__has_feature)
-  const bool asan = __has_feature(address_sanitizer);
-#else
-  const bool asan = false;
-#endif
-  if (asan) {
+  if (test::kAddressSanitizer) {
     fs::remove_all(dir);
     return;
   }

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <cstdio>
 
+#include "sanitized.hpp"
 #include "core/allocator.hpp"
 #include "core/ops/cross_entropy.hpp"
 #include "core/shape_only.hpp"
@@ -19,20 +20,6 @@
 #include "training/optimizer_registry.hpp"
 #include "training/positions.hpp"
 #include "training/trainer.hpp"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PELAB_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define PELAB_TEST_SANITIZED 1
-#endif
-#ifdef PELAB_TEST_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
 
 using namespace pelab;
 
@@ -310,7 +297,7 @@ TEST_CASE("at the CLI's largest sizes a config is accepted or refused in under a
                   secs, cpu);
       INFO(c.what << " at " << mb << " MiB: " << secs << " s, CPU " << cpu << " s");
       CHECK(refused == (mb == 100));
-      if (!kSanitized) CHECK(cpu < 1.0);  // sanitized builds run 3-5x slower: the decision is checked, not the time
+      if (!test::kAddressSanitizer) CHECK(cpu < 1.0);  // sanitized builds run 3-5x slower: the decision is checked, not the time
     }
 }
 

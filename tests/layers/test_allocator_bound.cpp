@@ -9,21 +9,13 @@
 
 #include <algorithm>
 
+#include "sanitized.hpp"
 #include "core/allocator.hpp"
 #include "core/ops/cross_entropy.hpp"
 #include "core/rng.hpp"
 #include "core/shape_only.hpp"
 #include "core/tape.hpp"
 #include "layers/transformer.hpp"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PELAB_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define PELAB_TEST_ASAN 1
-#endif
 
 using namespace pelab;
 
@@ -45,10 +37,10 @@ void step(Transformer& m, std::size_t n) {
 }  // namespace
 
 TEST_CASE("after 200 mixed-length steps the allocator holds at most 1.3x the largest step's peak", "[allocator]") {
-#ifdef PELAB_TEST_ASAN
-  WARN("skipped under AddressSanitizer: the caching allocator's counters are not what holds the memory");
-  return;
-#endif
+  if (test::kAddressSanitizer) {
+    WARN("skipped under AddressSanitizer: the caching allocator's counters are not what holds the memory");
+    return;
+  }
   ModelConfig c;
   c.vocab = 11, c.d_model = 64, c.n_layers = 5, c.n_heads = 8, c.causal = false, c.encoding = "none";
   c.train_seq_len = 2 * kMaxSize;
