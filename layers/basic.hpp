@@ -10,9 +10,6 @@ class Linear : public Module {
  public:
   // residual: the layer writes into the residual stream (the "scaled" init shrinks its weights).
   Linear(std::size_t in, std::size_t out, bool bias = true, bool residual = false);
-  static std::size_t parameter_count(std::size_t in, std::size_t out, bool bias = true) {
-    return out * in + (bias ? out : 0);  // weight (out, in), bias (out)
-  }
   Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
   Tensor weight, bias;                    // (out, in), (out,) or undefined
 };
@@ -20,7 +17,6 @@ class Linear : public Module {
 class Embedding : public Module {
  public:
   Embedding(std::size_t rows, std::size_t dim);
-  static std::size_t parameter_count(std::size_t rows, std::size_t dim) { return rows * dim; }
   Tensor forward(const IndexArray& ids) const;  // (...) -> (..., dim)
   Tensor weight;                                // (rows, dim)
 };
@@ -28,7 +24,6 @@ class Embedding : public Module {
 class LayerNorm : public Module {
  public:
   explicit LayerNorm(std::size_t dim, real eps = real(1e-5));
-  static std::size_t parameter_count(std::size_t dim) { return 2 * dim; }  // gain, bias
   Tensor forward(const Tensor& x) const;  // over the last axis
   Tensor weight, bias;
   real eps;
@@ -43,9 +38,6 @@ Tensor activate(const Tensor& x, Activation a);
 class MLP : public Module {
  public:
   MLP(std::size_t dim, std::size_t hidden, Activation act);
-  static std::size_t parameter_count(std::size_t dim, std::size_t hidden) {
-    return Linear::parameter_count(dim, hidden) + Linear::parameter_count(hidden, dim);
-  }
   Tensor forward(const Tensor& x) const;
   Linear *fc, *proj;
   Activation act;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/allocator.hpp"
 #include "core/ops/attention.hpp"
 #include "core/ops/dropout.hpp"
 #include "core/ops/elementwise.hpp"
@@ -138,14 +139,11 @@ void ModelConfig::check_encoding_heads() const {
                 std::to_string(n_heads) + "; expected 1..n_heads, or 0 for every head");
   std::vector<std::string> names = extra_encoding_names();
   names.push_back(encoding);
-  ForwardShape s;
-  s.tokens = 2;
   for (const std::string& name : names) {
-    const ModelDims d = dims_for(name);
-    const EncodingCost c = encoding_cost(name, resolve_encoding_params(name, params_of(name), d), d, s);
-    if (c.relative_buckets > 0 || c.keeps_logits)
+    const EncodingSpec& spec = EncodingRegistry::instance().get(name);
+    if (spec.relative_kv || spec.replaces_softmax)
       throw Error("model: encoding.heads = " + std::to_string(encoding_heads) + " cannot restrict '" + name +
-                  "' to some heads: " + (c.keeps_logits ? "it replaces the softmax of every head" :
+                  "' to some heads: " + (spec.replaces_softmax ? "it replaces the softmax of every head" :
                                           "its relative keys and values are one table for every head") +
                   "; use encoding.heads = 0");
   }
@@ -178,10 +176,6 @@ SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const Attenti
     const double s0 = 1.0 / (std::log(double(std::max<std::size_t>(L, 2))) * sc.temperature);
     ssmax_s = add_parameter("ssmax_s", {h}, ParamKind::bias, [s0](Array& v, Rng&) { v.fill(real(s0)); });
   }
-}
-
-std::size_t SelfAttention::parameter_count(std::size_t d, std::size_t h, const AttentionScalingSettings& sc) {
-  return Linear::parameter_count(d, 3 * d) + Linear::parameter_count(d, d) + (learned_scaling(sc.scaling) ? h : 0);
 }
 
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
@@ -285,93 +279,12 @@ Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
   return mul(bias, head_mask_);  // (B or 1, H, T, T)
 }
 
-// What forward allocates, as forward does it (N = B T rows; core/ops/attention.cpp keeps P for backward):
-//   packed   qkv (N, 3C) and the merged output (N, C), both saved (attention reads q, k, v; proj its input)
-//   split    qkv (N, 3C) copied into q, k, v (B, H, T, hs), saved; the output (B, H, T, hs) merged into
-//            (N, C), saved; a scaling ([attention]) scales a copy of q (kept when learned)
-//   P        (B, H, T, T), saved, or kept as the map; past kKeepProbsBytes one (T, T) block per thread,
-//            recomputed in backward; without a tape (and no map) query tiles stream through a (tile,
-//            T + R) scratch per thread instead (core/ops/attention.hpp)
-//   relative keys/values: q a^K^T for every block (B H T, R) when P is kept, and in backward dO a^V^T
-//            and P by bucket
-// Backward: the gradients of qkv (or q, k, v) and of the output, and dP/dS (T, T) per thread.
-ForwardCost SelfAttention::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
-                                        bool maps) {
-  const double B = double(s.batch), T = double(s.tokens), N = B * T, C = double(cfg.d_model), H = double(cfg.n_heads);
-  const bool some_heads = cfg.encoding_heads > 0 && cfg.encoding_heads < cfg.n_heads;
-  const bool split = enc.splits_heads || enc.bias_tiles || cfg.attention.scaling != "none" ||
-                     (enc.rotates_qk && some_heads),
-             train = s.training;
-  ForwardCost c;
-  if (split) {
-    c.add_scratch(N * 3 * C).saved(train, N * C, 3).add_scratch(N * C).saved(train, N * C);
-    if (cfg.attention.scaling != "none") c.saved(train && cfg.attention.scaling == "learned", N * C);
-  } else {
-    c.saved(train, N * 3 * C).saved(train, N * C);
-  }
-  // A rotation's copies (rotary_qk): of q and k, the split ones freed; or of the projection (rotary_qkv),
-  // which attention saves in its place, and in backward the gradient of each. Under a layout another
-  // encoding may split while the rotation's layers take the packed route: both counted, an upper bound.
-  if (enc.rotates_qk && split) c.add_scratch(N * C, 2);
-  if (enc.rotates_qk && !some_heads && cfg.attention.scaling == "none") c.add_scratch(N * 3 * C).add_backward(N * 3 * C);
-  const double R = double(enc.relative_buckets), threads = double(std::max<std::size_t>(1, s.threads));
-  if (enc.bias_tiles) c.add_scratch(N * C, 2);  // by tiles: every tile's output, and their concatenation
-  // Training keeps P (and stick-breaking's logits) up to kKeepProbsBytes; past it, one block of each per
-  // thread, in forward and again in backward (core/ops/attention.hpp).
-  const bool keeps = maps || attention_keeps_probs(s.batch, cfg.n_heads, s.tokens, s.tokens, R > 0);
-  const double per_thread = threads * T * T * (enc.keeps_logits ? 2 : 1);
-  if (train || maps) {
-    if (keeps) c.hold(B * H * T * T, train && maps ? 2 : 1);
-    else c.add_scratch(per_thread);
-    if (R > 0) c.add_scratch(B * H * T * R);
-  } else {  // streamed query tiles: (tile, T + R) per thread
-    c.add_scratch(threads * double(kAttentionQueryTile) * (T + R));
-  }
-  if (train && enc.keeps_logits && keeps) c.hold(B * H * T * T);  // stick-breaking's logits, for backward
-  if (train && R > 0) c.add_backward(B * H * T * R, 2);
-  if (train) {
-    if (split) c.add_backward(N * C, 4);
-    else c.add_backward(N * 3 * C).add_backward(N * C);
-    c.add_backward(threads * T * T);  // dP, then dS
-    if (!keeps) c.add_backward(per_thread);
-  }
-  return c;
-}
-
 Block::Block(const ModelConfig& cfg, std::size_t window) : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
                                                             cfg.log_length_base(), window, cfg.encoding_heads));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
-}
-
-std::size_t Block::parameter_count(const ModelConfig& cfg) {
-  return 2 * LayerNorm::parameter_count(cfg.d_model) +
-         SelfAttention::parameter_count(cfg.d_model, cfg.n_heads, cfg.attention) +
-         MLP::parameter_count(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model);
-}
-
-// Past its input x (N, C): ln1's output, h and ln2's output, saved by the layers reading them, and the
-// block's output (saved by the next ln1 or ln_f); each LayerNorm saves mean and rstd (N). The attention
-// and MLP outputs a, m (N, C) are read by add only: freed. The MLP's hidden (N, F): the fused GELU keeps
-// its output and derivative; gelu_tanh its input and output; relu its output. Without a tape every
-// buffer is scratch: at most x, a, h, ln2's output and m (N, C) at once, beside one hidden (two while an
-// unfused activation runs). Dropout keeps a mask (N, C) per use.
-ForwardCost Block::forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s, bool maps) {
-  const double N = double(s.batch * s.tokens), C = double(cfg.d_model), F = double(cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model);
-  const bool train = s.training, fused = cfg.activation == Activation::gelu;
-  ForwardCost c = SelfAttention::forward_cost(cfg, enc, s, maps);
-  if (train) {
-    c.hold(N * C, 4).hold(N, 4).add_scratch(N * C, 2);
-    c.hold(N * F, fused || cfg.activation == Activation::gelu_tanh ? 2 : 1);
-    if (cfg.activation == Activation::relu) c.add_scratch(N * F);
-    if (cfg.dropout > 0) c.hold(N * C, 2);
-    c.add_backward(N * C, 3).add_backward(N * F, 2);
-  } else {
-    c.add_scratch(N * C, 5).add_scratch(N, 2).add_scratch(N * F, fused ? 1 : 2);
-  }
-  return c;
 }
 
 namespace {
@@ -436,55 +349,6 @@ void Transformer::add_layer_encodings() {
     const auto it = std::find(extra.begin(), extra.end(), name);
     layer_pos_.push_back(it == extra.end() ? pos_ : extra_pos_[std::size_t(it - extra.begin())]);
   }
-}
-
-namespace {
-// `enc` (the model-wide encoding's cost) with the layout's other encodings added: their parameters,
-// tables and per-layer buffers (each counted as if it ran in every layer: an upper bound), and what
-// the attention must do for any of them (split heads, relative buckets, keep the logits).
-EncodingCost with_layout(const ModelConfig& cfg, EncodingCost enc, const ForwardShape& s) {
-  for (const std::string& name : cfg.extra_encoding_names()) {
-    const ModelDims dims = cfg.dims_for(name);
-    const EncodingCost e = encoding_cost(name, resolve_encoding_params(name, cfg.params_of(name), dims), dims, s);
-    enc.parameters += e.parameters;
-    enc.splits_heads = enc.splits_heads || e.splits_heads;
-    enc.rotates_qk = enc.rotates_qk || e.rotates_qk;
-    enc.relative_buckets = std::max(enc.relative_buckets, e.relative_buckets);
-    enc.keeps_logits = enc.keeps_logits || e.keeps_logits;
-    enc.bias_tiles = enc.bias_tiles || e.bias_tiles;
-    enc.input.then(e.input);
-    enc.layers.then(e.layers);
-  }
-  return enc;
-}
-}  // namespace
-
-std::size_t Transformer::parameter_count(const ModelConfig& cfg, const EncodingCost& main_enc) {
-  const EncodingCost enc = with_layout(cfg, main_enc, ForwardShape{});
-  const std::size_t width = enc.token_width ? enc.token_width : cfg.d_model;
-  return Embedding::parameter_count(cfg.vocab, width) + enc.parameters + cfg.n_layers * Block::parameter_count(cfg) +
-         LayerNorm::parameter_count(cfg.d_model) + (cfg.tie_embeddings ? 0 : Linear::parameter_count(cfg.d_model, cfg.vocab, false));
-}
-
-// The block input x0 (N, C) (saved by the first ln1; the token embeddings themselves unless the
-// encoding's input hook replaces them, which then counts them in enc.input), the encoding's tables,
-// the blocks, then ln_f's output and statistics (saved by the head) and the logits (N, V) (saved by
-// the loss; returned without a tape). Backward: the logits' and ln_f's gradients.
-ForwardCost Transformer::forward_cost(const ModelConfig& cfg, const EncodingCost& main_enc, const ForwardShape& s,
-                                      bool attention_maps) {
-  const EncodingCost enc = with_layout(cfg, main_enc, s);
-  const double N = double(s.batch * s.tokens), C = double(cfg.d_model), V = double(cfg.vocab);
-  const bool train = s.training;
-  ForwardCost c;
-  c.saved(train, N * C);
-  if (train && cfg.dropout > 0) c.hold(N * C);  // the embeddings' dropout mask
-  c.then(enc.input);
-  c.then(Block::forward_cost(cfg, enc, s, attention_maps).repeated(cfg.n_layers));
-  c.then(enc.layers);
-  ForwardCost head;
-  head.saved(train, N * C).saved(train, N, 2).hold(N * V);
-  if (train) head.add_backward(N * V).add_backward(N * C);
-  return c.then(head);
 }
 
 Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& positions, const ForwardOptions& opt) {

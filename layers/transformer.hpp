@@ -78,11 +78,8 @@ class SelfAttention : public Module {
   // enc_heads: the heads the encoding acts in (0: all).
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal, const AttentionScalingSettings& scaling = {},
                 std::size_t L = 0, std::size_t window = 0, std::size_t enc_heads = 0);
-  static std::size_t parameter_count(std::size_t d_model, std::size_t n_heads, const AttentionScalingSettings& scaling);
   // x (B, T, C) -> (B, T, C)
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
-  // What forward (and backward) allocate past its input (layers/memory_cost.hpp); `maps`: probs_out is set.
-  static ForwardCost forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s, bool maps);
   Linear *qkv, *proj;
   Tensor log_scale;  // (H) learned temperature: logits * exp(log_scale[h]); undefined unless "learned"
   Tensor ssmax_s;    // (H) SSMax's s: logits * s[h] log(n); undefined unless "ssmax"
@@ -114,11 +111,8 @@ class SelfAttention : public Module {
 class Block : public Module {
  public:
   Block(const ModelConfig& cfg, std::size_t window = 0);
-  static std::size_t parameter_count(const ModelConfig& cfg);
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
-  // One block's buffers past its input, the encoding's hooks not included (they are in enc.layers).
-  static ForwardCost forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s, bool maps);
   LayerNorm *ln1, *ln2;
   SelfAttention* attn;
   MLP* mlp;
@@ -128,16 +122,8 @@ class Block : public Module {
 class Transformer : public Module {
  public:
   explicit Transformer(const ModelConfig& cfg);
-  // num_parameters() of the model this config builds, from its shapes; `enc` is the encoding's
-  // EncodingCost (its own parameters and token width).
-  static std::size_t parameter_count(const ModelConfig& cfg, const EncodingCost& enc);
   // tokens, positions (B, T) -> logits (B, T, vocab)
   Tensor forward(const IndexArray& tokens, const IndexArray& positions, const ForwardOptions& opt = {});
-  // The buffers of one forward pass of this shape (and its backward when s.training), the logits
-  // included, weights and their gradients not (layers/memory_cost.hpp). `attention_maps`:
-  // ForwardOptions::attention_maps is set (every layer's probabilities kept).
-  static ForwardCost forward_cost(const ModelConfig& cfg, const EncodingCost& enc, const ForwardShape& s,
-                                  bool attention_maps = false);
   const ModelConfig& config() const { return cfg_; }
   // The model-wide encoding ([encoding] name: the input hooks, and the attention of every layer that
   // the layout does not give another); layer_encoding(i): the one layer i runs.

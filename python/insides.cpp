@@ -9,6 +9,7 @@
 #include "core/ops/cross_entropy.hpp"
 #include "core/tape.hpp"
 #include "experiments/run/resources.hpp"
+#include "layers/dry_run.hpp"
 #include "python/arrays.hpp"
 #include "python/bindings.hpp"
 #include "python/convert.hpp"
@@ -74,18 +75,18 @@ Insides compute_insides(Transformer& model, const InsideBatch& batch, bool captu
   return out;
 }
 
+// One training step of the model run shape-only (layers/dry_run.hpp: weights, gradients and activations
+// at their peak), plus what the capture copies out beside it and the logits' copy.
 std::size_t insides_bytes(const ModelConfig& m, std::size_t B, std::size_t T, bool shared_positions, bool capture) {
-  ForwardShape s;
+  DryRunShape s;
   s.batch = B, s.tokens = T, s.training = true, s.shared_positions = shared_positions, s.attention_maps = capture;
-  const ModelDims d = m.dims_for(m.encoding);
-  const EncodingCost enc = encoding_cost(m.encoding, resolve_encoding_params(m.encoding, m.encoding_params, d), d, s);
-  const ForwardCost f = Transformer::forward_cost(m, enc, s, capture);
+  const double run = double(dry_run(m, s).summary.peak_system_bytes);
   const double N = double(B) * double(T), C = double(m.d_model), F = double(m.d_ff ? m.d_ff : 4 * m.d_model);
   const double H = double(m.n_heads), V = double(m.vocab), L = double(m.n_layers);
   // captured per layer: residual, attention, q, k, v (q and k up to twice as wide: PoPE), weights, hidden;
   // then the embeddings and their gradient, the final residual, the logits' copy and every gradient
   const double captured = capture ? L * (N * C * 7 + B * H * double(T) * double(T) + N * F) + N * C * 3 : 0;
-  const double bytes = (f.bytes() + f.untracked + captured + N * V) * 4 + double(count_parameters(m)) * 8;
+  const double bytes = run + (captured + N * V) * 4;
   return bytes >= 1.8e19 ? std::size_t(-1) : std::size_t(bytes);
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/shape_only.hpp"
 #include "core/tape.hpp"
 #include "experiments/probe/probe.hpp"
 #include "training/signals.hpp"
@@ -271,19 +272,44 @@ bool plot_relative_keys(EncodingProbe& p) {
 // lines (about 26 B each, "i,j,%.9g"), strings at up to twice their length while they grow.
 constexpr double kHeatmapBytesPerPair = 8 + 2 * 2 * 26;
 
-// Refuses a probe that would not fit, before anything is built: the encoding's parameters and one forward of
-// it at T positions (its EncodingSpec::cost), the all-ones and zero q, k (1, H, T, hs) the hooks get, and a
-// heatmap.
+// What the probe's own calls allocate, run shape-only (core/shape_only.hpp): the encoding built (its
+// parameters) and its tables, then the input-side, rotation, bias, relative-key and normalizer calls on the
+// (1, ., T, .) inputs probe_encoding makes, every result kept (an upper bound: the real probe drops each
+// after its plot). No declaration: the hooks' own code is the estimate, as for a run (layers/dry_run.hpp).
+std::size_t probe_hooks_bytes(const EncodingProbeArgs& a, const Params& params, const ModelDims& dims) {
+  const std::size_t T = a.len, H = a.n_heads, hs = dims.head_dim, C = a.d_model;
+  const IndexArray pos = default_positions(1, T);
+  ShapeOnly scope;
+  {
+    const auto enc = make_encoding(a.name, params, dims);
+    NoGrad ng;
+    enc->begin_forward(pos);
+    const std::size_t w = enc->token_width(C);
+    const Tensor pe0 = enc->encode_input(Tensor::zeros({1, T, w}), pos);
+    const Tensor pe1 = enc->encode_input(Tensor::full({1, T, w}, 1), pos);
+    Tensor q = Tensor::full({1, H, T, hs}, 1), k = Tensor::full({1, H, T, hs}, 1);
+    const Array before = array_copy(q.value());  // plot_rotations compares q with its copy
+    enc->encode_qk(q, k, {pos, 0, true});
+    const Tensor zq = Tensor::zeros({1, H, T, hs}), zk = Tensor::zeros({1, H, T, hs}), zx = Tensor::zeros({1, T, C});
+    const Tensor bias = enc->attention_bias(zq, zk, {pos, 0, true, &zx});
+    const RelativeKV rel = enc->relative_kv({pos, 0, true});
+    AttentionOptions o;
+    enc->choose_normalizer(o);
+    Array w_out;
+    if (o.normalizer != Normalizer::softmax) {
+      const Tensor z = Tensor::zeros({1, 1, T, 1});
+      o.probs_out = &w_out;
+      attention(z, z, z, o);
+    }
+  }
+  return scope.trace().summary().peak_system_bytes;
+}
+
+// Refuses a probe that would not fit, before anything is built: its calls run shape-only
+// (probe_hooks_bytes) and a heatmap.
 void check_probe_memory(const EncodingProbeArgs& a, const Params& params, const ModelDims& dims) {
-  ForwardShape s;
-  s.tokens = a.len;
-  s.attention_maps = true;  // the probe asks for the whole bias
-  const EncodingCost c = encoding_cost(a.name, params, dims, s);
-  ForwardCost f = c.input;
-  f.then(c.layers);
-  const double T = double(a.len), C = double(a.d_model);
-  const double bytes = double(c.parameters) * sizeof(real) + f.bytes() + f.untracked + 4 * T * C * sizeof(real) +
-                       T * T * kHeatmapBytesPerPair;
+  const double T = double(a.len);
+  const double bytes = double(probe_hooks_bytes(a, params, dims)) + T * T * kHeatmapBytesPerPair;
   check_memory("probing encoding '" + a.name + "' at " + std::to_string(a.len) + " positions (d_model " +
                    std::to_string(a.d_model) + ", " + std::to_string(a.n_heads) + " heads)",
                std::size_t(bytes), "--len / --d-model / --heads" + std::string(a.sets.empty() ? "" : " / --set"),

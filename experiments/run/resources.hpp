@@ -63,8 +63,8 @@ class ResourceModel {
   std::size_t n_params_ = 0, optimizer_buffers_ = 0;
 };
 
-// The parameter count of a model with this config, without building it (Transformer::parameter_count;
-// checked against the built model in the tests).
+// The parameter count of a model with this config, without allocating it (layers/dry_run.hpp
+// dry_parameter_count: the model built shape-only; checked against the built model in the tests).
 std::size_t count_parameters(const ModelConfig& m);
 
 // The memory a run may use: --memory-limit when given (0 = no limit), else /proc/meminfo MemAvailable.

@@ -59,14 +59,6 @@ std::size_t abacus_rows(const Params& p, const ModelDims& d) {
   return size ? size : d.train_seq_len + std::size_t(p.get_int("max_k")) + 1;
 }
 
-// The token embeddings and the gathered rows (N, C), freed once added; the table's gradient is a parameter's.
-EncodingCost abacus_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  EncodingCost c;
-  c.parameters = abacus_rows(p, d) * d.d_model;
-  c.input.add_scratch(double(s.batch * s.tokens * d.d_model), 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(abacus, encoding_spec("abacus",
     "learned table of each digit's index in its number, random offset in training (McLeish et al. 2024)")
     .relative()  // it reads no position ids at all
@@ -79,7 +71,6 @@ PELAB_REGISTER_ENCODING(abacus, encoding_spec("abacus",
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Abacus>(abacus_rows(p, dims), dims.d_model, std::size_t(p.get_int("max_k")));
     })
-    .cost(abacus_cost)
     .input_level()
     .reads_digit_index()
     .reads_position_ids(false));

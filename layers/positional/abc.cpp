@@ -94,19 +94,6 @@ AbcBias load_bias(const Params& p, const ModelDims& dims) {
 
 }  // namespace
 
-// Until the shape-only estimate replaces these declarations (issue #40): as ALiBi's, the bias
-// (rows, H, T, T) kept while the ids repeat and the differences (rows, T, T) it is built from; per tile
-// without a tape; nothing at all without a bias file.
-static EncodingCost abc_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  EncodingCost c;
-  if (p.get_string("bias_file").empty()) return c;
-  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens);
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (c.bias_tiles) c.layers.add_scratch(pairs * double(d.n_heads)).add_scratch(pairs);
-  else c.input.hold(pairs * double(d.n_heads)).add_scratch(pairs);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(abc, encoding_spec("abc",
     "fixed attention biases calibrated from a model that interpolates, per head and id difference "
     "(Duan et al. 2023; `pelab abc` makes the file)")
@@ -114,7 +101,6 @@ PELAB_REGISTER_ENCODING(abc, encoding_spec("abc",
     .params({string_param("bias_file", "",
         "the bias file `pelab abc` wrote (relative paths: the working directory); empty: no bias (NoPE)")})
     .validate([](const Params& p, const ModelDims& dims) { load_bias(p, dims); })
-    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Abc>(load_bias(p, dims)); })
-    .cost(abc_cost));
+    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Abc>(load_bias(p, dims)); }));
 
 }  // namespace pelab

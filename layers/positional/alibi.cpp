@@ -69,25 +69,13 @@ class Alibi : public PositionalEncoding {
   SeenPositions seen_;
 };
 
-// The bias (rows, H, T, T), kept while the ids repeat, built from the differences (rows, T, T); no gradient.
-// Without a tape past one tile: a tile's differences and bias per call, none kept.
-static EncodingCost alibi_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens);
-  EncodingCost c;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (s.bias_query_rows() < s.tokens) c.layers.add_scratch(pairs * double(d.n_heads)).add_scratch(pairs);
-  else c.input.hold(pairs * double(d.n_heads)).add_scratch(pairs);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(alibi, encoding_spec("alibi",
     "linear distance penalty on attention logits, one slope per head (Press et al. 2022)")
     .relative()
     .params({number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)})
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Alibi>(dims.n_heads, p.get_number("slope_scale"));
-    })
-    .cost(alibi_cost));
+    }));
 
 }  // namespace
 }  // namespace pelab

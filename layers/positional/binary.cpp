@@ -68,13 +68,6 @@ class Binary : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
-// The position vectors (N, C), kept while the ids repeat; the token embeddings, freed once added.
-static EncodingCost binary_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  EncodingCost c;
-  c.input.hold(double(s.batch * s.tokens * d.d_model)).add_scratch(double(s.batch * s.tokens * d.d_model));
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(binary, encoding_spec("binary",
     "the bits of the position id as +-1 in the first components: bounded, discrete")
     .params({integer_param("bits", 0,
@@ -83,7 +76,6 @@ PELAB_REGISTER_ENCODING(binary, encoding_spec("binary",
         "ids >= 2^bits are unsupported").in(0.0, 30.0)})
     .validate([](const Params& p, const ModelDims& dims) { bits_of(p, dims); })
     .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Binary>(bits_of(p, dims)); })
-    .cost(binary_cost)
     .input_level());
 PELAB_REGISTER_AUTO_SIZE(binary_bits, "binary", "bits", [](const Params&, const ModelDims& d) {
   return std::optional<std::int64_t>(auto_bits(d.max_position));

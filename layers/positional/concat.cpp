@@ -70,23 +70,6 @@ class Concat : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
-// The narrower token embeddings (N, C - d_pos) and the position part (N, d_pos) (sinusoidal: kept while
-// the ids repeat), freed once concatenated.
-static EncodingCost concat_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t d_pos = pos_width(p, d), N = s.batch * s.tokens;
-  EncodingCost c;
-  c.token_width = d.d_model - d_pos;
-  c.input.add_scratch(double(N * c.token_width));
-  if (p.get_string("kind") == "learned") {
-    const std::size_t max_len = p.get_int("max_len") > 0 ? std::size_t(p.get_int("max_len")) : d.max_position;
-    c.parameters = max_len * d_pos;
-    c.input.add_scratch(double(N * d_pos));
-  } else {
-    c.input.hold(double(N * d_pos));
-  }
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(concat, encoding_spec("concat",
     "token embedding (d - d_pos wide) concatenated with a sinusoidal or learned position vector")
     .params({
@@ -108,7 +91,6 @@ PELAB_REGISTER_ENCODING(concat, encoding_spec("concat",
       if (learned && max_len == 0) throw Error("encoding 'concat': max_len is 0 and the training position range is unknown");
       return std::make_unique<Concat>(learned, p.get_number("base"), max_len, pos_width(p, dims));
     })
-    .cost(concat_cost)
     .input_level());
 PELAB_REGISTER_AUTO_SIZE(concat_d_pos, "concat", "d_pos", [](const Params& p, const ModelDims& d) {
   return std::optional<std::int64_t>(pos_width(p, d));

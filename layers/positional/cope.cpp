@@ -98,31 +98,6 @@ class Cope : public PositionalEncoding {
 
 }  // namespace
 
-// Per layer, for every row (B, H, T, T): the gates' logits (freed), the gates (saved by sigmoid), the
-// masked gates and their reversed cumsum (freed), the counts (saved by interp_gather), the bias (freed
-// after the attention); q / sqrt(hs) (N, C) and z = q e^T (B, H, T, npos), saved. The transposed mask
-// (T, T) is kept. Backward: three (B, H, T, T) gradients at once, z's and q's. Without a tape past one
-// tile: the same for one tile's rows (B, H, rows, T) and its mask (T, rows).
-static EncodingCost cope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t npos = positions_count(p, d), tables = d.table_count(p.get_bool("shared_layers"));
-  const double rows = double(s.bias_query_rows()), N = double(s.batch) * rows;  // query rows (all T when training)
-  const double X = N * double(d.n_heads * s.tokens), Z = N * double(d.n_heads * npos);
-  EncodingCost c;
-  c.parameters = tables * npos * d.head_dim;
-  c.splits_heads = true;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  c.input.hold(rows * double(s.tokens));
-  ForwardCost layer;
-  if (s.training) {
-    layer.hold(N * double(d.d_model)).hold(X, 2).hold(Z).add_scratch(X, 2);
-    layer.add_backward(X, 3).add_backward(Z).add_backward(N * double(d.d_model), 2);
-  } else {
-    layer.add_scratch(N * double(d.d_model)).add_scratch(X, 3).add_scratch(Z);
-  }
-  c.layers = layer.repeated(d.n_layers);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(cope, encoding_spec("cope",
     "contextual positions: sigmoid gates on q.k counted from each key to the query, "
     "interpolated learned position logits (Golovneva et al. 2024)")
@@ -138,7 +113,6 @@ PELAB_REGISTER_ENCODING(cope, encoding_spec("cope",
       check(p, dims);
       return std::make_unique<Cope>(dims, positions_count(p, dims), p.get_bool("shared_layers"));
     })
-    .cost(cope_cost)
     .reads_position_ids(false));
 
 }  // namespace pelab

@@ -62,29 +62,6 @@ class Dape : public PositionalEncoding {
   std::vector<DapeMlp*> mlps_;
 };
 
-// The base encoding's cost, then per layer (X = B H Tq T, W = B Tq T width; Tq the bias's query rows: T
-// with a tape, one tile without): the scores, the broadcast bias, their concatenation and its permuted
-// copy (2X each), the hidden layer and the LeakyReLU's five temporaries (W), the output, its permuted
-// copy and the sum. A tape keeps the MLP's inputs (2X, W), the two ReLUs' outputs (W) and the bias (X)
-// of every layer.
-EncodingCost dape_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::string base = p.get_string("base");
-  const std::size_t width = std::size_t(p.get_int("width"));
-  EncodingCost c = encoding_cost(base, resolve_encoding_params(base, {}, d), d, s);
-  const double rows = double(s.bias_query_rows()), T = double(s.tokens);
-  const double X = double(s.batch * d.n_heads) * rows * T, W = double(s.batch * width) * rows * T;
-  const double L = double(d.n_layers);
-  c.parameters += d.layers_run() * ((2 * d.n_heads + 1) * width + (width + 1) * d.n_heads);
-  c.splits_heads = true;
-  if (s.training) {
-    c.layers.hold(2 * X, L).hold(W, 3 * L).hold(X, L).add_scratch(X, 3).add_scratch(2 * X).add_scratch(W, 3);
-    c.layers.add_backward(2 * X, 2).add_backward(W, 3).add_backward(X, 3);
-  } else {
-    c.layers.hold(X, 5).hold(2 * X, 2).hold(W, 6);
-  }
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(dape, encoding_spec("dape",
     "a static bias (kerple or alibi) plus an MLP of each pair's scores and biases across heads (Zheng et al. 2024)")
     .relative()
@@ -96,8 +73,7 @@ PELAB_REGISTER_ENCODING(dape, encoding_spec("dape",
     })
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Dape>(dims, p.get_string("base"), std::size_t(p.get_int("width")));
-    })
-    .cost(dape_cost));
+    }));
 
 }  // namespace
 }  // namespace pelab

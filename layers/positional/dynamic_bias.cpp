@@ -72,25 +72,6 @@ class DynamicBias : public PositionalEncoding {
   Tensor distance_, bias_;
 };
 
-// The distances (rows, T, T), then once per forward per hidden layer its pre-activation, sigmoid and
-// product (rows, T, T, D) (saved when training; without a tape two at a time), the output and its
-// permuted copy (rows, T, T, H). Without a tape past one tile: the same for one tile's query rows, per layer.
-EncodingCost dynamic_bias_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t D = width_of(d), depth = std::size_t(p.get_int("depth"));
-  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens);
-  EncodingCost c;
-  c.parameters = (D + D) + (depth - 1) * (D * D + D) + (D * d.n_heads + d.n_heads);
-  c.splits_heads = false;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (c.bias_tiles) {
-    c.layers.add_scratch(pairs).add_scratch(pairs * double(D), depth > 1 ? 4 : 3).add_scratch(pairs * double(d.n_heads), 2);
-    return c;
-  }
-  c.input.hold(pairs).hold(pairs * double(D), (s.training ? 3.0 : 2.0) * double(depth)).hold(pairs * double(d.n_heads), 2);
-  if (s.training) c.input.add_backward(pairs * double(D), 3).add_backward(pairs * double(d.n_heads), 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(dynamic_bias, encoding_spec("dynamic_bias",
     "an MLP of the signed log distance, one bias per head, shared by the layers (x-transformers' DynamicPositionBias)")
     .relative()
@@ -98,8 +79,7 @@ PELAB_REGISTER_ENCODING(dynamic_bias, encoding_spec("dynamic_bias",
                  .in(1.0, 8.0)})
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<DynamicBias>(dims, std::size_t(p.get_int("depth")));
-    })
-    .cost(dynamic_bias_cost));
+    }));
 
 }  // namespace
 }  // namespace pelab

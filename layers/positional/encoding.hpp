@@ -2,7 +2,7 @@
 //
 // Each encoding is one file in layers/positional/ that registers itself with PELAB_REGISTER_ENCODING
 // (encoding_spec below: name, summary, then by name whether it is relative, parameters, an optional
-// load-time check, a factory, its memory cost and what it reads); configs, sweeps, `pelab list` and the
+// load-time check, a factory, and what it reads); configs, sweeps, `pelab list` and the
 // property tests (tests/layers/test_positional.cpp) find it by name.
 //
 // Positions are data: every forward pass gets explicit (B, T) position ids. They are 0..T-1 in the
@@ -54,10 +54,9 @@
 // mode, and that two rows with different ids give the results of two one-row batches; a PyTorch
 // twin in tests/pytorch/pelab_ref.py with a fixture in gen_fixtures.py is required for every encoding.
 //
-// Memory: each encoding declares, beside its hooks, its parameter count and the buffers its hooks
-// allocate for a forward of a given shape (EncodingSpec::cost, in layers/memory_cost.hpp's terms), so
-// that a run too large for the machine is refused from arithmetic alone (experiments/run/resources.hpp).
-// tests/experiments/test_resources.cpp checks every registered encoding against the caching allocator.
+// Memory: nothing is declared. The estimate runs the model's own code shape-only (layers/dry_run.hpp), so an
+// encoding's hooks must allocate under core/shape_only.hpp as they do in a real run and skip their kernels;
+// tests/layers/test_shape_only_registry.cpp checks every registered encoding's trace against a real forward.
 #pragma once
 
 #include <functional>
@@ -69,7 +68,6 @@
 #include "core/ops/attention.hpp"  // RelativeKV
 #include "core/ops/rotary.hpp"     // RotaryTables
 #include "core/rng.hpp"
-#include "layers/memory_cost.hpp"
 #include "layers/module.hpp"
 #include "core/params/param_spec.hpp"
 #include "core/params/registry.hpp"
@@ -182,36 +180,6 @@ bool rows_share_positions(const IndexArray& positions);
 // hidden layer at 256 MB at T = 16384 with hidden 32, and the copies of each tile's keys small.
 constexpr std::size_t kBiasQueryTile = 128;
 
-// One forward pass as a memory estimate sees it.
-struct ForwardShape {
-  std::size_t batch = 1, tokens = 0;
-  bool training = false;          // a tape is recorded: saved tensors are held until backward
-  bool shared_positions = true;   // every row has the same ids: pair tables are built for one row
-  std::size_t threads = 1;        // threads of the step (the attention backward's scratch is per thread)
-  bool attention_maps = false;    // the whole (T, T) maps are wanted (probes): no tiles
-  std::size_t pair_rows() const { return shared_positions ? 1 : batch; }
-  // Query rows of one bias an encoding with bias_by_query_rows builds: a tile without a tape (when T
-  // exceeds one), else T.
-  std::size_t bias_query_rows() const {
-    return !training && !attention_maps && tokens > kBiasQueryTile ? kBiasQueryTile : tokens;
-  }
-};
-
-// What an encoding adds to the model, from the shapes alone (nothing is built): declared by each
-// encoding file beside its hooks (EncodingSpec::cost), in the terms of layers/memory_cost.hpp.
-// tests/experiments/test_resources.cpp checks it against the built encoding and the allocator.
-struct EncodingCost {
-  std::size_t parameters = 0;     // its own parameters (count)
-  std::size_t token_width = 0;    // token embedding columns (token_width()); 0 = d_model
-  bool splits_heads = false;      // neither leaves_qk_alone() nor rotary_qk(): attention runs on split q, k, v
-  bool rotates_qk = false;        // rotary_qk() gives tables: the attention rotates the packed projection
-  std::size_t relative_buckets = 0;  // buckets a layer's relative_kv spans (Shaw); 0: none
-  bool keeps_logits = false;      // its normalizer keeps the (B, H, T, T) logits for backward (stick-breaking)
-  bool bias_tiles = false;        // the forward asks for its bias by query tiles (bias_query_rows() < T)
-  ForwardCost input;              // begin_forward and encode_input: tables, position vectors
-  ForwardCost layers;             // encode_qk, attention_bias, relative_kv over every layer
-};
-
 struct EncodingSpec {
   std::string name;
   std::string summary;  // one line, shown by `pelab list`
@@ -221,8 +189,10 @@ struct EncodingSpec {
   // Cross-checks against the model at config-load time (e.g. RoPE needs an even rotated dim); throws Error.
   std::function<void(const Params&, const ModelDims&)> validate;
   std::function<std::unique_ptr<PositionalEncoding>(const Params&, const ModelDims&)> make;
-  // Its parameters and the buffers its hooks allocate in a forward pass of this shape (EncodingCost).
-  std::function<EncodingCost(const Params&, const ModelDims&, const ForwardShape&)> cost;
+  // Its relative_kv is one table for every head (Shaw): it cannot act in some heads only ([encoding] heads).
+  bool relative_kv = false;
+  // Its normalize() replaces the softmax of every head (stick-breaking): not in some heads only either.
+  bool replaces_softmax = false;
   // It acts on the token embeddings only (begin_forward, encode_input, token_width): model-wide, never
   // a layer of an [encoding] layers pattern.
   bool input_level = false;
@@ -238,10 +208,9 @@ struct EncodingSpec {
 //   PELAB_REGISTER_ENCODING(alibi, encoding_spec("alibi", "linear distance penalty on attention logits")
 //       .relative()
 //       .params({number_param("slope_scale", 1.0, "multiplies every head's slope").in(0.0, 100.0)})
-//       .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Alibi>(...); })
-//       .cost(alibi_cost));
+//       .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Alibi>(...); }));
 // A field not named keeps EncodingSpec's default: not relative, no parameters, no check, attention-level,
-// no digit indices, position ids read.
+// no digit indices, position ids read, softmax kept, no relative keys or values.
 class EncodingSpecBuilder {
  public:
   EncodingSpecBuilder(std::string name, std::string summary) {
@@ -252,7 +221,8 @@ class EncodingSpecBuilder {
   EncodingSpecBuilder& params(std::vector<ParamSpec> p) { spec_.params = std::move(p); return *this; }
   EncodingSpecBuilder& validate(decltype(EncodingSpec::validate) f) { spec_.validate = std::move(f); return *this; }
   EncodingSpecBuilder& make(decltype(EncodingSpec::make) f) { spec_.make = std::move(f); return *this; }
-  EncodingSpecBuilder& cost(decltype(EncodingSpec::cost) f) { spec_.cost = std::move(f); return *this; }
+  EncodingSpecBuilder& relative_kv(bool yes = true) { spec_.relative_kv = yes; return *this; }
+  EncodingSpecBuilder& replaces_softmax(bool yes = true) { spec_.replaces_softmax = yes; return *this; }
   EncodingSpecBuilder& input_level(bool yes = true) { spec_.input_level = yes; return *this; }
   EncodingSpecBuilder& reads_digit_index(bool yes = true) { spec_.reads_digit_index = yes; return *this; }
   EncodingSpecBuilder& reads_position_ids(bool yes) { spec_.reads_position_ids = yes; return *this; }
@@ -278,10 +248,6 @@ Params resolve_encoding_params(const std::string& name, const std::map<std::stri
                                const ModelDims& dims);
 std::unique_ptr<PositionalEncoding> make_encoding(const std::string& name, const Params& params,
                                                   const ModelDims& dims);
-
-// The encoding's EncodingSpec::cost for resolved params; Error when the encoding declares none.
-EncodingCost encoding_cost(const std::string& name, const Params& params, const ModelDims& dims,
-                           const ForwardShape& shape);
 
 struct EncodingRegistrar {
   explicit EncodingRegistrar(EncodingSpec spec) { EncodingRegistry::instance().add(std::move(spec)); }

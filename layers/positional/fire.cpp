@@ -93,34 +93,6 @@ class Fire : public PositionalEncoding {
 
 }  // namespace
 
-// The differences (rows, T, T) and query ids (rows, T), kept while the ids repeat. Per table: psi of the
-// differences and the normalized x (rows, T, T) (c x, |c x|, psi and x saved), the MLP's
-// hidden (rows, T, T, hidden) (relu saves its output; the pre-activation is freed) and output (rows, T,
-// T, H or 1), freed once permuted into the bias, kept until the next forward. Without a tape: the bias
-// kept, at most three pair tables and both hiddens at once. Backward: two of each size.
-static EncodingCost fire_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t tables = d.table_count(p.get_bool("shared_layers"));
-  const std::size_t hidden = std::size_t(p.get_int("hidden")), outputs = p.get_bool("per_head") ? d.n_heads : 1;
-  const double D = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = D * double(outputs), hid = D * double(hidden);
-  EncodingCost c;
-  c.parameters = tables * (Linear::parameter_count(1, hidden) + Linear::parameter_count(hidden, outputs) + 2);
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (s.bias_query_rows() < s.tokens) {  // a tile's constants and bias per call, none kept
-    c.layers.add_scratch(D, 4).add_scratch(hid, 2).add_scratch(X, 2);
-    return c;
-  }
-  c.input.hold(D).hold(double(s.pair_rows() * s.tokens));
-  ForwardCost table;
-  if (s.training) {
-    table.hold(D, 4).hold(hid).hold(X).add_scratch(D).add_scratch(hid).add_scratch(X);
-    table.add_backward(D, 2).add_backward(hid, 2).add_backward(X, 2);
-  } else {
-    table.hold(X).add_scratch(D, 3).add_scratch(hid, 2).add_scratch(X);
-  }
-  c.layers = table.repeated(tables);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(fire, encoding_spec("fire",
     "MLP of the log distance normalized by log max(L, query id), per head (Li et al. 2023)")
     .relative(false)  // only while every query id is below L
@@ -136,7 +108,6 @@ PELAB_REGISTER_ENCODING(fire, encoding_spec("fire",
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Fire>(dims, static_cast<std::size_t>(p.get_int("hidden")), p.get_number("init_c"),
                                     p.get_number("init_L"), p.get_bool("per_head"), p.get_bool("shared_layers"));
-    })
-    .cost(fire_cost));
+    }));
 
 }  // namespace pelab

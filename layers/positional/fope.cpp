@@ -141,19 +141,6 @@ class Fope : public PositionalEncoding {
   bool shared_ = true;
 };
 
-// Every layer's tables (rows, H T, hs/2) twice, kept while the ids repeat; per layer q and k folded,
-// turned and unfolded (copies; the attention saves the last ones), the split q and k freed.
-EncodingCost fope_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double Q = double(s.batch * s.tokens * d.d_model);
-  const double table = double(s.pair_rows() * s.tokens * d.d_model / 2);
-  EncodingCost c;
-  c.splits_heads = true;
-  c.input.hold(table, 2 * double(d.n_layers));
-  c.layers.add_scratch(Q, 6);
-  if (s.training) c.layers.add_backward(Q, 4);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(fope, encoding_spec("fope",
     "Fourier position embedding: RoPE frequencies below one turn in the training length clipped, each dim "
     "pair a fixed random Fourier series over the rest (Hua et al. 2025)")
@@ -169,8 +156,7 @@ PELAB_REGISTER_ENCODING(fope, encoding_spec("fope",
             .in(0.0, 2147483647.0),
     })
     .validate(check_fope)
-    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Fope>(p, dims); })
-    .cost(fope_cost));
+    .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Fope>(p, dims); }));
 
 }  // namespace
 }  // namespace pelab

@@ -83,21 +83,6 @@ class Fox : public PositionalEncoding {
   std::size_t tile_layer_ = std::size_t(-1);
 };
 
-// Per layer: the gates' logits, log f and c (N, H) (three saved for backward), the bias (B, H, T, T), alive
-// while the attention runs beside its probabilities (saved by nothing: the attention never reads its value);
-// backward: its gradient and the small ones. Without a tape past one tile: c kept (N, H) and one tile's
-// bias (B, H, rows, T) at a time.
-EncodingCost fox_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double N = double(s.batch * s.tokens), H = double(d.n_heads);
-  const double X = double(s.batch) * H * double(s.bias_query_rows() * s.tokens);
-  EncodingCost c;
-  c.parameters = d.layers_run() * d.n_heads * (d.d_model + 1);
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  c.layers.hold(N * H, s.training ? 5.0 * double(d.n_layers) : 5.0).hold(X);
-  if (s.training) c.layers.add_backward(X).add_backward(N * H, 4);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(fox, encoding_spec("fox",
     "FoX forget gates: logits + sum of log sigmoid(w_h . x_l + b_h) over the tokens between key and query (Lin et al. 2025)")
     .relative()  // position ids are never read
@@ -107,7 +92,6 @@ PELAB_REGISTER_ENCODING(fox, encoding_spec("fox",
       if (!dims.causal) throw Error("fox needs causal attention (model.causal = true): a future key would get a bonus");
     })
     .make([](const Params& p, const ModelDims& dims) { return std::make_unique<Fox>(dims, p.get_number("bias_init")); })
-    .cost(fox_cost)
     .reads_position_ids(false));
 
 }  // namespace

@@ -225,39 +225,6 @@ class GrapeA : public PositionalEncoding {
   std::size_t key_layer_ = std::size_t(-1);
 };
 
-// Declared for the memory estimate until it is derived from a shape-only forward (branch estimate). Q query rows
-// per bias (a tile without a tape past kBiasQueryTile). Training, per layer: S (rows or B, H, T, T), saved by
-// the gate's product, the ids' differences (saved by omega's product), FoX's (N, H) gate tensors, the content
-// gates' (N, H) tensors and, with both gates, their sum (B, H, T, T), saved too; the gated bias itself is alive
-// while the attention runs (one layer's). Without a tape everything is one tile's.
-EncodingCost grape_a_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const GrapeASettings g = grape_a_settings(p);
-  const double T = double(s.tokens), Q = double(s.bias_query_rows()), H = double(d.n_heads), L = double(d.layers_run());
-  const double N = double(s.batch) * T, rows = double(s.pair_rows());
-  const double Xq = double(s.batch) * H * Q * T, Pr = rows * Q * T, Sx = g.gated ? Xq : rows * H * Q * T;
-  const bool gate = g.query_gate || g.key_gate, both = g.query_gate && g.key_gate;
-  const double n_gates = double(g.query_gate) + double(g.key_gate);
-  const double gate_scratch = N * H * double(d.head_dim);  // x * v^ before its sum (one gate's)
-  EncodingCost c;
-  c.parameters = d.layers_run() * (g.gated ? d.n_heads * (d.d_model + 1) : g.learn ? d.n_heads : 0) +
-                 std::size_t(n_gates) * d.layers_run() * d.n_heads * d.head_dim;
-  c.splits_heads = gate;
-  c.bias_tiles = Q < T;
-  const bool once = !g.gated && !g.learn && Q == T;  // fixed omega, whole bias: built once per forward
-  if (once) c.input.hold(Sx).add_scratch(Pr);
-  if (s.training) {
-    if (!g.gated && g.learn) c.layers.hold(Pr, L).hold(Sx, gate ? L : 1.0);
-    if (g.gated) c.layers.hold(N * H, 5.0 * L).hold(Sx, gate ? L : 1.0);
-    if (gate) c.layers.hold(Xq, both ? L + 1.0 : 1.0).hold(N * H, 3.0 * n_gates * L).add_scratch(gate_scratch);
-    c.layers.add_backward(Xq);
-    return c;
-  }
-  if (!once && !g.gated) c.layers.add_scratch(Pr).add_scratch(Sx);
-  if (g.gated) c.layers.hold(N * H).add_scratch(N * H, 4.0).add_scratch(Sx);
-  if (gate) c.layers.add_scratch(Xq, both ? 2.0 : 1.0).add_scratch(N * H, 3.0 * n_gates).add_scratch(gate_scratch);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(grape_a, encoding_spec("grape_a",
     "GRAPE-A: logits - S_ij (softplus(v.q_i/sqrt hs) + softplus(u.k_j/sqrt hs)), S = omega (p_i - p_j) or the "
     "summed -log forget gates: a unipotent lift containing ALiBi and FoX (Zhang et al. 2025, eq. 4.6)")
@@ -281,8 +248,7 @@ PELAB_REGISTER_ENCODING(grape_a, encoding_spec("grape_a",
         throw Error("encoding 'grape_a' needs causal attention (model.causal = true): its signed distance would "
                     "reward a future key");
     })
-    .make([](const Params& p, const ModelDims& d) { return std::make_unique<GrapeA>(d, grape_a_settings(p)); })
-    .cost(grape_a_cost));
+    .make([](const Params& p, const ModelDims& d) { return std::make_unique<GrapeA>(d, grape_a_settings(p)); }));
 
 }  // namespace
 }  // namespace pelab

@@ -139,23 +139,6 @@ class GrapeM : public PositionalEncoding {
   SeenPositions seen_;
 };
 
-// Declared for the memory estimate until it is derived from a shape-only forward (branch estimate): the
-// tables (B or B H, T, P) twice per layer; learned omega: the quarter-turned copy, p*delta and its
-// expansion and the product per q and k, saved for backward; per-head: the reshapes of q and k.
-EncodingCost grape_m_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const GrapeMSettings g = grape_m_settings(p);
-  const double N = double(s.batch * s.tokens), Hf = g.per_head && g.learn ? double(d.n_heads) : 1.0, P = double(d.head_dim / 2);
-  const double qk = N * double(d.n_heads * d.head_dim);
-  EncodingCost c;
-  c.parameters = g.learn ? d.layers_run() * std::size_t(Hf) * (d.head_dim / 2) : 0;
-  c.rotates_qk = Hf == 1.0 && !(g.learn && s.training);
-  c.splits_heads = !c.rotates_qk;
-  c.input.hold(N * Hf * P, g.learn ? 2.0 * double(d.layers_run()) : 2.0);
-  if (Hf > 1.0) c.layers.hold(qk, 4.0);
-  if (g.learn && s.training) c.layers.hold(qk, 6.0).hold(N * Hf * P * 3.0, 2.0).add_backward(qk, 4.0);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(grape_m, encoding_spec("grape_m",
     "GRAPE-M (commuting): q, k rotated by exp(p omega L) on canonical planes with learned omega = RoPE with "
     "trainable frequencies; variant comrope = 1-D ComRoPE (Zhang et al. 2025; Yu et al. 2025)")
@@ -180,8 +163,7 @@ PELAB_REGISTER_ENCODING(grape_m, encoding_spec("grape_m",
         throw Error("encoding 'grape_m' rotates planes of 2 dims: head_dim " + std::to_string(d.head_dim) +
                     " must be even");
     })
-    .make([](const Params& p, const ModelDims& d) { return std::make_unique<GrapeM>(d, grape_m_settings(p)); })
-    .cost(grape_m_cost));
+    .make([](const Params& p, const ModelDims& d) { return std::make_unique<GrapeM>(d, grape_m_settings(p)); }));
 
 }  // namespace
 }  // namespace pelab

@@ -53,15 +53,6 @@ class Hope : public RotaryEncoding {
   std::vector<double> inv_freq_;
 };
 
-// As rope.cpp: the tables (B, T, m), kept while the ids repeat; every layer rotates copies of q and k.
-EncodingCost hope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const double N = double(s.batch * s.tokens);
-  EncodingCost c;
-  c.rotates_qk = true;
-  c.input.hold(N * double(kept_inv_freq(p, d).size()), 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(hope, encoding_spec("hope",
     "RoPE keeping only the pairs that turn a full period within the training length, the rest unrotated "
     "(Chen et al. 2025)")
@@ -77,8 +68,7 @@ PELAB_REGISTER_ENCODING(hope, encoding_spec("hope",
     .validate(check_hope)
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Hope>(kept_inv_freq(p, dims), rotary_layout_of(p));
-    })
-    .cost(hope_cost));
+    }));
 
 }  // namespace
 }  // namespace pelab

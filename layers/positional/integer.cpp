@@ -36,13 +36,6 @@ class Integer : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
-// The position vectors (N, C), kept while the ids repeat; the token embeddings, freed once added.
-static EncodingCost integer_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  EncodingCost c;
-  c.input.hold(double(s.batch * s.tokens * d.d_model)).add_scratch(double(s.batch * s.tokens * d.d_model));
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(integer, encoding_spec("integer",
     "the position id itself (times a step) added to the embeddings: unbounded")
     .params({
@@ -52,7 +45,6 @@ PELAB_REGISTER_ENCODING(integer, encoding_spec("integer",
     .make([](const Params& p, const ModelDims&) {
       return std::make_unique<Integer>(p.get_number("scale"), scalar_pattern(p));
     })
-    .cost(integer_cost)
     .input_level());
 
 }  // namespace

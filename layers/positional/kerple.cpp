@@ -106,28 +106,6 @@ class Kerple : public PositionalEncoding {
 
 }  // namespace
 
-// The distances (rows, 1, T, T), kept while the ids repeat; per table the bias (rows, H, T, T), kept
-// until the next forward, from intermediates of its size, all alive until the expression ends: log
-// r2 d, 1 + r2 d and its log (the last two saved), power d^r2 (saved). Backward: the bias's gradient
-// and one more.
-static EncodingCost kerple_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t tables = d.table_count(p.get_bool("shared_layers"));
-  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = pairs * double(d.n_heads);
-  const bool power = p.get_string("variant") == "power";
-  const double saved = s.training ? (power ? 1 : 2) : 0, temporaries = power ? 1 : 3;
-  EncodingCost c;
-  c.parameters = tables * 2 * d.n_heads;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (s.bias_query_rows() < s.tokens) {  // a tile's distances and bias per call, none kept
-    c.layers.add_scratch(pairs).add_scratch(X, 1 + temporaries);
-    return c;
-  }
-  c.input.hold(pairs);
-  c.layers.hold(X, double(tables) * (1 + saved)).add_scratch(X, temporaries - saved);
-  if (s.training) c.layers.add_backward(X, 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(kerple, encoding_spec("kerple",
     "learned kernel of the distance per head: -r1 log(1 + r2 d) or -r1 d^r2 (Chi et al. 2022)")
     .relative()
@@ -139,7 +117,6 @@ PELAB_REGISTER_ENCODING(kerple, encoding_spec("kerple",
     })
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Kerple>(dims, p.get_string("variant") == "power", p.get_bool("shared_layers"));
-    })
-    .cost(kerple_cost));
+    }));
 
 }  // namespace pelab

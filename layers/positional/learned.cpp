@@ -42,16 +42,6 @@ class Learned : public PositionalEncoding {
   bool clamp_;
 };
 
-// The token embeddings and the gathered rows (N, C), freed once added; the table's gradient is a
-// parameter's.
-static EncodingCost learned_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t max_len = p.get_int("max_len") > 0 ? std::size_t(p.get_int("max_len")) : d.max_position;
-  EncodingCost c;
-  c.parameters = max_len * d.d_model;  // the table (max_len, C)
-  c.input.add_scratch(double(s.batch * s.tokens * d.d_model), 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(learned, encoding_spec("learned",
     "trainable absolute position table added to the embeddings (GPT-2)")
     .params({
@@ -67,7 +57,6 @@ PELAB_REGISTER_ENCODING(learned, encoding_spec("learned",
       if (max_len == 0) throw Error("encoding 'learned': max_len is 0 and the training position range is unknown");
       return std::make_unique<Learned>(max_len, dims.d_model, p.get_bool("clamp"));
     })
-    .cost(learned_cost)
     .input_level());
 PELAB_REGISTER_AUTO_SIZE(learned_max_len, "learned", "max_len", [](const Params&, const ModelDims& d) {
   return d.max_position ? std::optional<std::int64_t>(d.max_position) : std::nullopt;

@@ -52,22 +52,6 @@ class Multiplicative : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
-// sinusoidal: the position vectors (N, C), kept while the ids repeat, and the token embeddings, freed
-// (mul saves only the constant). learned: the gathered gains and the token embeddings, each saved for
-// the other's gradient.
-static EncodingCost multiplicative_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const double NC = double(s.batch * s.tokens * d.d_model);
-  EncodingCost c;
-  if (p.get_string("kind") == "learned") {
-    const std::size_t max_len = p.get_int("max_len") > 0 ? std::size_t(p.get_int("max_len")) : d.max_position;
-    c.parameters = max_len * d.d_model;
-    c.input.saved(s.training, NC, 2);
-  } else {
-    c.input.hold(NC).add_scratch(NC);
-  }
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(multiplicative, encoding_spec("multiplicative",
     "token embedding times a sinusoidal or learned position vector, elementwise")
     .params({
@@ -91,7 +75,6 @@ PELAB_REGISTER_ENCODING(multiplicative, encoding_spec("multiplicative",
         throw Error("encoding 'multiplicative': max_len is 0 and the training position range is unknown");
       return std::make_unique<Multiplicative>(learned, p.get_number("base"), max_len, dims.d_model);
     })
-    .cost(multiplicative_cost)
     .input_level());
 PELAB_REGISTER_AUTO_SIZE(multiplicative_max_len, "multiplicative", "max_len", [](const Params& p, const ModelDims& d) {
   const bool table = p.get_string("kind") == "learned" && d.max_position;

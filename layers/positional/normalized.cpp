@@ -44,19 +44,11 @@ class Normalized : public PositionalEncoding {
   PositionVectorCache cache_;
 };
 
-// The position vectors (N, C), kept while the ids repeat; the token embeddings, freed once added.
-static EncodingCost normalized_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  EncodingCost c;
-  c.input.hold(double(s.batch * s.tokens * d.d_model)).add_scratch(double(s.batch * s.tokens * d.d_model));
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(normalized, encoding_spec("normalized",
     "(id - min) / (max - min) of the row's ids added to the embeddings (t / (T - 1) for ids 0..T-1)")
     .relative()  // a shift of every id cancels in (p - min) / (max - min)
     .params({scalar_pattern_param()})
     .make([](const Params& p, const ModelDims&) { return std::make_unique<Normalized>(scalar_pattern(p)); })
-    .cost(normalized_cost)
     .input_level());
 
 }  // namespace

@@ -108,38 +108,6 @@ class Path : public PositionalEncoding {
   std::size_t tile_layer_ = std::size_t(-1);
 };
 
-// Per layer, when training: w's chain keeps its (B, T, C) steps (the up projection, which the convolution
-// reads back, the convolution, its sigmoid, w before and after the norm: 5) and the (B, T, 32) down
-// projection; beta's a few (B, T, H). The fused op keeps nothing of its own (q, k, w, beta are held already) and returns the bias
-// (B, H, T, T), which the attention holds only when it recomputes its weights (past kKeepProbsBytes). Its
-// forward scratch is 2 T hs + T per thread, its backward's T (T - 1) / 2 + 4 T hs + 3 T per thread; backward
-// also holds the bias's gradient (B, H, T, T) and a few (B, T, C). Without a tape the same buffers are
-// scratch, a few at a time; past one query tile, a tile's bias rows (B, H, rows, T), and w, beta and the
-// keys as given and as transformed ((B, H, T, hs) each) kept through the layer's tiles.
-EncodingCost path_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double B = double(s.batch), T = double(s.tokens), H = double(d.n_heads), hs = double(d.head_dim);
-  const double X = B * H * T * T, N = B * T * double(d.d_model), L = double(d.n_layers);
-  const double threads = double(std::max<std::size_t>(1, s.threads));
-  EncodingCost c;
-  c.parameters = d.layers_run() * (kRank * d.d_model * 2 + d.d_model * kConv + d.n_heads * d.d_model + d.n_heads);
-  c.splits_heads = true;
-  c.layers.add_scratch(threads * (2 * T * hs + T));
-  if (s.training) {
-    c.layers.hold(N, 5 * L).hold(B * T * double(kRank), L).hold(B * T * H, 6 * L);
-    if (attention_keeps_probs(s.batch, d.n_heads, s.tokens, s.tokens, false)) c.layers.add_scratch(X);
-    else c.layers.hold(X, L);
-    c.layers.add_backward(X).add_backward(N, 4).add_backward(threads * (T * (T - 1) / 2 + 4 * T * hs + 3 * T));
-  } else if (s.bias_query_rows() < s.tokens) {  // by tiles: w, beta and the keys (twice) kept per layer
-    c.bias_tiles = true;
-    c.layers.add_scratch(B * H * double(s.bias_query_rows()) * T).add_scratch(threads * T);
-    c.layers.add_scratch(N, 7).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);  // w's chain
-    c.input.hold(N, 3);  // w and the keys twice, kept through a layer's tiles
-  } else {
-    c.layers.add_scratch(X).add_scratch(N, 4).add_scratch(B * T * double(kRank)).add_scratch(B * T * H, 4);
-  }
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(path, encoding_spec("path",
     "PaTH: keys transformed by the Householder-like I - beta w w^T of every token between key and query, from the layer input (Yang et al. 2025)")
     .relative()  // position ids are never read
@@ -147,7 +115,6 @@ PELAB_REGISTER_ENCODING(path, encoding_spec("path",
       if (!dims.causal) throw Error("path needs causal attention (model.causal = true)");
     })
     .make([](const Params&, const ModelDims& dims) { return std::make_unique<Path>(dims); })
-    .cost(path_cost)
     .reads_position_ids(false));
 
 }  // namespace

@@ -86,29 +86,6 @@ class Pope : public PositionalEncoding {
   std::vector<std::size_t> row_;  // per layer its row of delta_, kNoRow where the layout runs another encoding
 };
 
-// The tables (rows, 1, T, hs) twice; per layer softplus, the two products and the concatenation for q
-// and for k (kept for backward when training), and the wider q, k in the attention. With a phase bias the
-// keys get their own cos and sin (rows, H, T, hs), each from two products and a sum or difference.
-EncodingCost pope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const double Q = double(s.batch * s.tokens * d.d_model), table = double(s.pair_rows() * s.tokens * d.head_dim);
-  const double L = s.training ? double(d.n_layers) : 1.0;
-  EncodingCost c;
-  c.splits_heads = true;
-  c.input.hold(table, 2);
-  // Without a tape the products are freed as the next is made: at most three of q's size and one wide
-  // q or k at once.
-  if (s.training) c.layers.hold(Q, 2 * 3 * L).hold(2 * Q, 2 * L);
-  else c.layers.hold(Q, 3).hold(2 * Q, 1);
-  if (s.training) c.layers.add_backward(2 * Q, 2).add_backward(Q, 4);
-  if (p.get_string("phase_bias") != "none") {
-    const double P = table * double(d.n_heads), small = double(d.n_heads * d.head_dim);
-    c.parameters = d.layers_run() * d.n_heads * d.head_dim;
-    c.layers.hold(P, 2 * L).add_scratch(P, 4).add_scratch(small, 5);
-    if (s.training) c.layers.add_backward(P, 6);
-  }
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(pope, encoding_spec("pope",
     "polar positions: softplus magnitudes of q, k with phases from the position alone, one frequency per component (Gopalakrishnan et al. 2025)")
     .relative()
@@ -120,8 +97,7 @@ PELAB_REGISTER_ENCODING(pope, encoding_spec("pope",
     })
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Pope>(p.get_number("base"), dims, p.get_string("phase_bias"));
-    })
-    .cost(pope_cost));
+    }));
 
 }  // namespace
 }  // namespace pelab

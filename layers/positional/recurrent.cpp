@@ -57,23 +57,6 @@ class Recurrent : public PositionalEncoding {
   RnnParams* rnn_;
 };
 
-// core/ops/recurrent.cpp: the time-major input copy, every step's state (T + 1, B, C) (and cell state for
-// LSTM), the gate activations (N, G) (GRU also W_hn h (N, C)), saved; the input projection (N, G) and
-// the token embeddings, freed. Backward: the gates' gradients (GRU two (N, G), LSTM one) and dx.
-static EncodingCost recurrent_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const bool lstm = p.get_string("cell") == "lstm";
-  const double C = double(d.d_model), N = double(s.batch * s.tokens), G = (lstm ? 4 : 3) * C;
-  const double states = double((s.tokens + 1) * s.batch) * C;
-  EncodingCost c;
-  c.parameters = 2 * std::size_t(G) * d.d_model + 2 * std::size_t(G);
-  c.input.saved(s.training, N * C).saved(s.training, states, lstm ? 2 : 1).saved(s.training, N * G);
-  if (!lstm) c.input.saved(s.training, N * C);
-  c.input.add_scratch(N * G).add_scratch(N * C);  // input projection, token embeddings
-  if (p.get_bool("residual")) c.input.add_scratch(N * C);  // the RNN's output, added to them
-  if (s.training) c.input.add_backward(N * G, lstm ? 1 : 2).add_backward(N * C);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(recurrent, encoding_spec("recurrent",
     "a GRU or LSTM over the token embeddings in front of the first block; no position vector")
     .relative()  // ids are ignored altogether
@@ -86,7 +69,6 @@ PELAB_REGISTER_ENCODING(recurrent, encoding_spec("recurrent",
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Recurrent>(p.get_string("cell") == "lstm", p.get_bool("residual"), dims.d_model);
     })
-    .cost(recurrent_cost)
     .input_level()
     .reads_position_ids(false));
 

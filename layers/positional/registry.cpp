@@ -30,13 +30,6 @@ std::unique_ptr<PositionalEncoding> make_encoding(const std::string& name, const
   return spec.make(params, dims);
 }
 
-EncodingCost encoding_cost(const std::string& name, const Params& params, const ModelDims& dims,
-                           const ForwardShape& shape) {
-  const EncodingSpec& spec = EncodingRegistry::instance().get(name);
-  if (!spec.cost) throw Error("encoding '" + name + "' declares no memory cost (EncodingSpec::cost)");
-  return spec.cost(params, dims, shape);
-}
-
 bool rows_share_positions(const IndexArray& positions) {
   const std::size_t B = positions.shape()[0], T = positions.shape()[1];
   const std::int32_t* p = positions.data();

@@ -102,16 +102,6 @@ class Rope : public RotaryEncoding {
   RopeScaling sc_;
 };
 
-// cos and sin tables (B, T, rot/2), kept while the ids repeat; every layer rotates a copy of the
-// projection (or of q and k: SelfAttention::forward_cost).
-static EncodingCost rope_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const double N = double(s.batch * s.tokens);
-  EncodingCost c;
-  c.rotates_qk = true;
-  c.input.hold(N * double(rotated_dims(p, d) / 2), 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(rope, encoding_spec("rope",
     "rotary q/k embedding: attention depends on relative offsets (Su et al. 2021)")
     .relative()
@@ -139,8 +129,7 @@ PELAB_REGISTER_ENCODING(rope, encoding_spec("rope",
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Rope>(rotated_dims(p, dims), p.get_number("base"), rotary_layout_of(p),
                                     scaling_of(p, dims));
-    })
-    .cost(rope_cost));
+    }));
 
 }  // namespace
 }  // namespace pelab

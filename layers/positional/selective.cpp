@@ -76,25 +76,6 @@ class Selective : public PositionalEncoding {
   std::size_t carried_ = 0, carry_layer_ = 0;
 };
 
-// Per layer: head 0's logits, their ReLU and S, the cumulative sum and the bias, (B, 1, T, T) each;
-// q0 and k0 (B, 1, T, hs). Without a tape past one tile: the logits, their ReLU and the bias of one tile
-// (B, 1, rows, T) and the carried sums (B, T); no mask.
-EncodingCost selective_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double X = double(s.batch * s.bias_query_rows() * s.tokens), Q = double(s.batch * s.tokens * d.head_dim);
-  EncodingCost c;
-  c.splits_heads = true;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (c.bias_tiles) {
-    c.input.hold(double(s.batch * s.tokens));
-    c.layers.add_scratch(X, 3).add_scratch(Q, 2);
-    return c;
-  }
-  c.input.hold(double(s.tokens * s.tokens));
-  c.layers.hold(X, s.training ? 4.0 * double(d.n_layers) : 2.0).hold(Q, s.training ? 2.0 * double(d.n_layers) : 2.0);
-  if (s.training) c.layers.add_backward(X, 3).add_backward(Q, 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(selective, encoding_spec("selective",
     "selective attention: head 0's positive logits let earlier queries mask a key for every later one (Leviathan et al. 2025)")
     .relative()  // position ids are never read
@@ -102,7 +83,6 @@ PELAB_REGISTER_ENCODING(selective, encoding_spec("selective",
       if (!dims.causal) throw Error("selective needs causal attention (model.causal = true)");
     })
     .make([](const Params&, const ModelDims&) { return std::make_unique<Selective>(); })
-    .cost(selective_cost)
     .reads_position_ids(false));
 
 }  // namespace

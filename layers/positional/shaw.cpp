@@ -78,21 +78,10 @@ class Shaw : public PositionalEncoding {
 
 }  // namespace
 
-// The bucket index (rows, T, T) (integers, kept), or one tile's rows of it at a time; the attention's
-// bucket matrices are the attention's (SelfAttention::forward_cost), over the buckets the visible pairs use.
-static EncodingCost shaw_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t k = std::size_t(p.get_int("clip")), span = s.tokens ? s.tokens - 1 : 0;
-  EncodingCost c;
-  c.parameters = d.layers_run() * (2 * k + 1) * d.head_dim * (p.get_bool("values") ? 2 : 1);
-  c.relative_buckets = d.causal ? std::min(k, span) + 1 : 2 * std::min(k, span) + 1;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  c.input.untracked = double(s.pair_rows() * s.bias_query_rows() * s.tokens) * sizeof(std::int32_t);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(shaw, encoding_spec("shaw",
     "learned relative keys (and values) of the clipped distance inside attention (Shaw et al. 2018)")
     .relative()
+    .relative_kv()
     .params({
         integer_param("clip", 16,
             "clip distance k: distances beyond +-k share the edge buckets (2k + 1 per layer)").in(1.0, 100000.0),
@@ -100,7 +89,6 @@ PELAB_REGISTER_ENCODING(shaw, encoding_spec("shaw",
     })
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Shaw>(dims, p.get_int("clip"), p.get_bool("values"));
-    })
-    .cost(shaw_cost));
+    }));
 
 }  // namespace pelab

@@ -65,16 +65,6 @@ class Sinusoidal : public PositionalEncoding {
   Tensor table_;
 };
 
-// The table (rows up to the largest id, C), kept; the token embeddings and the gathered rows (N, C),
-// freed once added (add saves nothing).
-static EncodingCost sinusoidal_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double N = double(s.batch * s.tokens), C = double(d.d_model);
-  const double rows = double(s.shared_positions ? s.tokens : std::max(s.tokens, d.max_position));
-  EncodingCost c;
-  c.input.hold(rows * C).add_scratch(N * C, 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(sinusoidal, encoding_spec("sinusoidal",
     "fixed sin/cos absolute encoding added to the embeddings (Vaswani et al. 2017)")
     .params({number_param("base", 10000.0, "wavelength base: frequencies are base^(-2i/d)").in(2.0, 1e9)})
@@ -85,7 +75,6 @@ PELAB_REGISTER_ENCODING(sinusoidal, encoding_spec("sinusoidal",
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<Sinusoidal>(p.get_number("base"), dims.d_model);
     })
-    .cost(sinusoidal_cost)
     .input_level());
 
 }  // namespace

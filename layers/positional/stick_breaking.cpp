@@ -23,16 +23,10 @@ class StickBreaking : public PositionalEncoding {
   bool attend_current_;
 };
 
-// No parameters or tables; the attention keeps its logits for backward (EncodingCost::keeps_logits).
-static EncodingCost stick_breaking_cost(const Params&, const ModelDims&, const ForwardShape&) {
-  EncodingCost c;
-  c.keeps_logits = true;
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(stick_breaking, encoding_spec("stick_breaking",
     "stick-breaking attention: sigmoid weights broken off from the nearest key back, no position vector (Tan et al. 2025)")
     .relative()
+    .replaces_softmax()
     .params({bool_param("attend_current", false,
                         "a query attends to its own key too; false: only to earlier keys (the authors' reference "
                         "default)")})
@@ -44,7 +38,6 @@ PELAB_REGISTER_ENCODING(stick_breaking, encoding_spec("stick_breaking",
     .make([](const Params& p, const ModelDims&) {
       return std::make_unique<StickBreaking>(p.get_bool("attend_current"));
     })
-    .cost(stick_breaking_cost)
     .reads_position_ids(false));
 
 }  // namespace

@@ -114,26 +114,6 @@ void check(const Params& p, const ModelDims& dims) {
 
 }  // namespace
 
-// The buckets (rows, T, T) (integers, kept); per table and forward the gathered (rows, T, T, H), freed
-// once permuted into the bias (rows, H, T, T), kept until the next forward. Backward: the bias's
-// gradient (summed over the layers sharing it) and the gathered one's.
-static EncodingCost t5_cost(const Params& p, const ModelDims& d, const ForwardShape& s) {
-  const std::size_t tables = d.table_count(p.get_bool("shared_layers"));
-  const double pairs = double(s.pair_rows() * s.bias_query_rows() * s.tokens), X = pairs * double(d.n_heads);
-  EncodingCost c;
-  c.parameters = tables * Embedding::parameter_count(std::size_t(p.get_int("num_buckets")), d.n_heads);
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (s.bias_query_rows() < s.tokens) {  // a tile's buckets and bias per call, none kept
-    c.layers.untracked = pairs * sizeof(std::int32_t);
-    c.layers.add_scratch(X, 2);
-    return c;
-  }
-  c.input.untracked = pairs * sizeof(std::int32_t);
-  c.layers.hold(X, double(tables)).add_scratch(X);
-  if (s.training) c.layers.add_backward(X, 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(t5, encoding_spec("t5",
     "learned scalar bias per head for bucketed relative distances (Raffel et al. 2020)")
     .relative()
@@ -149,7 +129,6 @@ PELAB_REGISTER_ENCODING(t5, encoding_spec("t5",
       check(p, dims);
       return std::make_unique<T5Bias>(dims, static_cast<std::int32_t>(p.get_int("num_buckets")),
                                       static_cast<std::int32_t>(p.get_int("max_distance")), p.get_bool("shared_layers"));
-    })
-    .cost(t5_cost));
+    }));
 
 }  // namespace pelab

@@ -215,41 +215,6 @@ class TransformerXl : public PositionalEncoding {
 
 }  // namespace
 
-// R, the distances a forward spans: T (causal: 1..T) or 2T - 1 for ids 0..T-1; per-row ids (offset,
-// randomized) may spread over the whole id range max_position.
-static double distance_count(const ModelDims& d, const ForwardShape& s) {
-  const double span = double(s.shared_positions ? s.tokens : std::max(s.tokens, d.max_position));
-  return d.causal ? span : 2 * span - 1;
-}
-
-// Training (a tape): the index (B, H, T, T) and the table (R, 2m), kept; per layer, saved for backward, a
-// copy of W_R, its (B, H, hs, R) broadcast and (q + v) / sqrt(hs) (N, C); z (B, H, T, R) and the gathered
-// (B, H, T, T) freed once the bias exists, the bias alive beside the attention; backward: the bias's, the
-// gathered one's and z's gradients with the small ones. Without a tape, per call: z and the bias for the
-// query rows of one tile (or all T), the layer's W_R R broadcast (B, H, hs, R) kept (two while the next
-// layer's is made).
-static EncodingCost transformer_xl_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double rows = double(s.bias_query_rows()), R = distance_count(d, s), C = double(d.n_heads * d.head_dim);
-  const double X = double(s.batch * d.n_heads) * rows * double(s.tokens);  // one bias
-  const double Z = double(s.batch * d.n_heads) * rows * R, K = double(s.batch) * C * R, N = double(s.batch) * rows;
-  EncodingCost c;
-  c.parameters = d.layers_run() * d.n_heads * d.head_dim * (table_width(d) + 2);
-  c.splits_heads = true;
-  c.bias_tiles = s.bias_query_rows() < s.tokens;
-  if (s.training) {
-    c.input.hold(X).hold(R * double(table_width(d)));
-    ForwardCost layer;
-    layer.hold(K).hold(N * C).hold(C * double(table_width(d)));
-    c.layers = layer.repeated(d.n_layers);
-    c.layers.hold(X).add_scratch(X).add_scratch(Z).add_scratch(N * C);
-    c.layers.add_backward(X).add_backward(Z).add_backward(K).add_backward(N * C, 2);
-    return c;
-  }
-  c.input.hold(R * double(table_width(d)));
-  c.layers.hold(K, 2).add_scratch(X).add_scratch(Z).add_scratch(N * C, 2);
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(transformer_xl, encoding_spec("transformer_xl",
     "Transformer-XL relative encoding: (q_i + v) . W_R R_{i-j+1} + u . k_j (causal; R_{i-j} bidirectional) with a "
     "fixed sinusoid R of the distance, W_R, u, v learned per layer (Dai et al. 2019, as DeepMind's RELATIVE)")
@@ -260,7 +225,6 @@ PELAB_REGISTER_ENCODING(transformer_xl, encoding_spec("transformer_xl",
     })
     .make([](const Params& p, const ModelDims& dims) {
       return std::make_unique<TransformerXl>(dims, p.get_number("base"));
-    })
-    .cost(transformer_xl_cost));
+    }));
 
 }  // namespace pelab

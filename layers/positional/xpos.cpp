@@ -71,17 +71,6 @@ class XPos : public RotaryEncoding {
 
 }  // namespace
 
-// q's and k's cos and sin tables (B, T, hs/2), kept while the ids repeat; every layer rotates a copy of
-// the projection (or of q and k: SelfAttention::forward_cost).
-static EncodingCost xpos_cost(const Params&, const ModelDims& d, const ForwardShape& s) {
-  const double N = double(s.batch * s.tokens);
-  EncodingCost c;
-  c.rotates_qk = true;
-  c.input.hold(N * double(d.head_dim / 2), 4);
-  c.input.untracked = N * sizeof(std::int32_t);  // the centred ids
-  return c;
-}
-
 PELAB_REGISTER_ENCODING(xpos, encoding_spec("xpos",
     "RoPE with a per-dimension decay zeta_i^((m - n) / scale_base) between q_m and k_n (Sun et al. 2022)")
     .relative()
@@ -95,7 +84,6 @@ PELAB_REGISTER_ENCODING(xpos, encoding_spec("xpos",
     .make([](const Params& p, const ModelDims& dims) {
       check(p, dims);
       return std::make_unique<XPos>(dims, p.get_number("base"), p.get_number("scale_base"), p.get_number("gamma"));
-    })
-    .cost(xpos_cost));
+    }));
 
 }  // namespace pelab

@@ -1,6 +1,6 @@
 // The memory estimate (experiments/run/resources.hpp) against what the caching allocator actually hands
 // out for one training step, one evaluation batch and one probe forward, for every encoding, where
-// activations dominate; every encoding's declared costs and the parameter count against the built
+// activations dominate; what every encoding declares and the parameter count against the built
 // model; the speed of a refusal; the limit and its message.
 #include <catch2/catch.hpp>
 
@@ -20,6 +20,7 @@
 #include "training/optimizer_registry.hpp"
 #include "training/positions.hpp"
 #include "training/trainer.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 
@@ -115,22 +116,28 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 
 }  // namespace
 
-TEST_CASE("every encoding declares its parameters, token width and head split as built", "[resources]") {
+// The two things an encoding still declares (EncodingSpec::relative_kv, replaces_softmax: they decide
+// whether [encoding] heads may restrict it) against what it builds.
+TEST_CASE("every encoding declares relative keys and values and its normalizer as built", "[resources]") {
+  std::size_t kv = 0, normalizers = 0;
   for (const auto& [name, sets] : encoding_cases()) {
     const RunSpec spec = spec_of(name, 8, 4, with({"model.d_ff=48"}, sets));
     const ModelDims d = spec.model.dims();
-    const Params p = resolve_encoding_params(name, spec.model.encoding_params, d);
-    const auto enc = make_encoding(name, p, d);
-    const EncodingCost c = encoding_cost(name, p, d, ForwardShape{4, 20, true, true, 1});
+    const EncodingSpec& es = EncodingRegistry::instance().get(name);
+    const auto enc = make_encoding(name, resolve_encoding_params(name, spec.model.encoding_params, d), d);
     INFO(name << " " << (sets.empty() ? "" : sets[0]));
-    CHECK(c.parameters == enc->num_parameters());
-    CHECK((c.token_width ? c.token_width : d.d_model) == enc->token_width(d.d_model));
     const IndexArray pos = default_positions(4, 20);
     enc->begin_forward(pos);
-    const bool rotates = enc->rotary_qk(AttentionContext{pos, 0, true}).has_value();
-    CHECK(c.rotates_qk == rotates);
-    CHECK(c.splits_heads == (!enc->leaves_qk_alone() && !rotates));
+    const bool has_kv = enc->relative_kv(AttentionContext{pos, 0, true}).defined();
+    AttentionOptions o;
+    enc->choose_normalizer(o);
+    const bool own_normalizer = o.normalizer != Normalizer::softmax;
+    CHECK(es.relative_kv == has_kv);
+    CHECK(es.replaces_softmax == own_normalizer);
+    kv += has_kv, normalizers += own_normalizer;
   }
+  CHECK(kv >= 1);  // shaw
+  CHECK(normalizers >= 1);  // stick_breaking
 }
 
 TEST_CASE("the parameter count without building the model matches the model for every encoding", "[resources]") {
@@ -319,7 +326,9 @@ TEST_CASE("forward_bytes of a ModelConfig agrees with the run's evaluation and p
   }
 }
 
-TEST_CASE("past one bias tile, the evaluation estimate follows the tiled forward", "[resources]") {
+// [slow]: 18 encodings x 2 position modes of real evaluation at 300 tokens (25-60 s); the tiled forward itself
+// runs sanitized in tests/layers/test_streaming_forward.cpp.
+TEST_CASE("past one bias tile, the evaluation estimate follows the tiled forward", "[resources][slow]") {
   // 300 tokens: three bias tiles (kBiasQueryTile = 128), five attention tiles; per-row ids too.
   const std::size_t len = 300, batch = 8;
   for (const char* enc : {"none", "alibi", "t5", "kerple", "fire", "rope", "fox", "selective", "cope", "dynamic_bias",

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/tape.hpp"
+#include "layers/dry_run.hpp"
 #include "model_helpers.hpp"
 
 using namespace pelab;
@@ -128,9 +129,7 @@ TEST_CASE("a layout makes an encoding's per-layer parameters for its own layers 
     }
     const ModelDims d = c.dims_for(name);
     CHECK(d.layers == std::vector<std::size_t>{1, 3});
-    const ModelDims main = c.dims_for(c.encoding);
-    const EncodingCost enc = encoding_cost(c.encoding, resolve_encoding_params(c.encoding, {}, main), main, ForwardShape{});
-    CHECK(Transformer::parameter_count(c, enc) == m->num_parameters());
+    CHECK(dry_parameter_count(c) == m->num_parameters());
   }
   // The model-wide encoding in no layer of the layout makes no parameters.
   ModelConfig c = small_config("fire");
