@@ -37,9 +37,15 @@ constexpr std::size_t kHuge = std::size_t(2) << 20;
 constexpr std::size_t kPage = 4096;  // mmap and munmap work in these (x86-64, aarch64 4K kernels)
 constexpr std::size_t kMaxCached = std::size_t(1) << 31;  // beyond 2 GiB cached, free to the system
 
+struct FreeList {
+  std::vector<void*> blocks;
+  std::uint64_t last_step = 0;  // the step of the class's latest request (begin_step)
+};
+
 struct Cache {
   std::mutex mu;
-  std::map<std::size_t, std::vector<void*>> free;  // size class -> blocks (ordered: evict_for goes largest first)
+  std::map<std::size_t, FreeList> free;  // size class -> its cached blocks
+  std::uint64_t step = 0;                // begin_step() calls so far
   Stats st;
 };
 
@@ -96,22 +102,37 @@ std::size_t size_class(std::size_t bytes) {
 
 void set_hook(Hook* hook) { g_hook.store(hook, std::memory_order_release); }
 
+void begin_step() {
+  if (Hook* h = g_hook.load(std::memory_order_acquire))
+    if (h->begin_step()) return;
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  ++c.step;
+}
+
 bool keeps_freed_block(std::size_t cached_bytes, std::size_t cls) { return cached_bytes + cls <= kMaxCached; }
 
 std::size_t system_limit(std::size_t peak_live_bytes) { return peak_live_bytes + peak_live_bytes / 4; }
 
 namespace {
 
-// Before `cls` more bytes are obtained from the system: cached blocks back to the system, largest class
-// first, while the bytes held would exceed system_limit (allocator.hpp). Caller holds c.mu.
+// Before `cls` more bytes are obtained from the system: cached blocks back to the system while the bytes
+// held would exceed system_limit, classes not current only, oldest step first, then largest (the reuse
+// rule: allocator.hpp; Trace::summary replays it). Caller holds c.mu.
 void evict_for(Cache& c, std::size_t cls) {
   Stats& st = c.st;
   st.peak_live_bytes = std::max(st.peak_live_bytes, st.system_bytes - st.cached_bytes + cls);
   const std::size_t limit = system_limit(st.peak_live_bytes);
-  for (auto it = c.free.rbegin(); it != c.free.rend() && st.system_bytes + cls > limit; ++it)
-    while (!it->second.empty() && st.system_bytes + cls > limit) {
-      system_free(it->second.back(), it->first);
-      it->second.pop_back();
+  if (st.system_bytes + cls <= limit) return;
+  std::vector<std::map<std::size_t, FreeList>::iterator> old;
+  for (auto it = c.free.begin(); it != c.free.end(); ++it)
+    if (!it->second.blocks.empty() && it->second.last_step < c.step) old.push_back(it);
+  std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) {
+    return a->second.last_step != b->second.last_step ? a->second.last_step < b->second.last_step : a->first > b->first;
+  });
+  for (auto it : old)
+    for (auto& blocks = it->second.blocks; !blocks.empty() && st.system_bytes + cls > limit; blocks.pop_back()) {
+      system_free(blocks.back(), it->first);
       st.system_bytes -= it->first, st.cached_bytes -= it->first, st.evicted_bytes += it->first;
     }
 }
@@ -125,10 +146,11 @@ void* allocate(std::size_t bytes, bool index) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.free.find(cls);
-    if (it != c.free.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
+    FreeList& list = c.free[cls];
+    list.last_step = c.step;
+    if (!list.blocks.empty()) {
+      void* p = list.blocks.back();
+      list.blocks.pop_back();
       ++c.st.cache_hits;
       c.st.cached_bytes -= cls;
       c.st.peak_live_bytes = std::max(c.st.peak_live_bytes, c.st.system_bytes - c.st.cached_bytes);
@@ -162,7 +184,7 @@ void deallocate(void* p, std::size_t bytes) noexcept {
     return;
   }
   try {
-    c.free[cls].push_back(p);
+    c.free[cls].blocks.push_back(p);
     c.st.cached_bytes += cls;
   } catch (...) {  // could not grow the free list: give the block back instead
     system_free(p, cls);
@@ -187,10 +209,10 @@ Stats stats() {
 void release_cache() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  for (auto& [cls, blocks] : c.free) {
-    for (void* p : blocks) system_free(p, cls);
-    c.st.system_bytes -= cls * blocks.size();
-    blocks.clear();
+  for (auto& [cls, list] : c.free) {
+    for (void* p : list.blocks) system_free(p, cls);
+    c.st.system_bytes -= cls * list.blocks.size();
+    list.blocks.clear();
   }
   c.st.cached_bytes = 0;
   c.st.peak_live_bytes = c.st.peak_system_bytes = c.st.system_bytes;  // a new phase: the peaks from here on

@@ -41,11 +41,18 @@ std::size_t size_class(std::size_t bytes);
 // The reuse rule, which the shape-only estimate (core/shape_only.hpp) replays exactly:
 // - keeps_freed_block: whether a freed block of class `cls` goes to its free list when `cached_bytes` sit
 //   in the free lists already (otherwise it goes back to the system);
-// - a request that no free list serves first gives cached blocks back to the system, largest class first,
-//   while the bytes held from the system would exceed system_limit(the most bytes ever live at once,
-//   this request included). So what a run holds stays within 1.25x of its largest step, however many
-//   size classes mixed lengths touch (issue #41 item 4), and a run of one shape never evicts: its steps
-//   are served from the lists.
+// - steps: begin_step() starts a step (Transformer::forward calls it: one forward, and its backward, is a
+//   step); a size class is *current* once requested in the current step;
+// - a request that no free list serves first gives cached blocks back to the system while the bytes held
+//   from the system would exceed system_limit(the most bytes ever live at once, this request included):
+//   blocks of classes not current only, the class requested longest ago (by step) first, then the largest.
+// So what a run of mixed lengths holds stays near 1.25x its largest step (issue #41 item 4: the other
+// lengths' classes go), while a steady loop never gives back a block it will ask for again in the same
+// step: what thrashed under "largest class first" (a loop whose classes' peaks add up to more than 1.25x
+// its live peak gave back and re-obtained blocks every step). Without begin_step every class is current:
+// nothing is evicted (blocks are bounded by keeps_freed_block only), as for the GRU/LSTM loop of
+// tests/core_f32/test_recurrent_f32.cpp.
+void begin_step();
 bool keeps_freed_block(std::size_t cached_bytes, std::size_t cls);
 std::size_t system_limit(std::size_t peak_live_bytes);
 
@@ -55,6 +62,8 @@ std::size_t system_limit(std::size_t peak_live_bytes);
 struct Hook {
   virtual void* allocate(std::size_t cls, bool index) = 0;
   virtual bool deallocate(void* p, std::size_t cls) noexcept = 0;
+  // begin_step(): true when the hook took it (a shape-only thread: the live allocator's steps go on).
+  virtual bool begin_step() noexcept { return false; }
 
  protected:
   ~Hook() = default;

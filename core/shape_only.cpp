@@ -69,6 +69,13 @@ class Observer final : public memory::Hook {
     return fake;
   }
 
+  bool begin_step() noexcept override {
+    if (!t_shape_only && !recording_.load(std::memory_order_acquire)) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (trace_ && fake_trace_ == t_shape_only) push({0, false, true});
+    return t_shape_only;
+  }
+
   void start(memory::Trace* t, bool fake) {
     std::lock_guard<std::mutex> lock(mu_);
     if (trace_) throw Error("memory::TraceScope: another trace is recording (one at a time)");
@@ -167,28 +174,44 @@ bool shape_only() { return t_shape_only; }
 namespace memory {
 
 // Replays the events: live blocks per class, and free lists per class under the allocator's reuse rule
-// from a cold start (keeps_freed_block, system_limit and eviction largest class first: what allocate /
-// deallocate in allocator.cpp do, minus the system calls).
+// from a cold start (keeps_freed_block, system_limit, steps, and eviction of classes not current, oldest
+// step first, then largest: what allocate / deallocate / begin_step in allocator.cpp do, minus the system
+// calls).
 TraceSummary Trace::summary() const {
   TraceSummary s;
   std::map<std::size_t, std::size_t> live, cached;
+  std::map<std::size_t, std::uint64_t> last;  // class -> step of its latest request
+  std::uint64_t step = 0;
   std::size_t live_bytes = 0, cached_bytes = 0, system_bytes = 0, peak_live = 0;
   for (const TraceEvent& e : events) {
+    if (e.step) {
+      ++step;
+      continue;
+    }
     std::size_t& n = live[e.cls];
     if (e.alloc) {
       ++s.requests[e.cls];
       s.peak_live[e.cls] = std::max(s.peak_live[e.cls], ++n);
       s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes += e.cls);
       peak_live = std::max(peak_live, live_bytes);
+      last[e.cls] = step;
       std::size_t& c = cached[e.cls];
       if (c) {
         --c, cached_bytes -= e.cls;
         continue;
       }
       const std::size_t limit = system_limit(peak_live);
-      for (auto it = cached.rbegin(); it != cached.rend() && system_bytes + e.cls > limit; ++it)
-        for (; it->second > 0 && system_bytes + e.cls > limit; --it->second)
-          system_bytes -= it->first, cached_bytes -= it->first;
+      if (system_bytes + e.cls > limit) {
+        std::vector<std::pair<std::uint64_t, std::size_t>> old;  // (step, class), oldest then largest first
+        for (const auto& [cls, k] : cached)
+          if (k > 0 && last[cls] < step) old.emplace_back(last[cls], cls);
+        std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) {
+          return a.first != b.first ? a.first < b.first : a.second > b.second;
+        });
+        for (const auto& [when, cls] : old)
+          for (std::size_t& k = cached[cls]; k > 0 && system_bytes + e.cls > limit; --k)
+            system_bytes -= cls, cached_bytes -= cls;
+      }
       s.peak_system_bytes = std::max(s.peak_system_bytes, system_bytes += e.cls);
     } else if (n) {  // a release of a block requested before the trace began is not counted
       --n, live_bytes -= e.cls;

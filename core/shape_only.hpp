@@ -35,7 +35,8 @@ namespace memory {
 struct TraceEvent {
   std::size_t cls = 0;  // size class (bytes), as the allocator reserves it
   bool alloc = true;    // a request, or a release
-  bool operator==(const TraceEvent& o) const { return cls == o.cls && alloc == o.alloc; }
+  bool step = false;    // memory::begin_step (cls and alloc unused)
+  bool operator==(const TraceEvent& o) const { return cls == o.cls && alloc == o.alloc && step == o.step; }
 };
 
 // What a trace amounts to: per size class, how many requests and how many live at once; the most bytes

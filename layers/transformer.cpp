@@ -358,6 +358,8 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
                 shape_str(Shape(positions.shape().begin(), positions.shape().end())));
   if (cfg_.dropout > 0 && training() && !opt.dropout_rng)
     throw Error("Transformer::forward: dropout > 0 in training mode needs ForwardOptions::dropout_rng");
+  // A step of the caching allocator's reuse rule (core/allocator.hpp): this forward, and its backward.
+  memory::begin_step();
   if (opt.attention_maps) opt.attention_maps->assign(cfg_.n_layers, Array());
   pos_->begin_forward(positions);
   for (PositionalEncoding* e : extra_pos_) e->begin_forward(positions);

@@ -10,6 +10,7 @@
 #include "core/allocator.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/unary.hpp"
+#include "core/shape_only.hpp"
 #include "core/tape.hpp"
 
 using namespace pelab;
@@ -61,6 +62,56 @@ TEST_CASE("a repeated forward and backward stops allocating from the system", "[
   const auto after = memory::stats();
   CHECK(after.system_allocs == before.system_allocs);
   CHECK(after.cache_hits > before.cache_hits);
+}
+
+namespace {
+constexpr std::size_t kMiB = std::size_t(1) << 20;
+// One step of the loop below: blocks of 4, 5 and 6 MiB (times `scale`), each freed before the next is
+// asked for. One block is live at a time, but the three classes' blocks add up to 15 MiB, past 1.25x the
+// 6 MiB live peak.
+void three_classes_step(std::size_t scale = 1) {
+  memory::begin_step();
+  for (std::size_t mib : {4, 5, 6}) memory::deallocate(memory::allocate(mib * scale * kMiB), mib * scale * kMiB);
+}
+}  // namespace
+
+// The reuse rule (core/allocator.hpp): the rule it replaced evicted the largest cached class at every
+// miss past 1.25x the live peak, so this loop gave back and re-obtained a block every step.
+TEST_CASE("a steady loop never gives back a block it asks for again in the same step", "[allocator]") {
+  memory::release_cache();
+  for (int i = 0; i < 2; ++i) three_classes_step();  // warm up
+  const auto before = memory::stats();
+  for (int i = 0; i < 10; ++i) three_classes_step();
+  const auto after = memory::stats();
+  CHECK(after.system_allocs == before.system_allocs);
+  CHECK(after.evicted_bytes == before.evicted_bytes);
+  CHECK(after.cache_hits == before.cache_hits + 30);
+}
+
+TEST_CASE("a miss gives back the classes of earlier steps first, oldest first, and the trace replays it",
+          "[allocator]") {
+  memory::release_cache();
+  // Blocks live outside this test raise the limit by 1.25x their bytes; at 10x the sizes they change
+  // nothing below while they stay under 18 MiB.
+  const std::size_t base = memory::stats().system_bytes, S = 10;
+  REQUIRE(base < 18 * kMiB);
+  const std::size_t evicted = memory::stats().evicted_bytes;
+  memory::Trace trace;
+  {
+    memory::TraceScope scope;
+    three_classes_step(S);  // 40, 50, 60 MiB cached: 150 MiB held for a 60 MiB live peak
+    memory::begin_step();
+    // A new class (70 MiB): the limit is 1.25 x 70 = 87.5 MiB, so 60, 50 and 40 go back (an earlier step's).
+    memory::deallocate(memory::allocate(7 * S * kMiB), 7 * S * kMiB);
+    trace = scope.trace();
+  }
+  const auto st = memory::stats();
+  const auto cls = [&](std::size_t mib) { return memory::size_class(mib * S * kMiB); };  // 40, 52, 60, 72 MiB
+  CHECK(st.evicted_bytes - evicted == cls(4) + cls(5) + cls(6));
+  CHECK(st.system_bytes - base == cls(7));  // the 70 MiB block, cached
+  // Trace::summary replays the same rule from a cold start: the same peak of bytes held.
+  CHECK(trace.summary().peak_system_bytes == st.peak_system_bytes - base);
+  memory::release_cache();
 }
 
 #ifdef __linux__

@@ -15,13 +15,11 @@
 
 using namespace pelab;
 
-// [!mayfail]: a KNOWN DEFECT of the bounded reuse rule (core/allocator.cpp evict_for, issue #41 item 4): a miss
-// evicts down to 1.25x the peak live bytes, but a steady loop needs the union of its size classes' peaks,
-// which can exceed that; the sanitized build (its sizes) then gives back and re-obtains 2 blocks every step
-// (56 -> 76 system allocations over these 10 steps). The test still runs and reports; fix the rule, then drop
-// the tag.
+// A loop without memory::begin_step: every size class stays current, so nothing is evicted (the reuse rule,
+// core/allocator.hpp). Under the rule it replaced this gave back and re-obtained 2 blocks every step in the
+// sanitized build (56 -> 76 system allocations over these 10 steps).
 TEST_CASE("gru and lstm forward and backward stop allocating from the system after warm-up",
-          "[allocator][recurrent][!mayfail]") {
+          "[allocator][recurrent]") {
   const std::size_t B = 4, T = 16, I = 8, H = 8;
   Tensor x = Tensor::full({B, T, I}, 0.3f, true), h0 = Tensor::full({B, H}, 0.1f, true);
   Tensor gw_ih = Tensor::full({3 * H, I}, 0.05f, true), gw_hh = Tensor::full({3 * H, H}, -0.05f, true);
