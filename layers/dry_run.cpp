@@ -15,11 +15,19 @@ DryRunResult dry_run(const ModelConfig& m, const DryRunShape& s) {
   // Per rows (randomized or offset ids): row 0 holds 0..T-1, the others T sorted ids spread over the
   // whole training range [0, max_position), as random ids nearly are: the widest distances a table by
   // distance (Transformer-XL's) or a bucket range may take, and never past a learned table's rows.
+  // They are made in a ShapeOnly scope of their own: integer blocks there are real but mapped for the
+  // purpose and unmapped when dropped, so an estimate at 10^7 tokens (gigabytes of ids at the eval batch)
+  // neither leaves them in the caching allocator's free lists nor counts them in the model's trace.
   const std::size_t top = std::max(m.max_position ? m.max_position : m.train_seq_len, T);
-  IndexArray zeros(Shape{B, T}, 0), positions(Shape{B, T});
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t t = 0; t < T; ++t)
-      positions(b, t) = std::int32_t(s.shared_positions || b == 0 || T < 2 ? t : t * (top - 1) / (T - 1));
+  IndexArray zeros, positions;
+  {
+    ShapeOnly ids;
+    zeros = IndexArray(Shape{B, T}, 0);
+    positions = IndexArray(Shape{B, T});
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t)
+        positions(b, t) = std::int32_t(s.shared_positions || b == 0 || T < 2 ? t : t * (top - 1) / (T - 1));
+  }
   if (s.training && Tape::current().size() > 0)
     throw Error("dry_run: the thread's tape holds " + std::to_string(Tape::current().size()) +
                 " nodes; a training dry run's backward would consume them (run it before any forward)");
