@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
 packages=(g++ cmake make pkg-config
+          ccache  # builds compile through it (CMakeLists.txt PELAB_CCACHE): a rebuild recompiles only what changed
           libxtensor-dev libopenblas-dev
           libxsimd-dev  # bench/bench_libraries.cpp only: xsimd's exp/erf against ours (docs/performance.md)
           libxtensor-blas-dev  # xt::linalg (SVD, eigenvalues) for `pelab probe spectrum`

@@ -17,6 +17,7 @@
 #include "core/safetensors.hpp"
 #include "core/tape.hpp"
 #include "layers/transformer.hpp"
+#include "test_paths.hpp"
 
 namespace pelab::test {
 

@@ -9,6 +9,7 @@
 
 #include "core/blas.hpp"
 #include "core/blas_coretype.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using blas::CpuFeatures;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using Catch::Contains;

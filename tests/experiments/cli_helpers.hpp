@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include "test_paths.hpp"
 
 namespace pelab::test {
 

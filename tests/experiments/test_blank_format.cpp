@@ -21,6 +21,7 @@
 #include "layers/positional/encoding.hpp"
 #include "layers/transformer.hpp"
 #include "task_helpers.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;
@@ -304,7 +305,7 @@ TEST_CASE("blank: [task] output is read, resolved, written back and refused wher
              StartsWith("b.toml:3: [task] key 'output' has value \"encoder\"; expected one of: teacher_forced, blank"));
   CHECK_THAT(error_of("[task]\nname = \"copy\"\neos = \"scored\"\noutput = \"blank\"\n"),
              StartsWith("b.toml:3: [task] eos = \"scored\" with output = \"blank\"") && Contains("expected eos = \"absent\""));
-  CHECK_THAT(error_of("[task]\nname = \"char_lm\"\ntrain_len = 8\noutput = \"blank\"\n[task.char_lm]\npath = \"" PELAB_SOURCE_DIR
+  CHECK_THAT(error_of("[task]\nname = \"char_lm\"\ntrain_len = 8\noutput = \"blank\"\n[task.char_lm]\npath = \"" + std::string(PELAB_SOURCE_DIR) +
                       "/README.md\"\n[eval]\nlengths = [8]\n"),
              StartsWith("b.toml:4: [task] key 'output'") && Contains("language model"));
   CHECK_THAT(error_of("[task]\nname = \"addition\"\noutput = \"blank\"\n[task.addition]\noperand_lengths = \"independent\"\n"),

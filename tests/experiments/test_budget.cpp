@@ -17,6 +17,7 @@
 #include "training/fs.hpp"
 #include "training/eval_observer.hpp"
 #include "training/trainer.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;

@@ -20,6 +20,7 @@
 #include "tiny_config.hpp"
 #include "training/fs.hpp"
 #include "cli_helpers.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;

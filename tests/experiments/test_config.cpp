@@ -13,6 +13,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/eval/evaluate.hpp"  // eval_positions
 #include "experiments/tasks/task.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;

@@ -11,6 +11,7 @@
 #include "config_error.hpp"
 #include "core/blas.hpp"
 #include "experiments/config/config.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;

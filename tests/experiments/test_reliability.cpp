@@ -25,6 +25,7 @@
 #include "training/fs.hpp"
 #include "training/signals.hpp"
 #include "cli_helpers.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 namespace fs = std::filesystem;

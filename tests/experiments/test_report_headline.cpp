@@ -11,6 +11,7 @@
 #include "experiments/report/report.hpp"
 #include "experiments/report/report_detail.hpp"
 #include "report_fixture.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using namespace pelab::test;

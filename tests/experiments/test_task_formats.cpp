@@ -15,6 +15,7 @@
 #include "experiments/tasks/sequence.hpp"
 #include "training/metrics.hpp"
 #include "task_helpers.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;
@@ -227,7 +228,7 @@ TEST_CASE("chance: every task and format matches counting over generated example
     CHECK(absent->exact_match == scored->exact_match);
   }
   // Language models have none.
-  CHECK_FALSE(task("char_lm", kDefault, {{"path", Value(std::string(PELAB_SOURCE_DIR "/README.md"))}}, 8)
+  CHECK_FALSE(task("char_lm", kDefault, {{"path", Value(std::string(PELAB_SOURCE_DIR) + "/README.md")}}, 8)
                   ->chance(8)
                   .has_value());
 }
@@ -301,17 +302,17 @@ TEST_CASE("format: [task] keys are read, validated with file:line, swept and ref
   CHECK_THAT(error_of("[task]\nbos = 1\n"), StartsWith("f.toml:2: [task] key 'bos' has value 1; expected a boolean"));
   // A language model has no format: a changed key is refused at its line, the defaults are accepted
   // (every resolved config.toml writes them).
-  const std::string lm_sep = "[task]\nname = \"char_lm\"\ntrain_len = 8\n\nsep = false\n[task.char_lm]\npath = \"" PELAB_SOURCE_DIR
+  const std::string lm_sep = "[task]\nname = \"char_lm\"\ntrain_len = 8\n\nsep = false\n[task.char_lm]\npath = \"" + std::string(PELAB_SOURCE_DIR) +
                              "/README.md\"\n[eval]\nlengths = [8]\n";
   CHECK_THAT(error_of(lm_sep), StartsWith("f.toml:5: [task] key 'sep'") && Contains("language model"));
   const std::string lm_defaults = "[task]\nname = \"char_lm\"\ntrain_len = 8\nbos = true\neos = \"scored\"\n"
-                                  "[task.char_lm]\npath = \"" PELAB_SOURCE_DIR "/README.md\"\n[eval]\nlengths = [8]\n";
+                                  "[task.char_lm]\npath = \"" + std::string(PELAB_SOURCE_DIR) + "/README.md\"\n[eval]\nlengths = [8]\n";
   CHECK(error_of(lm_defaults) == "(no error)");
   // make_task says which key, for callers outside the config loader.
   TaskCommon c;
   c.format.eos = EosMode::unscored;
   try {
-    make_task("char_lm", c, {{"path", Value(std::string(PELAB_SOURCE_DIR "/README.md"))}});
+    make_task("char_lm", c, {{"path", Value(std::string(PELAB_SOURCE_DIR) + "/README.md")}});
     FAIL("expected TaskFormatError");
   } catch (const TaskFormatError& e) {
     CHECK(e.key == "eos");
@@ -325,7 +326,7 @@ TEST_CASE("format: [task] keys are read, validated with file:line, swept and ref
   CHECK(s.runs[1].model.train_seq_len == 9);   // no BOS
   CHECK(s.runs[3].model.train_seq_len == 8);   // no BOS, no EOS
   CHECK(s.runs[3].config.cell.label == "task.eos=absent,task.bos=false");
-  CHECK_THAT(error_of("[task]\nname = \"char_lm\"\n[task.char_lm]\npath = \"" PELAB_SOURCE_DIR
+  CHECK_THAT(error_of("[task]\nname = \"char_lm\"\n[task.char_lm]\npath = \"" + std::string(PELAB_SOURCE_DIR) +
                       "/README.md\"\n[eval]\nlengths = [8]\n[sweep]\n\"task.prompt\" = [false, true]\n"),
              Contains("task.prompt=true") && Contains("[task] key 'prompt'") && Contains("language model"));
 }

@@ -3,6 +3,7 @@
 
 #include "core/rng.hpp"
 #include "layers/transformer.hpp"
+#include "test_paths.hpp"
 
 namespace pelab::test {
 

@@ -13,6 +13,7 @@
 #include "layers/positional/encoding.hpp"
 #include "layers/transformer.hpp"
 #include "parity_fixture.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using namespace pelab::test;

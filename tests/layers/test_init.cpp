@@ -12,6 +12,7 @@
 
 #include "core/safetensors.hpp"
 #include "model_helpers.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using Catch::Matchers::Contains;

@@ -10,6 +10,7 @@
 #include "core/tape.hpp"
 #include "layers/transformer.hpp"
 #include "parity_fixture.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using namespace pelab::test;

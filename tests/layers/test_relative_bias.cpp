@@ -11,6 +11,7 @@
 #include "core/tape.hpp"
 #include "layers/positional/t5.hpp"
 #include "model_helpers.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using namespace pelab::test;

@@ -15,6 +15,7 @@
 #include "core/shape_only.hpp"
 #include "core/tape.hpp"
 #include "layers/transformer.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 

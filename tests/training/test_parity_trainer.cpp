@@ -16,6 +16,7 @@
 
 #include "parity_fixture.hpp"
 #include "training/trainer.hpp"
+#include "test_paths.hpp"
 
 using namespace pelab;
 using namespace pelab::test;
