@@ -1314,7 +1314,8 @@ class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
     learned table with max_len 0), causal (optional, default true), layers (optional: pelab's [encoding]
     layers pattern; other encodings' parameters from cfg["layer_params"][name]), attention.window (optional
-    pattern). Parameter names are pelab's checkpoint names."""
+    pattern), qk_norm (optional: pelab's [attention] qk_norm pattern of on/off), canon (optional: pelab's
+    [canon] table, points/kernel/residual). Parameter names are pelab's checkpoint names."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
