@@ -38,7 +38,10 @@ TEST_CASE("qk_norm and canon: bad settings are refused at their line, saying wha
              StartsWith("quick.toml:2: [canon] canon.points \"AX\": 'X' is not a Canon point; expected a subset of \"ABCD\""));
   CHECK_THAT(error_of("[canon]\npoints = \"ACA\"\n"), StartsWith("quick.toml:2: [canon] canon.points \"ACA\": 'A' is repeated"));
   CHECK_THAT(error_of("[canon]\npoints = \"A\"\nkernel = 0\n"), StartsWith("quick.toml:3: ") && Contains("kernel"));
-  CHECK_THAT(error_of("[canon]\nresidual = 1\n"), StartsWith("quick.toml:2: "));
+  CHECK_THAT(error_of("[canon]\npoints = \"A\"\nresidual = 1\n"), StartsWith("quick.toml:3: "));
+  CHECK_THAT(error_of("[canon]\nkernel = 3\n"),
+             StartsWith("quick.toml:2: [canon] key 'kernel' has no effect without Canon layers"));
+  CHECK(error_of("[canon]\nkernel = 3\n[sweep]\n\"canon.points\" = [\"\", \"AC\"]\n") == "(no error)");
   CHECK(error_of("[model]\nn_layers = 4\n[attention]\nqk_norm = \"on,on,on,off\"\n[canon]\npoints = \"DCBA\"\n") ==
         "(no error)");
   // Canon is one-sided in a bidirectional model too: accepted, as documented (layers/canon.hpp).
