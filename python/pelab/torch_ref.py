@@ -1397,7 +1397,9 @@ def init_pelab(model, std=0.02, emb_std=0.02):
     with torch.no_grad():
         for name, p in model.named_parameters():
             kind = param_kind(name)
-            if kind in ("weight", "embedding"):
+            if re.search(r"\.canon_[abcd]\.weight$", name):  # Canon: torch's Conv1d default under every scheme
+                nn.init.kaiming_uniform_(p, a=math.sqrt(5))
+            elif kind in ("weight", "embedding"):
                 p.normal_(0.0, std if kind == "weight" else emb_std)
             else:
                 p.fill_(1.0 if kind == "norm_gain" else 0.0)
