@@ -9,7 +9,7 @@
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
-// encodings. Any registered encoding can be named, with an [attention] scaling after a '+' (rope+ssmax). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
+// encodings. Any registered encoding can be named, with additions after '+': an [attention] scaling (rope+ssmax), qk_norm, canon or canon_<points> (none+canon). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
 // (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
 // path); offset too.
 //
@@ -224,16 +224,29 @@ const BenchConfig& find_config(const std::string& name) {
   throw Error("--config: unknown configuration '" + name + "'; allowed: a, b, c, d, all");
 }
 
-// A cell's encoding, optionally with an [attention] scaling after a '+': "rope+ssmax" (SSMax is a
-// scaling, not an encoding: scripts/bench.sh compares it with rope alone).
-std::pair<std::string, std::string> split_scaling(const std::string& cell) {
-  const auto plus = cell.find('+');
-  if (plus == std::string::npos) return {cell, "none"};
-  const std::string scaling = cell.substr(plus + 1);
-  const auto& names = attention_scaling_names();
-  if (std::find(names.begin(), names.end(), scaling) == names.end())
-    throw Error("--encoding '" + cell + "': unknown scaling '" + scaling + "' after '+'");
-  return {cell.substr(0, plus), scaling};
+// A cell: an encoding, then '+'-separated additions: an [attention] scaling ("rope+ssmax": SSMax is a
+// scaling, not an encoding), qk_norm ([attention] qk_norm = "on") or canon / canon_<points> (Canon layers
+// at ABCD, or at the points given: "none+canon_AC"); scripts/bench.sh compares each with rope alone.
+struct Cell {
+  std::string encoding, scaling = "none", qk_norm = "off", canon;
+};
+Cell parse_cell(const std::string& text) {
+  Cell c;
+  std::size_t at = text.find('+');
+  c.encoding = text.substr(0, at);
+  while (at != std::string::npos) {
+    const std::size_t next = text.find('+', at + 1);
+    const std::string add = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    const auto& names = attention_scaling_names();
+    if (add == "qk_norm") c.qk_norm = "on";
+    else if (add == "canon") c.canon = "ABCD";
+    else if (add.rfind("canon_", 0) == 0) c.canon = add.substr(6);
+    else if (std::find(names.begin(), names.end(), add) != names.end()) c.scaling = add;
+    else throw Error("--encoding '" + text + "': unknown '" + add + "' after '+'; expected a scaling, qk_norm, canon "
+                     "or canon_<points>");
+    at = next;
+  }
+  return c;
 }
 
 ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encoding, const PositionConfig& pc) {
@@ -242,7 +255,8 @@ ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encodin
   mc.d_model = bc.d_model;
   mc.n_layers = bc.n_layers;
   mc.n_heads = bc.n_heads;
-  std::tie(mc.encoding, mc.attention.scaling) = split_scaling(encoding);
+  const Cell cell = parse_cell(encoding);
+  mc.encoding = cell.encoding, mc.attention.scaling = cell.scaling, mc.qk_norm = cell.qk_norm, mc.canon.points = cell.canon;
   mc.train_seq_len = bc.seq;
   mc.causal = bc.max_size == 0;  // (d): an encoder
   if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows
@@ -464,7 +478,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--gemm-shapes") o.gemm_shapes = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_train [--config a|b|c|d|all] [--encoding NAME[+SCALING]|all] [--positions contiguous|offset|"
+      std::printf("usage: bench_train [--config a|b|c|d|all] [--encoding NAME[+ADDITION...]|all] [--positions contiguous|offset|"
                   "randomized]\n                   [--steps N] [--warmup N] [--threads N] [--peak-gflops X] "
                   "[--path-peak-gflops X]\n                   [--peak-only] [--json] [--gemm-shapes]\n");
       std::exit(0);
@@ -516,7 +530,7 @@ int main(int argc, char** argv) {
     if (o.encoding == "all") {
       encodings = kEncodings;
     } else {
-      EncodingRegistry::instance().get(split_scaling(o.encoding).first);  // throws listing the known names
+      EncodingRegistry::instance().get(parse_cell(o.encoding).encoding);  // throws listing the known names
       encodings.push_back(o.encoding);
     }
 

@@ -16,6 +16,7 @@
 #include "core/ops/unary.hpp"
 #include "core/tape.hpp"
 #include "layers/capture.hpp"
+#include "layers/qk_norm.hpp"
 
 namespace pelab {
 
@@ -87,6 +88,8 @@ void ModelConfig::validate() const {
   if (std::find(names.begin(), names.end(), attention.scaling) == names.end())
     fail("attention.scaling '" + attention.scaling + "' is not one of: none, fixed, log_length, learned, ssmax");
   const std::vector<std::size_t> windows = layer_windows(attention.window, n_layers);
+  layer_qk_norms(qk_norm, n_layers);  // throws on a malformed pattern
+  check_canon_settings(canon);
   check_encoding_heads();
   if (!causal && std::any_of(windows.begin(), windows.end(), [](std::size_t w) { return w > 0; }))
     fail("attention.window \"" + attention.window + "\" needs causal attention (model.causal = true)");
@@ -178,9 +181,20 @@ SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const Attenti
   }
 }
 
+void SelfAttention::add_qk_norm(std::size_t hs, real eps) {
+  qk_norm_eps = eps;
+  q_norm = add_parameter("q_norm.weight", {hs}, ParamKind::norm_gain);
+  k_norm = add_parameter("k_norm.weight", {hs}, ParamKind::norm_gain);
+}
+
+void SelfAttention::add_canon_b(std::size_t d, const CanonSettings& s) {
+  canon_b = &add_module("canon_b", std::make_unique<Canon>(3 * d, s.kernel, s.residual));
+}
+
 Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                               Array* probs_out) const {
-  const Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
+  Tensor qkv_out = qkv->forward(x);  // (B, T, 3C)
+  if (canon_b) qkv_out = canon_b->forward(qkv_out);  // Canon B: before QK-norm and the encoding
   AttentionOptions o;
   o.causal = causal;
   o.window = window;
@@ -197,14 +211,14 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   // Without a tape, an encoding that gives its bias by query rows gets asked tile by tile.
   const bool tiles = !o.probs_out && x.size(1) > kBiasQueryTile && pe.bias_by_query_rows() &&
                      !Tape::current().should_record({&qkv_out});
-  if (packed && pe.leaves_qk_alone() && !scales_queries() && !tiles) {
+  if (packed && pe.leaves_qk_alone() && !scales_queries() && !normalizes_qk() && !tiles) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
     o.bias = bias_in_some_heads(pe.attention_bias(Tensor(), Tensor(), ctx));  // such an encoding does not read q, k
     o.rel = pe.relative_kv(ctx);
     if (cap) capture_qkv(qkv_out, n_heads, *cap);
     return keep(proj->forward(attention_packed(qkv_out, n_heads, o)));  // (B, T, C)
   }
-  if (packed && !some_heads() && !scales_queries() && !tiles) {
+  if (packed && !some_heads() && !scales_queries() && !normalizes_qk() && !tiles) {
     if (const auto r = pe.rotary_qk(ctx)) {  // a rotation only (RoPE, HoPE, xPos): q, k rotated in place
       const Tensor rotated = rotary_qkv(qkv_out, n_heads, r->q, r->k, r->layout);  // (B, T, 3C)
       if (cap) capture_qkv(rotated, n_heads, *cap);
@@ -213,6 +227,10 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   }
   Tensor q = split_heads(qkv_out, n_heads, 3, 0), k = split_heads(qkv_out, n_heads, 3, 1);  // (B, H, T, hs)
   const Tensor v = split_heads(qkv_out, n_heads, 3, 2);
+  if (normalizes_qk()) {  // normalize, then the encoding rotates (layers/qk_norm.hpp)
+    q = rms_norm_last(q, q_norm, qk_norm_eps);
+    k = rms_norm_last(k, k_norm, qk_norm_eps);
+  }
   encode_some_heads(q, k, pe, ctx);
   if (cap) cap->q = q.value(), cap->k = k.value(), cap->v = v.value();
   if (tiles) return proj->forward(merge_heads(attention_by_tiles(q, scaled_queries(q), k, v, o, pe, ctx)));
@@ -279,28 +297,40 @@ Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
   return mul(bias, head_mask_);  // (B or 1, H, T, T)
 }
 
-Block::Block(const ModelConfig& cfg, std::size_t window) : dropout_p(cfg.dropout) {
+Block::Block(const ModelConfig& cfg, std::size_t window, bool qk_norm) : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
                                                             cfg.log_length_base(), window, cfg.encoding_heads));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
-  mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model, cfg.activation));
+  const std::size_t F = cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model;
+  mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, F, cfg.activation));
+  // Optional modules after the existing ones: a checkpoint without them keeps its parameter order.
+  if (qk_norm) attn->add_qk_norm(cfg.d_model / cfg.n_heads, cfg.ln_eps);
+  const CanonSettings& k = cfg.canon;
+  if (k.has('B')) attn->add_canon_b(cfg.d_model, k);
+  if (k.has('A')) canon_a = &add_module("canon_a", std::make_unique<Canon>(cfg.d_model, k.kernel, k.residual));
+  if (k.has('C')) canon_c = &add_module("canon_c", std::make_unique<Canon>(cfg.d_model, k.kernel, k.residual));
+  if (k.has('D')) canon_d = &add_module("canon_d", std::make_unique<Canon>(F, k.kernel, k.residual));
 }
 
-namespace {
-// mlp.forward(ln2.forward(h)) as MLP::forward computes it (the same ops), its hidden (B, T, F) kept.
-Tensor captured_mlp(const LayerNorm& ln2, const MLP& mlp, const Tensor& h, Array& hidden_out) {
-  const Tensor xn = ln2.forward(h), &w = mlp.fc->weight, &b = mlp.fc->bias;
-  const Tensor hidden = mlp.act == Activation::gelu ? linear_gelu(xn, w, b) : activate(mlp.fc->forward(xn), mlp.act);
-  hidden_out = array_copy(hidden.value());
-  return mlp.proj->forward(hidden);
+// mlp.forward(xn) as MLP::forward computes it (the same ops) unless Canon D sits between the hidden
+// projection and the activation; the hidden (B, T, F) after the activation kept when asked.
+Tensor Block::mlp_forward(const Tensor& xn, Array* hidden_out) const {
+  if (!canon_d && !hidden_out) return mlp->forward(xn);
+  const Tensor &w = mlp->fc->weight, &b = mlp->fc->bias;
+  const Tensor hidden = canon_d ? activate(canon_d->forward(mlp->fc->forward(xn)), mlp->act)
+                        : mlp->act == Activation::gelu ? linear_gelu(xn, w, b)
+                                                      : activate(mlp->fc->forward(xn), mlp->act);
+  if (hidden_out) *hidden_out = array_copy(hidden.value());
+  return mlp->proj->forward(hidden);
 }
-}  // namespace
 
+// Pre-LN: x + attn(canon_a(ln1(x))), then h + mlp(canon_c(ln2(h))), each Canon when present.
 Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                       const ForwardOptions& opt) const {
   Array* probs = opt.attention_maps ? &(*opt.attention_maps)[ctx.layer] : nullptr;
-  const Tensor xn = ln1->forward(x);  // (B, T, C)
+  Tensor xn = ln1->forward(x);  // (B, T, C)
+  if (canon_a) xn = canon_a->forward(xn);  // what the attention, and an encoding reading its input, see
   AttentionContext layer_ctx = ctx;
   layer_ctx.input = &xn;
   layer_ctx.window = attn->window;
@@ -310,7 +340,9 @@ Tensor Block::forward(const Tensor& x, PositionalEncoding& pe, const AttentionCo
   if (dropout_p > 0 && training()) a = pelab::dropout(a, dropout_p, *opt.dropout_rng, true);
   if (cap) cap->attention = a.value();
   Tensor h = add(x, a);
-  Tensor m = cap ? captured_mlp(*ln2, *mlp, h, cap->mlp_hidden) : mlp->forward(ln2->forward(h));
+  Tensor hn = ln2->forward(h);
+  if (canon_c) hn = canon_c->forward(hn);
+  Tensor m = mlp_forward(hn, cap ? &cap->mlp_hidden : nullptr);
   if (dropout_p > 0 && training()) m = pelab::dropout(m, dropout_p, *opt.dropout_rng, true);
   return add(h, m);
 }
@@ -330,8 +362,9 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   pos_ = &add_module("pos", std::move(pos));
   add_layer_encodings();
   const std::vector<std::size_t> windows = layer_windows(cfg_.attention.window, cfg_.n_layers);
+  const std::vector<bool> qk_norms = layer_qk_norms(cfg_.qk_norm, cfg_.n_layers);
   for (std::size_t i = 0; i < cfg_.n_layers; ++i)
-    blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_, windows[i])));
+    blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_, windows[i], qk_norms[i])));
   ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));
   if (!cfg_.tie_embeddings) head_ = &add_module("head", std::make_unique<Linear>(cfg_.d_model, cfg_.vocab, false));
 }

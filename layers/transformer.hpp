@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "layers/attention_scaling.hpp"
 #include "layers/basic.hpp"
+#include "layers/canon.hpp"
 #include "layers/positional/encoding.hpp"
 
 namespace pelab {
@@ -29,6 +30,8 @@ struct ModelSettings {
   double init_std = 0.02;             // gpt2, scaled: Linear weights ~ normal(0, init_std); unused by pytorch
   double emb_init_std = 0.02;         // gpt2, scaled: token embeddings and learned position tables; unused by pytorch
   AttentionScalingSettings attention; // [attention]: temperature / log-length scaling (layers/attention_scaling.hpp)
+  std::string qk_norm = "off";        // [attention] qk_norm: "on", "off" or a per-layer pattern (layers/qk_norm.hpp)
+  CanonSettings canon;                // [canon]: Canon layers (layers/canon.hpp)
   InitOptions init_options() const;   // for init_parameters
 };
 
@@ -83,6 +86,12 @@ class SelfAttention : public Module {
   Linear *qkv, *proj;
   Tensor log_scale;  // (H) learned temperature: logits * exp(log_scale[h]); undefined unless "learned"
   Tensor ssmax_s;    // (H) SSMax's s: logits * s[h] log(n); undefined unless "ssmax"
+  Tensor q_norm, k_norm;  // (hs) QK-norm's gains (layers/qk_norm.hpp); undefined when off in this layer
+  Canon* canon_b = nullptr;  // Canon B on the packed q, k, v (layers/canon.hpp); null when off
+  real qk_norm_eps = 0;
+  // Called by Block's constructor (after the existing parameters: checkpoints without them load unchanged).
+  void add_qk_norm(std::size_t head_size, real eps);
+  void add_canon_b(std::size_t d_model, const CanonSettings& s);
   std::size_t n_heads;
   bool causal;
   std::size_t window;  // sliding window (0: none)
@@ -105,18 +114,27 @@ class SelfAttention : public Module {
   mutable Tensor head_mask_;  // (1, H, 1, 1): 1 in the encoding's heads
   // q is scaled per head or per query row ([attention] scaling): the packed path cannot.
   bool scales_queries() const { return scaling.scaling != "none"; }
+  // QK-norm changes q and k per head: the packed paths cannot.
+  bool normalizes_qk() const { return q_norm.defined(); }
   mutable std::shared_ptr<const std::vector<real>> rows_;  // query_row_scales for the last T
 };
 
 class Block : public Module {
  public:
-  Block(const ModelConfig& cfg, std::size_t window = 0);
+  // qk_norm: this layer normalizes q and k ([attention] qk_norm); Canon layers from cfg.canon.
+  Block(const ModelConfig& cfg, std::size_t window = 0, bool qk_norm = false);
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
   LayerNorm *ln1, *ln2;
   SelfAttention* attn;
   MLP* mlp;
+  Canon *canon_a = nullptr, *canon_c = nullptr, *canon_d = nullptr;  // layers/canon.hpp; null when off
   real dropout_p;
+
+ private:
+  // The MLP on ln2's output xn, Canon D on its hidden pre-activation; its hidden (B, T, F) copied into
+  // hidden_out when given (layers/capture.hpp).
+  Tensor mlp_forward(const Tensor& xn, Array* hidden_out) const;
 };
 
 class Transformer : public Module {

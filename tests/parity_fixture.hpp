@@ -97,6 +97,13 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
     c.attention.log_length_base = a.value("log_length_base", std::size_t(0));
     c.attention.window = a.value("window", std::string("0"));
   }
+  c.qk_norm = cfg.value("qk_norm", std::string("off"));  // [attention] qk_norm, [canon] (issue 46)
+  if (cfg.contains("canon")) {
+    const auto& k = cfg.at("canon");
+    c.canon.points = k.value("points", std::string());
+    c.canon.kernel = k.value("kernel", std::size_t(4));
+    c.canon.residual = k.value("residual", true);
+  }
   c.layer_encodings = cfg.value("layers", std::string());
   c.encoding_heads = cfg.value("heads", std::size_t(0));  // [encoding] layers and the others' parameters
   if (cfg.contains("layer_params"))

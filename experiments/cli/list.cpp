@@ -48,6 +48,10 @@ int cmd_list() {
   std::vector<ParamSpec> attention;
   for (const auto& f : config_detail::find_section("attention")->fields) attention.push_back(f.spec);
   print_params(attention);
+  std::printf("\nCanon layers, with every encoding ([canon]; QK-norm is attention.qk_norm above):\n");
+  std::vector<ParamSpec> canon;
+  for (const auto& f : config_detail::find_section("canon")->fields) canon.push_back(f.spec);
+  print_params(canon);
   print_registry("\ntasks ([task] name = ...; parameters in [task.NAME]):", TaskRegistry::instance());
   print_registry("\noptimizers ([train] optimizer = ...; parameters in [train.NAME]):", OptimizerRegistry::instance());
   std::printf("\nmetrics ([train] early_stop_metric, pelab report --metric):\n");

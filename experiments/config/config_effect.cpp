@@ -7,6 +7,7 @@
 #include "core/rng.hpp"
 #include "experiments/config/config_schema.hpp"
 #include "experiments/tasks/task.hpp"
+#include "layers/canon.hpp"
 #include "layers/positional/encoding.hpp"
 
 namespace pelab::config_detail {
@@ -81,6 +82,18 @@ void check_heads_apply(const ExperimentConfig& cfg, const ModelConfig& m) {
            "; expected heads = 0, or an attention-level encoding (rope, alibi, ...)");
 }
 
+// [canon] kernel and residual shape Canon layers; without points there are none.
+void check_canon_applies(const ExperimentConfig& cfg) {
+  if (!cfg.model.canon.points.empty() || swept(cfg, "canon.points")) return;
+  const CanonSettings defaults;  // a config pelab wrote lists them: not a setting the user made
+  const bool set[] = {cfg.model.canon.kernel != defaults.kernel, cfg.model.canon.residual != defaults.residual};
+  int i = 0;
+  for (const char* key : {"canon.kernel", "canon.residual"})
+    if (set[i++] && given(cfg, key))
+      fail(location(cfg, key), "[canon] key '" + std::string(key + 6) + "' has no effect without Canon layers; "
+           "remove it, or set points (a subset of \"ABCD\")");
+}
+
 // Addition's hint_symbols sizes the index hints; without index_hints it changes nothing.
 void check_hint_symbols(const ExperimentConfig& cfg) {
   if (cfg.task != "addition" || !given(cfg, "task.addition.hint_symbols") || swept(cfg, "task.addition.index_hints"))
@@ -138,6 +151,7 @@ void check_settings_take_effect(const ExperimentConfig& cfg, const Task& task, c
   check_dape_base(cfg, m);
   check_heads_apply(cfg, m);
   check_hint_symbols(cfg);
+  check_canon_applies(cfg);
   check_ssmax_base(cfg, m);
   check_abacus_rows(cfg, task, m);
 }

@@ -123,7 +123,23 @@ Section attention_section() {
                        "log_length: L in tokens; 0 = the training sequence length"),
            PELAB_FIELD("window", model.attention.window, none, none,
                        "sliding-window attention: keys per layer, \"64\", or a pattern repeated over the layers, "
-                       "\"0,64\" (0 = every earlier key); causal models only")},
+                       "\"0,64\" (0 = every earlier key); causal models only"),
+           PELAB_FIELD("qk_norm", model.qk_norm, none, none,
+                       "QK-norm: q and k RMS-normalized per head with a learned gain per head dimension, before "
+                       "the encoding rotates them; \"on\", \"off\", or a pattern repeated over the layers, "
+                       "\"on,on,on,off\" (Llama 4 drops it on its NoPE layers)")},
+          {}};
+}
+
+// [canon]: Canon layers (layers/canon.hpp; Allen-Zhu, arXiv:2512.17351).
+Section canon_section() {
+  return {"canon",
+          {PELAB_FIELD("points", model.canon.points, none, none,
+                       "where Canon layers (a causal depthwise convolution with a residual) sit in every block: "
+                       "a subset of \"ABCD\", A before the attention, B on q/k/v, C before the MLP, D on the "
+                       "MLP's hidden pre-activation; \"\" = none. One-sided (causal) also with model.causal = false"),
+           PELAB_FIELD("kernel", model.canon.kernel, 1.0, 1024.0, "taps of the convolution, the current token included"),
+           PELAB_FIELD("residual", model.canon.residual, none, none, "x + conv(x) if true, conv(x) alone if false")},
           {}};
 }
 
@@ -249,6 +265,7 @@ std::vector<Section> build_schema() {
   s.push_back(model_section());
   s.push_back(encoding_section());
   s.push_back(attention_section());
+  s.push_back(canon_section());
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),
                 PELAB_FIELD("min_len", min_len, 1.0, 1e6, "smallest training problem size"),

@@ -304,12 +304,15 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "model: ");
     if (msg.compare(0, 10, "attention.") == 0)
-      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling", "attention.window"},
+      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling", "attention.window",
+                            "attention.qk_norm"},
                  "attention"),
            "[attention] " + msg);
     if (msg.compare(0, 16, "encoding.layers ") == 0 || msg.compare(0, 15, "encoding.heads ") == 0 ||
         msg.find("encoding '") == 0)
       fail(blame(cfg, msg, {"encoding.layers", "encoding.heads", "encoding.name"}, "encoding"), "[encoding] " + msg);
+    if (msg.compare(0, 6, "canon.") == 0)
+      fail(blame(cfg, msg, {"canon.points", "canon.kernel"}, "canon"), "[canon] " + msg);
     fail(location(cfg, "model"), "[model] " + msg);
   }
 

@@ -52,6 +52,9 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
                     (learned_scaling(was) ? "leave \"" + was + "\"" : "become \"" + now + "\"") + " at evaluation: " +
                     (was == "ssmax" || now == "ssmax" ? "SSMax's s_h are" : "learned temperatures are") +
                     " trained parameters (the run was trained with \"" + was + "\")");
+      if (key == "attention.qk_norm" && now != trained.model.qk_norm)  // QK-norm's gains (layers/qk_norm.hpp)
+        throw Error(where + "key 'attention.qk_norm' cannot change at evaluation: QK-norm's gains are trained "
+                    "parameters (the run was trained with \"" + trained.model.qk_norm + "\")");
       if (key == "attention.temperature" && was_learned)
         throw Error(where + "key 'attention.temperature' only initializes learned temperatures; it cannot change "
                     "a trained run's");

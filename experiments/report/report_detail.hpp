@@ -53,6 +53,9 @@ struct RunSettings {
   std::size_t steps = 0, eval_every = 0;
   std::string early_stop_metric;  // "" = none
   double early_stop_target = 0;
+  // The architecture features beside the encoding (issue 46), as labels show them after its name:
+  // " + QK-norm on,off", " + Canon ABCD", " + Canon BD (kernel 3, no residual)"; "" when none.
+  std::string features;
 };
 
 struct HeldOut {

@@ -175,6 +175,20 @@ void load_metrics(const fs::path& run_dir, Run& r) {
 }
 
 // The [train] keys the report reads; a config.toml that is not TOML is an error naming it.
+// RunSettings::features of a run's config: [attention] qk_norm unless "off", [canon] points unless "".
+std::string feature_label(const toml::table& root) {
+  std::string out;
+  const std::string qk = root["attention"]["qk_norm"].value_or<std::string>("off");
+  if (qk != "off") out += " + QK-norm " + qk;
+  const std::string points = root["canon"]["points"].value_or<std::string>("");
+  if (points.empty()) return out;
+  const std::int64_t kernel = root["canon"]["kernel"].value_or<std::int64_t>(4);
+  const bool residual = root["canon"]["residual"].value_or(true);
+  std::string extra = kernel != 4 ? "kernel " + std::to_string(kernel) : "";
+  if (!residual) extra += (extra.empty() ? "" : ", ") + std::string("no residual");
+  return out + " + Canon " + points + (extra.empty() ? "" : " (" + extra + ")");
+}
+
 RunSettings load_settings(const std::string& file, const std::string& text) {
   RunSettings st;
   toml::table root;
@@ -186,6 +200,7 @@ RunSettings load_settings(const std::string& file, const std::string& text) {
                 ": TOML syntax error: " + std::string(e.description()));
   }
   st.known = true;
+  st.features = feature_label(root);
   const auto train = root["train"];
   st.steps = static_cast<std::size_t>(std::max<std::int64_t>(0, train["steps"].value_or<std::int64_t>(0)));
   st.eval_every = static_cast<std::size_t>(std::max<std::int64_t>(0, train["eval_every"].value_or<std::int64_t>(0)));
@@ -319,7 +334,7 @@ void build_groups(Sweep& s) {
   for (const Run& r : s.runs) {
     std::vector<std::string> values;
     for (const std::string& k : s.group_keys) {
-      std::string v = by_encoding ? r.encoding : "";
+      std::string v = by_encoding ? r.encoding + r.settings.features : "";
       for (const auto& [rk, rv] : r.assignment)
         if (rk == k) v = label_text(rv);
       values.push_back(v);

@@ -17,7 +17,7 @@ std::vector<std::optional<Value>> key_values(const Sweep& s, const Run& r) {
     for (const auto& [rk, rv] : r.assignment)
       if (rk == k) v = rv;
     const bool by_encoding = s.group_keys.size() == 1 && k == "encoding";
-    if (!v && by_encoding) v = Value(r.encoding);
+    if (!v && by_encoding) v = Value(r.encoding + r.settings.features);
     out.push_back(v);
   }
   return out;

@@ -1111,13 +1111,48 @@ def make_encoding(name, params, dims):
     return ENCODINGS[name](resolve_params(name, params), dims)
 
 
+# ---------------------------------------------------------------- QK-norm and Canon layers (layers/qk_norm.hpp, canon.hpp)
+class HeadRMSNorm(nn.Module):
+    """QK-norm of one of q, k: RMS over each head's hs dims, times a gain per dim shared by the heads."""
+
+    def __init__(self, hs, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hs))
+
+    def forward(self, x):  # (B, H, T, hs)
+        return x / (x.pow(2).mean(-1, keepdim=True) + self.eps).sqrt() * self.weight
+
+
+class Canon(nn.Module):
+    """A Canon layer (Allen-Zhu, arXiv:2512.17351; PhysicsLM4 canon_helper.py's ShortConvolution without bias or
+    activation): x + causal depthwise Conv1d(x) along time, or the convolution alone without the residual."""
+
+    def __init__(self, channels, kernel=4, residual=True):
+        super().__init__()
+        # nn.Conv1d(channels, channels, kernel, groups=channels, bias=False)'s weight and default init
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        self.residual = residual
+
+    def forward(self, x):  # (B, T, C)
+        T = x.shape[1]
+        y = F.conv1d(x.transpose(1, 2), self.weight, padding=self.weight.shape[-1] - 1,
+                     groups=self.weight.shape[0])[..., :T].transpose(1, 2)
+        return x + y if self.residual else y
+
+
+def canon_settings(cfg):
+    return {"points": "", "kernel": 4, "residual": True, **(cfg.get("canon") or {})}
+
+
 # ---------------------------------------------------------------- the model (pre-LN, GPT-2 style)
 class Attention(nn.Module):
     """scaling: cfg "attention" (pelab's [attention]): none | fixed (logits / temperature) | log_length (query
     row t's logits times max(1, log n / log L) / temperature, n = t + 1 keys when causal, else T; plain ratio
     without clamp) | learned (logits times exp(log_scale[h]), one parameter per layer and head)."""
 
-    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0):
+    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0, qk_norm_eps=None, canon=None):
         super().__init__()
         self.n_heads = n_heads
         self.record = None  # a dict: q, k, v and weights recorded into it (record())
@@ -1128,12 +1163,18 @@ class Attention(nn.Module):
         self.scaling = {"scaling": "none", "temperature": 1.0, "log_length_clamp": True, "log_length_base": 0,
                         **(scaling or {})}
         self.scaling.pop("window", None)
+        self.scaling.pop("qk_norm", None)
         self.log_base = self.scaling["log_length_base"] or train_len
         if self.scaling["scaling"] == "learned":
             self.log_scale = nn.Parameter(torch.full((n_heads,), -math.log(self.scaling["temperature"])))
         if self.scaling["scaling"] == "ssmax":  # s log(L) = 1 / temperature at the training length
             s0 = 1.0 / (math.log(max(self.log_base, 2)) * self.scaling["temperature"])
             self.ssmax_s = nn.Parameter(torch.full((n_heads,), s0))
+        self.canon_b = Canon(3 * d, canon["kernel"], canon["residual"]) if canon and "B" in canon["points"] else None
+        if qk_norm_eps is not None:  # QK-norm in this layer
+            self.q_norm, self.k_norm = HeadRMSNorm(d // n_heads, qk_norm_eps), HeadRMSNorm(d // n_heads, qk_norm_eps)
+        else:
+            self.q_norm = self.k_norm = None
 
     def visible_keys(self, T, causal):
         """(T,) float64: the keys each query row sees (within the window)."""
@@ -1161,8 +1202,13 @@ class Attention(nn.Module):
     def forward(self, x, ctx, pe, causal):
         B, T, d = x.shape
         H, hs = self.n_heads, d // self.n_heads
-        q, k, v = self.qkv(x).split(d, dim=-1)                           # each (B, T, d)
+        qkv = self.qkv(x)                                                # (B, T, 3d)
+        if self.canon_b is not None:                                     # Canon B on q, k, v together
+            qkv = self.canon_b(qkv)
+        q, k, v = qkv.split(d, dim=-1)                                   # each (B, T, d)
         q, k, v = (t.reshape(B, T, H, hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
+        if self.q_norm is not None:                                      # QK-norm, then the encoding
+            q, k = self.q_norm(q), self.k_norm(k)
         q0, k0 = q, k
         q, k = pe.encode_qk(q, k, ctx)
         n = self.enc_heads
@@ -1230,19 +1276,35 @@ def layer_pattern(pattern, n_layers, cast=str):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg, window=0):
+    """cfg "canon" (pelab's [canon]): Canon A on ln1's output, B in the attention, C on ln2's output, D on the
+    MLP's hidden pre-activation. qk_norm: this layer normalizes q and k ([attention] qk_norm)."""
+
+    def __init__(self, cfg, window=0, qk_norm=False):
         super().__init__()
-        d = cfg["d_model"]
+        d, canon = cfg["d_model"], canon_settings(cfg)
         self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
-        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window, cfg.get("heads", 0))
+        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window, cfg.get("heads", 0),
+                              cfg["ln_eps"] if qk_norm else None, canon)
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
+        for point, width in (("A", d), ("C", d), ("D", cfg["d_mlp"])):
+            setattr(self, "canon_" + point.lower(),
+                    Canon(width, canon["kernel"], canon["residual"]) if point in canon["points"] else None)
         self.record = None  # a dict: residual, attention, mlp_hidden recorded into it (record())
 
     def forward(self, x, ctx, pe, causal):
-        a = self.attn(self.ln1(x), ctx, pe, causal)
+        xn = self.ln1(x)
+        if self.canon_a is not None:
+            xn = self.canon_a(xn)
+        a = self.attn(xn, ctx, pe, causal)
         h = x + a
-        hidden = F.gelu(self.mlp.fc(self.ln2(h)))                        # what MLP.forward computes, kept
+        hn = self.ln2(h)
+        if self.canon_c is not None:
+            hn = self.canon_c(hn)
+        pre = self.mlp.fc(hn)
+        if self.canon_d is not None:
+            pre = self.canon_d(pre)
+        hidden = F.gelu(pre)                                             # what MLP.forward computes, kept
         if self.record is not None:
             self.record.update(residual=x, attention=a, mlp_hidden=hidden)
         return h + self.mlp.proj(hidden)
@@ -1252,7 +1314,8 @@ class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
     learned table with max_len 0), causal (optional, default true), layers (optional: pelab's [encoding]
     layers pattern; other encodings' parameters from cfg["layer_params"][name]), attention.window (optional
-    pattern). Parameter names are pelab's checkpoint names."""
+    pattern), qk_norm (optional: pelab's [attention] qk_norm pattern of on/off), canon (optional: pelab's
+    [canon] table, points/kernel/residual). Parameter names are pelab's checkpoint names."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
@@ -1269,7 +1332,8 @@ class Model(nn.Module):
                 setattr(self, "pos_" + name, make_encoding(name, cfg.get("layer_params", {}).get(name, {}), dims))
             self.layer_pos.append(pos if name == encoding else getattr(self, "pos_" + name))
         windows = layer_pattern((cfg.get("attention") or {}).get("window", "0"), cfg["n_layers"], int)
-        self.blocks = nn.ModuleList(Block(cfg, w) for w in windows)
+        norms = layer_pattern(cfg.get("qk_norm") or "off", cfg["n_layers"])  # [attention] qk_norm: on | off
+        self.blocks = nn.ModuleList(Block(cfg, w, n == "on") for w, n in zip(windows, norms))
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
         self.causal = {}  # T -> (T, T) bool, True above the diagonal (future keys)
@@ -1317,7 +1381,7 @@ def param_kind(name):
     Embeddings: the token table, a learned position table, T5's bias tables and CoPE's position embeddings
     (pos.tables.<l>.weight), Shaw's relative keys and values (pos.tables.<l>.key, .value)."""
     parts = name.split(".")
-    if parts[-2] in ("ln1", "ln2", "ln_f"):
+    if parts[-2] in ("ln1", "ln2", "ln_f", "q_norm", "k_norm"):
         return "norm_gain" if parts[-1] == "weight" else "norm_bias"
     if name == "pos.gain":  # multiplicative's learned gains: 1 at init, not decayed
         return "norm_gain"
@@ -1333,7 +1397,9 @@ def init_pelab(model, std=0.02, emb_std=0.02):
     with torch.no_grad():
         for name, p in model.named_parameters():
             kind = param_kind(name)
-            if kind in ("weight", "embedding"):
+            if re.search(r"\.canon_[abcd]\.weight$", name):  # Canon: torch's Conv1d default under every scheme
+                nn.init.kaiming_uniform_(p, a=math.sqrt(5))
+            elif kind in ("weight", "embedding"):
                 p.normal_(0.0, std if kind == "weight" else emb_std)
             else:
                 p.fill_(1.0 if kind == "norm_gain" else 0.0)
@@ -1547,10 +1613,12 @@ def model_cfg(config, vocab, train_seq_len, defaults):
     names = set(layer_pattern(layers, m["n_layers"])) if layers else {name}
     params = {n: twin_params(n, e.get(n, {}), defaults.get(n, {})) for n in names | {name}}
     attention = dict(config.get("attention", {}))
+    qk_norm = attention.pop("qk_norm", "off")
     cfg = dict(vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"],
                d_mlp=m.get("d_ff") or 4 * m["d_model"], ln_eps=m.get("ln_eps", 1e-5), seq_len=train_seq_len,
                causal=m.get("causal", True), layers=layers, heads=e.get("heads", 0), attention=attention,
-               layer_params={n: p for n, p in params.items() if n != name})
+               layer_params={n: p for n, p in params.items() if n != name}, qk_norm=qk_norm,
+               canon=dict(config.get("canon", {})))
     return cfg, name, params[name]
 
 

@@ -106,6 +106,10 @@ std::vector<Case> encoding_cases() {
   v.push_back({"grape_m", {"encoding.grape_m.variant=\"comrope\"", "encoding.grape_m.per_head=true"}});
   v.push_back({"grape_m", {"encoding.grape_m.learn=false"}});
   v.push_back({"abc", {"encoding.abc.bias_file=\"" + std::string(PELAB_FIXTURES_DIR) + "/abc_bias.txt\""}});  // its bias
+  // QK-norm and Canon layers (issue 46)
+  v.push_back({"rope", {"attention.qk_norm=\"on\""}});
+  v.push_back({"none", {"canon.points=\"ABCD\""}});
+  v.push_back({"alibi", {"canon.points=\"BD\"", "canon.kernel=3", "attention.qk_norm=\"on,off\""}});
   return v;
 }
 
@@ -161,7 +165,8 @@ TEST_CASE("the parameter count without building the model matches the model for 
     }
   CHECK(checked > EncodingRegistry::instance().names().size());
   // A learned attention temperature adds one parameter per head and layer; relu and gelu_tanh MLPs.
-  for (const char* set : {"attention.scaling=learned", "model.activation=relu"}) {
+  for (const char* set : {"attention.scaling=learned", "model.activation=relu", "attention.qk_norm=\"on\"",
+                          "canon.points=\"ABCD\""}) {
     const RunSpec spec = spec_of("rope", 8, 4, {set});
     INFO(set);
     CHECK(count_parameters(spec.model) == Transformer(spec.model).num_parameters());

@@ -56,6 +56,32 @@ std::string config_for(const std::string& encoding) {
          "[eval]\nlengths = [16, 24]\nsamples = 16\n";
 }
 
+// Trains `config` at 1 and 2 threads (runs under dir/<label>_t1, _t2) and checks the bits agree.
+void check_threads(const std::string& dir, const std::string& label, const std::string& config) {
+  INFO("run " << label);
+  const std::string cfg = dir + "/" + label + ".toml";
+  std::ofstream(cfg) << config;
+  nlohmann::json eval[2];
+  std::string weights[2], optimizer[2], metrics[2];
+  for (int t = 1; t <= 2; ++t) {
+    const std::string out = dir + "/" + label + "_t" + std::to_string(t);
+    const std::string log = out + ".log";
+    REQUIRE(run_cli("train " + cfg + " --out " + out + " --threads " + std::to_string(t), log, 300) == 0);
+    const fs::path ck = last_checkpoint(out);
+    weights[t - 1] = slurp_bytes(ck / "weights.safetensors");
+    optimizer[t - 1] = slurp_bytes(ck / "optimizer.safetensors");
+    eval[t - 1] = nlohmann::json::parse(slurp_bytes(fs::path(out) / "eval.json"));
+    metrics[t - 1] = timeless_metrics(out);
+  }
+  REQUIRE(!weights[0].empty());
+  CHECK(weights[0] == weights[1]);
+  CHECK(optimizer[0] == optimizer[1]);
+  CHECK(eval[0]["final_train_loss"] == eval[1]["final_train_loss"]);
+  CHECK(eval[0]["results"].dump() == eval[1]["results"].dump());
+  CHECK(metrics[0].find("\"beyond\":[{") != std::string::npos);  // held-out records at 10 and 20, length 24
+  CHECK(metrics[0] == metrics[1]);
+}
+
 }  // namespace
 
 TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every encoding", "[threads][e2e][slow]") {
@@ -64,29 +90,19 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every enco
     return;
   }
   const std::string dir = fresh_temp_dir("threads_determinism");
-  for (const std::string& name : EncodingRegistry::instance().names()) {
-    INFO("encoding " << name);
-    const std::string cfg = dir + "/" + name + ".toml";
-    std::ofstream(cfg) << config_for(name);
-    nlohmann::json eval[2];
-    std::string weights[2], optimizer[2], metrics[2];
-    for (int t = 1; t <= 2; ++t) {
-      const std::string out = dir + "/" + name + "_t" + std::to_string(t);
-      const std::string log = out + ".log";
-      REQUIRE(run_cli("train " + cfg + " --out " + out + " --threads " + std::to_string(t), log, 300) == 0);
-      const fs::path ck = last_checkpoint(out);
-      weights[t - 1] = slurp_bytes(ck / "weights.safetensors");
-      optimizer[t - 1] = slurp_bytes(ck / "optimizer.safetensors");
-      eval[t - 1] = nlohmann::json::parse(slurp_bytes(fs::path(out) / "eval.json"));
-      metrics[t - 1] = timeless_metrics(out);
-    }
-    REQUIRE(!weights[0].empty());
-    CHECK(weights[0] == weights[1]);
-    CHECK(optimizer[0] == optimizer[1]);
-    CHECK(eval[0]["final_train_loss"] == eval[1]["final_train_loss"]);
-    CHECK(eval[0]["results"].dump() == eval[1]["results"].dump());
-    CHECK(metrics[0].find("\"beyond\":[{") != std::string::npos);  // held-out records at 10 and 20, length 24
-    CHECK(metrics[0] == metrics[1]);
+  for (const std::string& name : EncodingRegistry::instance().names()) check_threads(dir, name, config_for(name));
+  fs::remove_all(dir);
+}
+
+// The architecture features of issue 46 on their encodings: QK-norm per layer, Canon at every point.
+TEST_CASE("pelab train at 1 and 2 threads ends with the same bits with QK-norm and Canon layers",
+          "[threads][e2e][slow][qk_norm][canon]") {
+  if (parallel::hardware_threads() < 2) {
+    WARN("one hardware thread: 2 threads cannot be compared here");
+    return;
   }
+  const std::string dir = fresh_temp_dir("threads_determinism_features");
+  check_threads(dir, "rope_qk_norm", config_for("rope") + "[attention]\nqk_norm = \"on,off\"\n");
+  check_threads(dir, "none_canon", config_for("none") + "[canon]\npoints = \"ABCD\"\n");
   fs::remove_all(dir);
 }

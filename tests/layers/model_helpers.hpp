@@ -1,6 +1,10 @@
 // Small helpers shared by the layer tests.
 #pragma once
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "core/rng.hpp"
 #include "layers/transformer.hpp"
 #include "test_paths.hpp"
@@ -20,6 +24,27 @@ inline ModelConfig small_config(const std::string& encoding, std::map<std::strin
   c.encoding = encoding;
   c.encoding_params = std::move(params);
   c.train_seq_len = 16;
+  return c;
+}
+
+// The architecture features of issue 46 (QK-norm, Canon layers), each on an encoding, which the tests that
+// iterate the encoding registry run too: label, the encoding, the settings on top of small_config. Canon and
+// QK-norm read no position ids: each keeps its encoding's relative / absolute behaviour.
+struct FeatureCase {
+  std::string label, encoding;
+  std::function<void(ModelConfig&)> apply;
+};
+inline std::vector<FeatureCase> feature_cases() {
+  return {{"qk_norm on (rope)", "rope", [](ModelConfig& c) { c.qk_norm = "on"; }},
+          {"qk_norm on,off (alibi)", "alibi", [](ModelConfig& c) { c.qk_norm = "on,off"; }},
+          {"canon ABCD (none)", "none", [](ModelConfig& c) { c.canon.points = "ABCD"; }},
+          {"canon BD kernel 3 no residual + qk_norm (rope)", "rope",
+           [](ModelConfig& c) { c.canon = {"BD", 3, false}, c.qk_norm = "on"; }},
+          {"canon AC kernel 2 (learned)", "learned", [](ModelConfig& c) { c.canon = {"AC", 2, true}; }}};
+}
+inline ModelConfig feature_config(const FeatureCase& f) {
+  ModelConfig c = small_config(f.encoding);
+  f.apply(c);
   return c;
 }
 

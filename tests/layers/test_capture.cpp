@@ -46,9 +46,11 @@ LossAndGrads step(Transformer& m, const IndexArray& tokens, const IndexArray& po
 
 TEST_CASE("a capture records every layer and leaves the loss and gradients unchanged to the bit", "[capture]") {
   const std::size_t B = 3, T = 9;
-  for (const std::string& name : EncodingRegistry::instance().names()) {
+  std::vector<std::pair<std::string, ModelConfig>> cases;  // every encoding, then the features (model_helpers.hpp)
+  for (const std::string& name : EncodingRegistry::instance().names()) cases.push_back({name, test::small_config(name)});
+  for (const test::FeatureCase& f : test::feature_cases()) cases.push_back({f.label, test::feature_config(f)});
+  for (const auto& [name, cfg] : cases) {
     INFO(name);
-    const ModelConfig cfg = test::small_config(name);
     auto m = test::make_model(cfg, 5);
     Rng rng(9);
     const IndexArray tokens = test::random_tokens(B, T, cfg.vocab, rng), targets = test::random_tokens(B, T, cfg.vocab, rng);

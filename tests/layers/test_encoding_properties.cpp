@@ -29,8 +29,8 @@ IndexArray ids(PositionMode mode, std::size_t B, std::size_t T, std::uint64_t se
 // make_model, then every encoding parameter that starts at exactly zero everywhere (CoPE's position
 // embeddings, as its authors; FIRE's MLP biases) is drawn from N(0, 0.3) too: with a zero table CoPE
 // adds nothing, and the properties below would hold for it whatever its gates did.
-std::unique_ptr<Transformer> lively_model(const std::string& name, std::uint64_t seed) {
-  auto m = make_model(small_config(name), seed);
+std::unique_ptr<Transformer> lively_model(const ModelConfig& c, std::uint64_t seed) {
+  auto m = make_model(c, seed);
   Rng rng(seed + 100);
   for (const auto& p : m->parameters()) {
     if (p.name.rfind("pos.", 0) != 0) continue;
@@ -40,6 +40,18 @@ std::unique_ptr<Transformer> lively_model(const std::string& name, std::uint64_t
       for (auto& x : v) x = static_cast<real>(0.3 * rng.normal());
   }
   return m;
+}
+
+// Every registered encoding with its defaults, then the architecture features (model_helpers.hpp).
+struct Case {
+  std::string name;  // the label
+  ModelConfig config;
+};
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (const auto& name : EncodingRegistry::instance().names()) v.push_back({name, small_config(name)});
+  for (const FeatureCase& f : feature_cases()) v.push_back({f.label, feature_config(f)});
+  return v;
 }
 
 double max_abs_diff(const Array& a, const Array& b) {
@@ -53,8 +65,8 @@ double max_abs_diff(const Array& a, const Array& b) {
 
 TEST_CASE("causality: changing tokens after t never changes outputs at or before t, every encoding and position mode",
           "[positional][causal]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    auto m = lively_model(name, 7);
+  for (const auto& [name, config] : cases()) {
+    auto m = lively_model(config, 7);
     for (PositionMode mode : kModes) {
       INFO("encoding " << name << ", positions " << position_mode_name(mode));
       Rng rng(11);
@@ -84,9 +96,9 @@ TEST_CASE("causality: changing tokens after t never changes outputs at or before
 
 TEST_CASE("shifting every id by a constant leaves the logits of relative encodings unchanged and changes absolute ones",
           "[positional][relative]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    const bool relative = EncodingRegistry::instance().get(name).relative;
-    auto m = lively_model(name, 8);
+  for (const auto& [name, config] : cases()) {
+    const bool relative = EncodingRegistry::instance().get(config.encoding).relative;
+    auto m = lively_model(config, 8);
     for (PositionMode mode : kModes) {
       INFO("encoding " << name << " (declared " << (relative ? "relative" : "absolute") << "), positions "
                        << position_mode_name(mode));
@@ -116,8 +128,8 @@ TEST_CASE("shifting every id by a constant leaves the logits of relative encodin
 }
 
 TEST_CASE("rows with their own ids give the results of one-row batches, every encoding", "[positional][rows]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    auto m = lively_model(name, 9);
+  for (const auto& [name, config] : cases()) {
+    auto m = lively_model(config, 9);
     for (PositionMode mode : {PositionMode::offset, PositionMode::randomized}) {
       INFO("encoding " << name << ", positions " << position_mode_name(mode));
       Rng rng(13);
@@ -179,10 +191,10 @@ TEST_CASE("ids that are not a shift of 0..T-1 change the logits exactly of the e
   IndexArray plain(Shape{B, T}), other(Shape{B, T});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) plain(b, t) = std::int32_t(t), other(b, t) = gapped[t];
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    const bool reads = EncodingRegistry::instance().get(name).reads_position_ids;
+  for (const auto& [name, config] : cases()) {
+    const bool reads = EncodingRegistry::instance().get(config.encoding).reads_position_ids;
     INFO("encoding " << name << " (declared: " << (reads ? "reads" : "reads no") << " position ids)");
-    auto m = lively_model(name, 10);
+    auto m = lively_model(config, 10);
     Rng rng(14);
     const IndexArray tok = random_tokens(B, T, 11, rng);
     NoGrad ng;

@@ -45,6 +45,26 @@ FastAndSplit fast_and_split(const ModelConfig& cfg) {
   return m;
 }
 
+// Loss and backward of both models at ids `pos`: every parameter's gradient within 1e-5 of the largest.
+void check_same_gradients(const FastAndSplit& m, const IndexArray& pos) {
+  for (Transformer* model : {m.fast.get(), m.ref.get()}) loss_and_backward(*model, m.tokens, pos, m.targets);
+  const auto pf = m.fast->parameters(), pr = m.ref->parameters();
+  REQUIRE(pf.size() == pr.size());
+  for (std::size_t i = 0; i < pf.size(); ++i) {
+    INFO(pf[i].name);
+    REQUIRE(pf[i].tensor.has_grad() == pr[i].tensor.has_grad());
+    if (!pf[i].tensor.has_grad()) continue;
+    const Array &gf = pf[i].tensor.grad(), &gr = pr[i].tensor.grad();
+    REQUIRE(gf.shape() == gr.shape());
+    double mx = 0, diff = 0;
+    for (std::size_t j = 0; j < gf.size(); ++j) {
+      mx = std::max(mx, std::abs(double(gr.data()[j])));
+      diff = std::max(diff, std::abs(double(gf.data()[j]) - double(gr.data()[j])));
+    }
+    CHECK(diff <= 1e-5 * (mx + 1e-3));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("an encoding that says it leaves q and k alone does nothing to them and never reads them",
@@ -98,22 +118,18 @@ TEST_CASE("the packed attention path computes what the split-heads path computes
     IndexArray pos = default_positions(3, 9);
     pos(1, 0) = 2;  // rows with different ids: the per-row (B, ...) bias path
     for (std::size_t t = 1; t < 9; ++t) pos(1, t) = pos(1, t - 1) + 1 + static_cast<std::int32_t>(t % 2);
-    for (Transformer* model : {m.fast.get(), m.ref.get()}) loss_and_backward(*model, m.tokens, pos, m.targets);
-    const auto pf = m.fast->parameters(), pr = m.ref->parameters();
-    REQUIRE(pf.size() == pr.size());
-    for (std::size_t i = 0; i < pf.size(); ++i) {
-      INFO(pf[i].name);
-      REQUIRE(pf[i].tensor.has_grad() == pr[i].tensor.has_grad());
-      if (!pf[i].tensor.has_grad()) continue;
-      const Array &gf = pf[i].tensor.grad(), &gr = pr[i].tensor.grad();
-      REQUIRE(gf.shape() == gr.shape());
-      double mx = 0, diff = 0;
-      for (std::size_t j = 0; j < gf.size(); ++j) {
-        mx = std::max(mx, std::abs(double(gr.data()[j])));
-        diff = std::max(diff, std::abs(double(gf.data()[j]) - double(gr.data()[j])));
-      }
-      CHECK(diff <= 1e-5 * (mx + 1e-3));
-    }
+    check_same_gradients(m, pos);
+  }
+}
+
+// Canon B convolves the packed projection before either path splits it (layers/canon.hpp).
+TEST_CASE("with Canon B the packed and rotated paths compute what split heads compute", "[fast_paths][canon]") {
+  for (const std::string name : {"none", "alibi", "rope"}) {
+    INFO(name);
+    ModelConfig c = test::small_config(name);
+    c.canon.points = "AB";
+    const FastAndSplit m = fast_and_split(c);
+    check_same_gradients(m, default_positions(3, 9));
   }
 }
 

@@ -114,3 +114,22 @@ TEST_CASE("PyTorch parity fails when any single parameter's gradient is perturbe
   CHECK(tried == l.model->parameters().size());
   CHECK(caught == tried);
 }
+
+// QK-norm and Canon layers (issue 46): the fixtures that turn them on, at 1x, 2x and 4x the training length.
+// Every tensor the fixture has under a parameter's name must be a parameter of the model built from its
+// metadata, so a feature the config reader dropped fails here rather than passing with fewer parameters.
+TEST_CASE("PyTorch parity of QK-norm and Canon layers at 1x, 2x and 4x the training length", "[parity][qk_norm][canon]") {
+  for (const std::string fx : {"model_rope_qk_norm", "model_hybrid_qk_norm", "model_none_canon", "model_rope_canon_bd",
+                               "model_alibi_canon_qk_norm"}) {
+    INFO(fx);
+    Loaded l = load_fixture(std::string(PELAB_FIXTURES_DIR) + "/" + fx + ".safetensors");
+    std::size_t stored = 0;
+    for (const auto& [name, a] : l.st.floats) stored += l.st.floats.count("grad." + name);
+    CHECK(stored == l.model->parameters().size());
+    std::size_t features = 0;
+    for (const Parameter& p : l.model->parameters())
+      features += p.name.find("canon_") != std::string::npos || p.name.find("_norm.") != std::string::npos;
+    CHECK(features > 0);
+    CHECK(check_long_logits(fx) == 3);
+  }
+}

@@ -73,6 +73,11 @@ std::vector<Variant> variants() {
   v.push_back({"grape_m comrope", enc("grape_m", {{"variant", Value(std::string("comrope"))}})});
   v.push_back({"grape_m fixed", enc("grape_m", {{"learn", Value(false)}})});
   v.push_back({"grape_m per head", enc("grape_m", {{"per_head", Value(true)}, {"layout", Value(std::string("interleaved"))}})});
+  // QK-norm and Canon layers (issue 46): per layer, every point, another kernel and no residual
+  v.push_back({"qk_norm rope", [](ModelConfig& c) { c.encoding = "rope", c.qk_norm = "on"; }});
+  v.push_back({"qk_norm on,off alibi", [](ModelConfig& c) { c.encoding = "alibi", c.qk_norm = "on,off"; }});
+  v.push_back({"canon ABCD none", [](ModelConfig& c) { c.encoding = "none", c.canon.points = "ABCD"; }});
+  v.push_back({"canon BD rope", [](ModelConfig& c) { c.encoding = "rope", c.canon = {"BD", 3, false}; }});
   // abc with a bias (without one it is NoPE): the two-head file of the property tests (model_helpers.hpp)
   v.push_back({"abc two heads", [](ModelConfig& c) {
                  c.encoding = "abc", c.n_heads = 2;

@@ -23,8 +23,7 @@ static_assert(kT % kAttentionQueryTile != 0, "a partial attention tile too");
 
 
 // The model, or null when the encoding refuses this setting (e.g. stick-breaking without causal attention).
-std::unique_ptr<Transformer> model_for(const std::string& name, bool causal) {
-  ModelConfig c = small_config(name);
+std::unique_ptr<Transformer> model_for(ModelConfig c, bool causal) {
   c.causal = causal;
   c.train_seq_len = kT;  // tables sized from the training length cover every id below
   try {
@@ -39,9 +38,12 @@ std::unique_ptr<Transformer> model_for(const std::string& name, bool causal) {
 TEST_CASE("a forward without a tape gives the logits of the taped one, every encoding and position mode",
           "[positional][streaming]") {
   std::size_t compared = 0, tiled = 0;
-  for (const auto& name : EncodingRegistry::instance().names())
+  std::vector<std::pair<std::string, ModelConfig>> cases;  // every encoding, then the features (model_helpers.hpp)
+  for (const auto& name : EncodingRegistry::instance().names()) cases.push_back({name, small_config(name)});
+  for (const FeatureCase& f : feature_cases()) cases.push_back({f.label, feature_config(f)});
+  for (const auto& [name, config] : cases)
     for (bool causal : {true, false}) {
-      auto m = model_for(name, causal);
+      auto m = model_for(config, causal);
       if (!m) continue;
       if (m->encoding().bias_by_query_rows()) ++tiled;
       for (PositionMode mode : {PositionMode::contiguous, PositionMode::offset, PositionMode::randomized}) {

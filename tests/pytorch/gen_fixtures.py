@@ -116,6 +116,12 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "grape_a_gated": ("grape_a", {"rate": "gated"}),                  # FoX's gates, query and key gates
     "grape_a_key": ("grape_a", {"lift": "key"}),                      # the key gate alone
     "abc": ("abc", {"bias_file": "abc_bias.txt"}),                    # ABC_BIAS, written beside the fixtures
+    # ---- architecture features of 2025-2026 open models (issue 46): QK-norm and Canon layers
+    "rope_qk_norm": ("rope", {}),                                     # [attention] qk_norm = "on"
+    "hybrid_qk_norm": ("rope", {}),                                   # layers "rope,none", qk_norm "on,off"
+    "none_canon": ("none", {}),                                       # [canon] points = "ABCD" (Canon + NoPE)
+    "rope_canon_bd": ("rope", {}),                                    # points "BD", kernel 3, no residual
+    "alibi_canon_qk_norm": ("alibi", {}),                             # Canon B, then QK-norm, kernel 5 > 12/4
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -132,11 +138,17 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "hybrid_rnope_swa": {"layers": "none,rope", "attention": {"window": "0,4"}},
                "hybrid_t5_none": {"layers": "t5,none", "layer_params": {"t5": {"num_buckets": 8, "max_distance": 10}}},
                "rope_two_heads": {"heads": 2}, "alibi_three_heads": {"heads": 3}, "fox_one_head": {"heads": 1},
-               "transformer_xl_bidir": {"causal": False}}
+               "transformer_xl_bidir": {"causal": False},
+               "rope_qk_norm": {"qk_norm": "on"}, "hybrid_qk_norm": {"layers": "rope,none", "qk_norm": "on,off"},
+               "none_canon": {"canon": {"points": "ABCD"}},
+               "rope_canon_bd": {"canon": {"points": "BD", "kernel": 3, "residual": False}},
+               "alibi_canon_qk_norm": {"canon": {"points": "B", "kernel": 5}, "qk_norm": "on"}}
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
 LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
-          "grape_a": (2, 4), "grape_a_gated": (2, 4), "grape_a_key": (2, 4), "abc": (2, 4)}
+          "grape_a": (2, 4), "grape_a_gated": (2, 4), "grape_a_key": (2, 4), "abc": (2, 4),
+          "rope_qk_norm": (2, 4), "hybrid_qk_norm": (2, 4), "none_canon": (2, 4), "rope_canon_bd": (2, 4),
+          "alibi_canon_qk_norm": (2, 4)}
 # The abc fixture's bias file (tests/fixtures/abc_bias.txt; its path is recorded relative, and the C++ tests
 # read it from tests/fixtures): a window of 4 differences, one head without d = 0 (row 0 then has only
 # masked keys), a transparent head, and soft values with a difference past the window and a future one.
