@@ -8,6 +8,7 @@
 #include "experiments/config/config_schema.hpp"
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/variant.hpp"
 
 namespace pelab::config_detail {
 namespace {
@@ -27,7 +28,9 @@ std::vector<std::string> in_play(const ModelConfig& m) {
   return v;
 }
 
-bool input_level(const std::string& name) { return EncodingRegistry::instance().get(name).input_level; }
+bool input_level(const std::string& name) {
+  return EncodingRegistry::instance().get(encoding_base_name(name)).input_level;
+}
 
 // [encoding] name must run somewhere: with a layers pattern that never names it, the model runs other
 // encodings while the run is labelled, grouped and plotted as `name`. "none" names no encoding (the
@@ -133,6 +136,8 @@ void check_settings_take_effect(const ExperimentConfig& cfg, const Task& task, c
   // a run already made or a cell checked when its sweep was: evaluating or resuming it needs no new refusal.
   if (cfg.recorded) return;
   check_no_trailing_comma(cfg, "attention.window", cfg.model.attention.window);
+  check_no_trailing_comma(cfg, "attention.chunk", cfg.model.attention.chunk);
+  check_no_trailing_comma(cfg, "attention.temperature_tuning", cfg.model.attention.temperature_tuning);
   check_no_trailing_comma(cfg, "encoding.layers", cfg.encoding_layers);
   check_name_runs(cfg, m);
   check_dape_base(cfg, m);

@@ -1108,7 +1108,10 @@ def stick_breaking_weights(logits, visible, attend_current):
 
 
 def make_encoding(name, params, dims):
-    return ENCODINGS[name](resolve_params(name, params), dims)
+    """name: an encoding, or a variant "<encoding>.<variant>" of one (pelab's [encoding.rope.global]): the same
+    encoding with parameters of its own."""
+    base = name.split(".")[0]
+    return ENCODINGS[base](resolve_params(base, params), dims)
 
 
 # ---------------------------------------------------------------- the model (pre-LN, GPT-2 style)
@@ -1117,17 +1120,24 @@ class Attention(nn.Module):
     row t's logits times max(1, log n / log L) / temperature, n = t + 1 keys when causal, else T; plain ratio
     without clamp) | learned (logits times exp(log_scale[h]), one parameter per layer and head)."""
 
-    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0):
+    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0, chunk=0, tuning=False):
         super().__init__()
         self.n_heads = n_heads
         self.record = None  # a dict: q, k, v and weights recorded into it (record())
         self.window = window
+        self.chunk = chunk    # chunked local attention: keys of the query's own chunk of `chunk` rows only
+        self.tuning = tuning  # Llama 4's temperature tuning in this layer
         self.enc_heads = enc_heads if 0 < enc_heads < n_heads else 0  # [encoding] heads: the encoding's heads
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
         self.scaling = {"scaling": "none", "temperature": 1.0, "log_length_clamp": True, "log_length_base": 0,
                         **(scaling or {})}
         self.scaling.pop("window", None)
+        self.scaling.pop("chunk", None)
+        self.scaling.pop("temperature_tuning", None)
+        self.tune = {"floor": self.scaling.pop("tuning_floor_scale", 8192.0),
+                     "a": self.scaling.pop("tuning_attn_scale", 0.1),
+                     "in_training": self.scaling.pop("tuning_in_training", False)}
         self.log_base = self.scaling["log_length_base"] or train_len
         if self.scaling["scaling"] == "learned":
             self.log_scale = nn.Parameter(torch.full((n_heads,), -math.log(self.scaling["temperature"])))
@@ -1138,7 +1148,18 @@ class Attention(nn.Module):
     def visible_keys(self, T, causal):
         """(T,) float64: the keys each query row sees (within the window)."""
         n = torch.arange(1, T + 1, dtype=torch.float64) if causal else torch.full((T,), float(T), dtype=torch.float64)
+        if causal and self.chunk:
+            n = torch.arange(T, dtype=torch.float64) % self.chunk + 1   # keys [floor(t / C) C, t]
         return n.clamp(max=self.window) if self.window else n
+
+    def tuning_scale(self, T, dtype):
+        """(1, T, 1) Llama 4's temperature tuning of q (meta-llama/llama-models models/llama4/model.py):
+        log(floor((t + 1) / floor_scale) + 1) * attn_scale + 1 at token index t; None where not applied."""
+        if not self.tuning or (self.training and not self.tune["in_training"]):
+            return None
+        t = torch.arange(T, dtype=torch.float64)
+        s = torch.log(torch.floor((t + 1.0) / self.tune["floor"]) + 1.0) * self.tune["a"] + 1.0
+        return s.to(torch.float32).to(dtype)[None, :, None]                # pelab's multipliers are float
 
     def query_scale(self, T, causal, dtype):
         """(H or 1, T, 1) multipliers of each query row's logits, or None."""
@@ -1176,6 +1197,9 @@ class Attention(nn.Module):
         qs = self.query_scale(T, causal is not None, att.dtype)
         if qs is not None:
             att = att * qs                                               # not the additive bias below
+        ts = self.tuning_scale(T, att.dtype)
+        if ts is not None:
+            att = att * ts                                               # q times the row's multiplier
         bias = pe.attention_bias(q, k, Ctx(ctx.positions, ctx.layer, ctx.shared, x))  # (B or 1, H or 1, T, T)
         if bias is not None and n:
             bias = bias * (torch.arange(H) < n).to(bias.dtype)[None, :, None, None]
@@ -1184,6 +1208,9 @@ class Attention(nn.Module):
         hidden = causal                                                  # (T, T) True: a key the query does not see
         if self.window and causal is not None:
             hidden = causal | torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-self.window)
+        if self.chunk and causal is not None:                            # Llama 4's create_chunked_attention_mask
+            block = torch.arange(T) // self.chunk
+            hidden = hidden | (block[:, None] != block[None, :])
         if pe.normalizer == "stick_breaking":
             att = stick_breaking_weights(att, ~hidden, pe.p["attend_current"])
         else:
@@ -1230,11 +1257,12 @@ def layer_pattern(pattern, n_layers, cast=str):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg, window=0):
+    def __init__(self, cfg, window=0, chunk=0, tuning=False):
         super().__init__()
         d = cfg["d_model"]
         self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
-        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window, cfg.get("heads", 0))
+        self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window, cfg.get("heads", 0),
+                              chunk, tuning)
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
         self.record = None  # a dict: residual, attention, mlp_hidden recorded into it (record())
@@ -1251,8 +1279,9 @@ class Block(nn.Module):
 class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
     learned table with max_len 0), causal (optional, default true), layers (optional: pelab's [encoding]
-    layers pattern; other encodings' parameters from cfg["layer_params"][name]), attention.window (optional
-    pattern). Parameter names are pelab's checkpoint names."""
+    layers pattern, whose names may be variants "rope.global" of an encoding; other names' parameters from
+    cfg["layer_params"][name]), attention.window, .chunk, .temperature_tuning (optional patterns) and the
+    tuning_* settings. Parameter names are pelab's checkpoint names ("pos_<name>" for a layout's others)."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
@@ -1268,8 +1297,11 @@ class Model(nn.Module):
             if name != encoding and not hasattr(self, "pos_" + name):
                 setattr(self, "pos_" + name, make_encoding(name, cfg.get("layer_params", {}).get(name, {}), dims))
             self.layer_pos.append(pos if name == encoding else getattr(self, "pos_" + name))
-        windows = layer_pattern((cfg.get("attention") or {}).get("window", "0"), cfg["n_layers"], int)
-        self.blocks = nn.ModuleList(Block(cfg, w) for w in windows)
+        att = cfg.get("attention") or {}
+        windows = layer_pattern(att.get("window", "0"), cfg["n_layers"], int)
+        chunks = layer_pattern(att.get("chunk", "none"), cfg["n_layers"], lambda c: 0 if c == "none" else int(c))
+        tuning = layer_pattern(att.get("temperature_tuning", "0"), cfg["n_layers"], lambda t: t == "1")
+        self.blocks = nn.ModuleList(Block(cfg, w, c, t) for w, c, t in zip(windows, chunks, tuning))
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
         self.causal = {}  # T -> (T, T) bool, True above the diagonal (future keys)

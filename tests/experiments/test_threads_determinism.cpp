@@ -14,6 +14,7 @@
 #include "cli_helpers.hpp"
 #include "core/parallel.hpp"
 #include "layers/positional/encoding.hpp"
+#include "open_model_features.hpp"
 
 using namespace pelab;
 using namespace pelab::test;
@@ -56,6 +57,31 @@ std::string config_for(const std::string& encoding) {
          "[eval]\nlengths = [16, 24]\nsamples = 16\n";
 }
 
+// pelab train of `encoding`'s config with `sets` (--set) at 1 and 2 threads, in dir/<tag>_t1, _t2: the same bits.
+void check_threads(const std::string& dir, const std::string& tag, const std::string& name, const std::string& sets) {
+  const std::string cfg = dir + "/" + tag + ".toml";
+  std::ofstream(cfg) << config_for(name);
+  nlohmann::json eval[2];
+  std::string weights[2], optimizer[2], metrics[2];
+  for (int t = 1; t <= 2; ++t) {
+    const std::string out = dir + "/" + tag + "_t" + std::to_string(t);
+    const std::string log = out + ".log";
+    REQUIRE(run_cli("train " + cfg + sets + " --out " + out + " --threads " + std::to_string(t), log, 300) == 0);
+    const fs::path ck = last_checkpoint(out);
+    weights[t - 1] = slurp_bytes(ck / "weights.safetensors");
+    optimizer[t - 1] = slurp_bytes(ck / "optimizer.safetensors");
+    eval[t - 1] = nlohmann::json::parse(slurp_bytes(fs::path(out) / "eval.json"));
+    metrics[t - 1] = timeless_metrics(out);
+  }
+  REQUIRE(!weights[0].empty());
+  CHECK(weights[0] == weights[1]);
+  CHECK(optimizer[0] == optimizer[1]);
+  CHECK(eval[0]["final_train_loss"] == eval[1]["final_train_loss"]);
+  CHECK(eval[0]["results"].dump() == eval[1]["results"].dump());
+  CHECK(metrics[0].find("\"beyond\":[{") != std::string::npos);  // held-out records at 10 and 20, length 24
+  CHECK(metrics[0] == metrics[1]);
+}
+
 }  // namespace
 
 TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every encoding", "[threads][e2e][slow]") {
@@ -66,27 +92,24 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every enco
   const std::string dir = fresh_temp_dir("threads_determinism");
   for (const std::string& name : EncodingRegistry::instance().names()) {
     INFO("encoding " << name);
-    const std::string cfg = dir + "/" + name + ".toml";
-    std::ofstream(cfg) << config_for(name);
-    nlohmann::json eval[2];
-    std::string weights[2], optimizer[2], metrics[2];
-    for (int t = 1; t <= 2; ++t) {
-      const std::string out = dir + "/" + name + "_t" + std::to_string(t);
-      const std::string log = out + ".log";
-      REQUIRE(run_cli("train " + cfg + " --out " + out + " --threads " + std::to_string(t), log, 300) == 0);
-      const fs::path ck = last_checkpoint(out);
-      weights[t - 1] = slurp_bytes(ck / "weights.safetensors");
-      optimizer[t - 1] = slurp_bytes(ck / "optimizer.safetensors");
-      eval[t - 1] = nlohmann::json::parse(slurp_bytes(fs::path(out) / "eval.json"));
-      metrics[t - 1] = timeless_metrics(out);
-    }
-    REQUIRE(!weights[0].empty());
-    CHECK(weights[0] == weights[1]);
-    CHECK(optimizer[0] == optimizer[1]);
-    CHECK(eval[0]["final_train_loss"] == eval[1]["final_train_loss"]);
-    CHECK(eval[0]["results"].dump() == eval[1]["results"].dump());
-    CHECK(metrics[0].find("\"beyond\":[{") != std::string::npos);  // held-out records at 10 and 20, length 24
-    CHECK(metrics[0] == metrics[1]);
+    check_threads(dir, name, name, "");
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every open-model feature",
+          "[threads][e2e][slow]") {
+  if (parallel::hardware_threads() < 2) {
+    WARN("one hardware thread: 2 threads cannot be compared here");
+    return;
+  }
+  const std::string dir = fresh_temp_dir("threads_determinism_features");
+  std::size_t i = 0;
+  for (const test::OpenModelFeature& f : test::open_model_features()) {
+    INFO("feature " << f.label);
+    std::string sets;
+    for (const auto& [key, value] : f.sets) sets += " --set '" + key + "=" + value + "'";
+    check_threads(dir, "feature" + std::to_string(i++), f.encoding, sets);
   }
   fs::remove_all(dir);
 }

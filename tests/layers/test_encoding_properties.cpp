@@ -1,12 +1,14 @@
 // Properties every registered encoding must have, under every position mode: causality, the declared
 // relative/absolute behaviour under a shift of all ids, and rows with their own ids behaving as
-// one-row batches. A new encoding is covered by registering it.
+// one-row batches. A new encoding is covered by registering it; the architecture features of issue 46
+// (tests/open_model_features.hpp) are covered beside the encodings.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
 
 #include "core/tape.hpp"
 #include "model_helpers.hpp"
+#include "open_model_features.hpp"
 #include "training/positions.hpp"
 
 using namespace pelab;
@@ -29,17 +31,36 @@ IndexArray ids(PositionMode mode, std::size_t B, std::size_t T, std::uint64_t se
 // make_model, then every encoding parameter that starts at exactly zero everywhere (CoPE's position
 // embeddings, as its authors; FIRE's MLP biases) is drawn from N(0, 0.3) too: with a zero table CoPE
 // adds nothing, and the properties below would hold for it whatever its gates did.
-std::unique_ptr<Transformer> lively_model(const std::string& name, std::uint64_t seed) {
-  auto m = make_model(small_config(name), seed);
+std::unique_ptr<Transformer> lively_model(const ModelConfig& c, std::uint64_t seed) {
+  auto m = make_model(c, seed);
   Rng rng(seed + 100);
   for (const auto& p : m->parameters()) {
-    if (p.name.rfind("pos.", 0) != 0) continue;
+    if (p.name.rfind("pos.", 0) != 0 && p.name.rfind("pos_", 0) != 0) continue;
     Tensor t = p.tensor;  // a handle: writes the model's parameter
     Array& v = t.mutable_value();
     if (std::all_of(v.begin(), v.end(), [](real x) { return x == 0; }))
       for (auto& x : v) x = static_cast<real>(0.3 * rng.normal());
   }
   return m;
+}
+
+// Every registered encoding with its defaults, then every open-model feature (its label, its model and
+// whether it is declared relative).
+struct PropertyCase {
+  std::string label;
+  ModelConfig config;
+  bool relative;
+};
+std::vector<PropertyCase> property_cases() {
+  std::vector<PropertyCase> v;
+  for (const auto& name : EncodingRegistry::instance().names())
+    v.push_back({name, small_config(name), EncodingRegistry::instance().get(name).relative});
+  for (const OpenModelFeature& f : open_model_features()) {
+    ModelConfig c = small_config(f.encoding);
+    f.apply(c);
+    v.push_back({f.label, c, f.relative});
+  }
+  return v;
 }
 
 double max_abs_diff(const Array& a, const Array& b) {
@@ -53,8 +74,8 @@ double max_abs_diff(const Array& a, const Array& b) {
 
 TEST_CASE("causality: changing tokens after t never changes outputs at or before t, every encoding and position mode",
           "[positional][causal]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    auto m = lively_model(name, 7);
+  for (const auto& [name, config, relative_] : property_cases()) {
+    auto m = lively_model(config, 7);
     for (PositionMode mode : kModes) {
       INFO("encoding " << name << ", positions " << position_mode_name(mode));
       Rng rng(11);
@@ -84,9 +105,8 @@ TEST_CASE("causality: changing tokens after t never changes outputs at or before
 
 TEST_CASE("shifting every id by a constant leaves the logits of relative encodings unchanged and changes absolute ones",
           "[positional][relative]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    const bool relative = EncodingRegistry::instance().get(name).relative;
-    auto m = lively_model(name, 8);
+  for (const auto& [name, config, relative] : property_cases()) {
+    auto m = lively_model(config, 8);
     for (PositionMode mode : kModes) {
       INFO("encoding " << name << " (declared " << (relative ? "relative" : "absolute") << "), positions "
                        << position_mode_name(mode));
@@ -116,8 +136,8 @@ TEST_CASE("shifting every id by a constant leaves the logits of relative encodin
 }
 
 TEST_CASE("rows with their own ids give the results of one-row batches, every encoding", "[positional][rows]") {
-  for (const auto& name : EncodingRegistry::instance().names()) {
-    auto m = lively_model(name, 9);
+  for (const auto& [name, config, relative_] : property_cases()) {
+    auto m = lively_model(config, 9);
     for (PositionMode mode : {PositionMode::offset, PositionMode::randomized}) {
       INFO("encoding " << name << ", positions " << position_mode_name(mode));
       Rng rng(13);
@@ -182,7 +202,7 @@ TEST_CASE("ids that are not a shift of 0..T-1 change the logits exactly of the e
   for (const auto& name : EncodingRegistry::instance().names()) {
     const bool reads = EncodingRegistry::instance().get(name).reads_position_ids;
     INFO("encoding " << name << " (declared: " << (reads ? "reads" : "reads no") << " position ids)");
-    auto m = lively_model(name, 10);
+    auto m = lively_model(small_config(name), 10);
     Rng rng(14);
     const IndexArray tok = random_tokens(B, T, 11, rng);
     NoGrad ng;

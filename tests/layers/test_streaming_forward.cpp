@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <tuple>
 
 #include "core/ops/attention.hpp"
 #include "core/tape.hpp"
 #include "model_helpers.hpp"
+#include "open_model_features.hpp"
 #include "rel_diff.hpp"
 #include "training/positions.hpp"
 
@@ -23,9 +26,11 @@ static_assert(kT % kAttentionQueryTile != 0, "a partial attention tile too");
 
 
 // The model, or null when the encoding refuses this setting (e.g. stick-breaking without causal attention).
-std::unique_ptr<Transformer> model_for(const std::string& name, bool causal) {
+std::unique_ptr<Transformer> model_for(const std::string& name, bool causal,
+                                       const std::function<void(ModelConfig&)>& feature = nullptr) {
   ModelConfig c = small_config(name);
   c.causal = causal;
+  if (feature) feature(c);
   c.train_seq_len = kT;  // tables sized from the training length cover every id below
   try {
     return make_model(c, 5);
@@ -39,13 +44,16 @@ std::unique_ptr<Transformer> model_for(const std::string& name, bool causal) {
 TEST_CASE("a forward without a tape gives the logits of the taped one, every encoding and position mode",
           "[positional][streaming]") {
   std::size_t compared = 0, tiled = 0;
-  for (const auto& name : EncodingRegistry::instance().names())
+  std::vector<std::tuple<std::string, std::string, std::function<void(ModelConfig&)>>> cases;  // encodings, features
+  for (const auto& name : EncodingRegistry::instance().names()) cases.emplace_back(name, name, nullptr);
+  for (const OpenModelFeature& f : open_model_features()) cases.emplace_back(f.label, f.encoding, f.apply);
+  for (const auto& [label, name, feature] : cases)
     for (bool causal : {true, false}) {
-      auto m = model_for(name, causal);
+      auto m = model_for(name, causal, feature);
       if (!m) continue;
       if (m->encoding().bias_by_query_rows()) ++tiled;
       for (PositionMode mode : {PositionMode::contiguous, PositionMode::offset, PositionMode::randomized}) {
-        INFO("encoding " << name << (causal ? ", causal" : ", bidirectional") << ", positions "
+        INFO("encoding " << label << (causal ? ", causal" : ", bidirectional") << ", positions "
                          << position_mode_name(mode));
         Rng rng(3);
         Batch b;
