@@ -122,7 +122,7 @@ TEST_CASE("a sweep over the features labels its cells and report groups by them"
             "[sweep]\n\"attention.chunk\" = [\"none\", \"4,none\"]\n\"encoding.rope.global.base\" = [100.0, 1000000.0]\n"),
       "c.toml");
   REQUIRE(c.runs.size() == 4);
-  CHECK(c.runs[1].config.cell.label == "attention.chunk=none,encoding.rope.global.base=1000000");
+  CHECK(c.runs[1].config.cell.label == "attention.chunk=none,encoding.rope.global.base=1000000.0");
   CHECK(c.runs[2].model.attention.chunk == "4,none");
   CHECK(c.runs[1].model.layer_encoding_params.at("rope.global").at("base") == Value(1000000.0));
   // The report's legend names: the last component, the whole key where two would read the same.
