@@ -9,7 +9,10 @@
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
-// encodings. Any registered encoding can be named, with an [attention] scaling after a '+' (rope+ssmax). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
+// encodings. Any registered encoding can be named, with an [attention] scaling after a '+' (rope+ssmax)
+// or one of issue 46's features: rope+chunk (chunked attention, chunks of T/4 in every layer),
+// none+tuning (Llama 4's temperature tuning in every layer, F = T/4, on in training: what it costs),
+// rope+variant (layers "rope,rope.global", the variant with base 10^6). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
 // (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
 // path); offset too.
 //
@@ -230,6 +233,7 @@ std::pair<std::string, std::string> split_scaling(const std::string& cell) {
   const auto plus = cell.find('+');
   if (plus == std::string::npos) return {cell, "none"};
   const std::string scaling = cell.substr(plus + 1);
+  if (scaling == "chunk" || scaling == "tuning" || scaling == "variant") return {cell.substr(0, plus), "none"};
   const auto& names = attention_scaling_names();
   if (std::find(names.begin(), names.end(), scaling) == names.end())
     throw Error("--encoding '" + cell + "': unknown scaling '" + scaling + "' after '+'");
@@ -243,6 +247,17 @@ ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encodin
   mc.n_layers = bc.n_layers;
   mc.n_heads = bc.n_heads;
   std::tie(mc.encoding, mc.attention.scaling) = split_scaling(encoding);
+  const std::string feature = encoding.find('+') == std::string::npos ? "" : encoding.substr(encoding.find('+') + 1);
+  if (feature == "chunk") mc.attention.chunk = std::to_string(std::max<std::size_t>(1, bc.seq / 4));
+  if (feature == "tuning") {
+    mc.attention.temperature_tuning = "1";
+    mc.attention.tuning_floor_scale = double(std::max<std::size_t>(1, bc.seq / 4));
+    mc.attention.tuning_in_training = true;
+  }
+  if (feature == "variant") {
+    mc.layer_encodings = mc.encoding + "," + mc.encoding + ".global";
+    mc.layer_encoding_params[mc.encoding + ".global"]["base"] = Value(1e6);
+  }
   mc.train_seq_len = bc.seq;
   mc.causal = bc.max_size == 0;  // (d): an encoder
   if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows
