@@ -129,3 +129,22 @@ TEST_CASE("a sweep over the features labels its cells and report groups by them"
   CHECK(report_detail::short_key_names({"attention.chunk", "encoding.rope.global.base", "encoding.rope.base"}) ==
         std::vector<std::string>{"chunk", "encoding.rope.global.base", "encoding.rope.base"});
 }
+
+TEST_CASE("a config.toml recorded before the new keys existed loads to the same settings", "[config][chunk][tuning]") {
+  const LoadedConfig now = parse_config(model("[encoding]\nname = \"t5\"\nlayers = \"t5,none\"\n"), "c.toml");
+  const std::string recorded = to_toml(now.config);
+  std::string old;  // the same text without the lines of [attention] chunk and temperature tuning
+  std::size_t dropped = 0;
+  for (std::size_t a = 0, b; a < recorded.size(); a = b + 1) {
+    b = recorded.find('\n', a);
+    const std::string line = recorded.substr(a, b - a);
+    const bool is_new = line.rfind("chunk = ", 0) == 0 || line.rfind("temperature_tuning = ", 0) == 0 ||
+                        line.rfind("tuning_", 0) == 0;
+    dropped += is_new;
+    if (!is_new) old += line + "\n";
+  }
+  REQUIRE(dropped == 5);
+  const LoadedConfig back = parse_config(old, "config.toml");
+  CHECK(to_toml(back.config) == recorded);
+  CHECK(back.runs.at(0).model.attention.chunk == "none");
+}
