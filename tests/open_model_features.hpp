@@ -73,18 +73,4 @@ inline const std::vector<OpenModelFeature>& open_model_features() {
   return features;
 }
 
-// The config lines of a feature's settings, section by section ("[attention]\nchunk = \"3\"\n..."), for
-// a config text that has no such sections of its own; encoding.name is not among them.
-inline std::string feature_toml(const OpenModelFeature& f) {
-  std::string out;
-  std::string section;
-  for (const auto& [path, value] : f.sets) {
-    const auto dot = path.rfind('.');
-    const std::string sec = path.substr(0, dot), key = path.substr(dot + 1);
-    if (sec != section) out += "[" + sec + "]\n", section = sec;
-    out += key + " = " + value + "\n";
-  }
-  return out;
-}
-
 }  // namespace pelab::test

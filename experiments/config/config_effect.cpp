@@ -46,6 +46,22 @@ void check_name_runs(const ExperimentConfig& cfg, const ModelConfig& m) {
            "), \"none\", or an input-level encoding");
 }
 
+// An encoding variant's subtable ([encoding.rope.global]) whose variant runs in no layer would be written
+// to config.toml and do nothing, unless a sweep over the layout or the encoding shares the table.
+void check_variants_run(const ExperimentConfig& cfg, const ModelConfig& m) {
+  if (swept(cfg, "encoding.layers") || swept(cfg, "encoding.name")) return;
+  const std::vector<std::string> names = in_play(m);
+  for (const auto& [name, params] : cfg.encoding_params) {
+    if (name.find('.') == std::string::npos || std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::string where = location(cfg, "encoding." + name);
+    for (const auto& [path, at] : cfg.locations)
+      if (path.rfind("encoding." + name + ".", 0) == 0) where = at;
+    fail(where, "[encoding." + name + "] sets the variant " + name + ", which runs in no layer: [encoding] layers = \"" +
+                    m.layer_encodings + "\"; name it in layers (e.g. \"" + encoding_base_name(name) + "," + name +
+                    "\"), or remove the subtable");
+  }
+}
+
 // DAPE builds its static bias (kerple or alibi) at the base's defaults (layers/positional/dape.cpp): a
 // [encoding.<base>] setting would be written to config.toml and ignored, unless the base runs in a layer
 // of its own or a sweep over the encoding shares the table.
@@ -141,6 +157,7 @@ void check_settings_take_effect(const ExperimentConfig& cfg, const Task& task, c
   check_no_trailing_comma(cfg, "encoding.layers", cfg.encoding_layers);
   check_name_runs(cfg, m);
   check_dape_base(cfg, m);
+  check_variants_run(cfg, m);
   check_heads_apply(cfg, m);
   check_hint_symbols(cfg);
   check_ssmax_base(cfg, m);

@@ -103,6 +103,10 @@ TEST_CASE("encoding variants: bad names and keys are refused at their lines", "[
   e = err(model("[encoding]\nname = \"rope\"\n[encoding.rope.\"Global\"]\nbase = 5.0\n"));
   CHECK(has(e, "c.toml:"));
   CHECK(has(e, "the variant of a-z, 0-9 and _"));
+  // A variant's subtable without the variant in the layout would do nothing: refused at its key's line.
+  e = err(model("[encoding]\nname = \"rope\"\nlayers = \"rope,none\"\n[encoding.rope.global]\nbase = 5.0\n"));
+  CHECK(has(e, "c.toml:9"));
+  CHECK(has(e, "runs in no layer"));
   // A variant of an input-level encoding is refused in a layout as the encoding is.
   e = err(model("[encoding]\nname = \"rope\"\nlayers = \"rope,learned.x\"\n"));
   CHECK(has(e, "acts on the token embeddings"));
