@@ -1559,9 +1559,11 @@ def twin_params(name, given, defaults):
     """The parameters of encoding `name` the twin takes, from a run's resolved [encoding.<name>] table
     (`given`, every key written). A key the twin does not model is dropped where it holds pelab's default
     (`defaults`: key -> default, from pelab.encodings()) and refused otherwise."""
+    name = name.split(".")[0]                     # a variant "rope.global": its encoding's parameters
     if name not in ENCODINGS:
         raise ValueError(f"encoding '{name}' has no PyTorch twin (the twins: {', '.join(sorted(ENCODINGS))})")
     own = ENCODINGS[name].params
+    given = {k: v for k, v in given.items() if not isinstance(v, dict)}  # [encoding.rope.global] inside rope's
     for k, v in given.items():
         if k not in own and (k not in defaults or v != defaults[k]):
             raise ValueError(f"encoding.{name}.{k} = {v!r}: the PyTorch twin of '{name}' does not model this "
@@ -1577,7 +1579,10 @@ def model_cfg(config, vocab, train_seq_len, defaults):
     name = e["name"]
     layers = e.get("layers", "")
     names = set(layer_pattern(layers, m["n_layers"])) if layers else {name}
-    params = {n: twin_params(n, e.get(n, {}), defaults.get(n, {})) for n in names | {name}}
+    def table(n):  # [encoding.<n>], or a variant's [encoding.<encoding>.<variant>] (TOML nests it)
+        base, _, variant = n.partition(".")
+        return e.get(base, {}).get(variant, {}) if variant else e.get(n, {})
+    params = {n: twin_params(n, table(n), defaults.get(n.split(".")[0], {})) for n in names | {name}}
     attention = dict(config.get("attention", {}))
     cfg = dict(vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"],
                d_mlp=m.get("d_ff") or 4 * m["d_model"], ln_eps=m.get("ln_eps", 1e-5), seq_len=train_seq_len,
