@@ -21,7 +21,7 @@ std::string model(const std::string& extra) {
 
 }  // namespace
 
-TEST_CASE("a chunk of 0 is refused at its line, a malformed one too; none and long chunks are accepted",
+TEST_CASE("a chunk of 0 is refused at its line, a malformed one too, none and long chunks accepted",
           "[config][chunk][errors]") {
   std::string e = err(model("[attention]\nchunk = \"0\"\n"));
   INFO(e);
