@@ -9,7 +9,10 @@
 //
 // `all` encodings: none, learned, sinusoidal, rope, alibi, t5, shaw, fire, kerple, xpos, cope (a speed
 // bound compares each to rope in the same run: scripts/bench.sh prints the ratios), then the history
-// encodings. Any registered encoding can be named, with additions after '+': an [attention] scaling (rope+ssmax), qk_norm, canon or canon_<points> (none+canon). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
+// encodings. Any registered encoding can be named, with additions after '+': an [attention] scaling (rope+ssmax),
+// qk_norm, canon or canon_<points> (none+canon), or one of issue 46's layouts: chunk (chunked attention, chunks
+// of T/4 in every layer), tuning (Llama 4's temperature tuning in every layer, F = T/4, on in training: what it
+// costs), variant (layers "rope,rope.global", the variant with base 10^6). --positions contiguous (default: 0..T-1 on every row, so bias and index tables are
 // (1, ...)) or randomized (every row its own sorted ids from [0, 2T), drawn once: the per-row (B, ...)
 // path); offset too.
 //
@@ -225,10 +228,11 @@ const BenchConfig& find_config(const std::string& name) {
 }
 
 // A cell: an encoding, then '+'-separated additions: an [attention] scaling ("rope+ssmax": SSMax is a
-// scaling, not an encoding), qk_norm ([attention] qk_norm = "on") or canon / canon_<points> (Canon layers
-// at ABCD, or at the points given: "none+canon_AC"); scripts/bench.sh compares each with rope alone.
+// scaling, not an encoding), qk_norm ([attention] qk_norm = "on"), canon / canon_<points> (Canon layers
+// at ABCD, or at the points given: "none+canon_AC"), chunk, tuning or variant (issue 46's layouts, above);
+// scripts/bench.sh compares each with rope alone.
 struct Cell {
-  std::string encoding, scaling = "none", qk_norm = "off", canon;
+  std::string encoding, scaling = "none", qk_norm = "off", canon, layout;
 };
 Cell parse_cell(const std::string& text) {
   Cell c;
@@ -241,9 +245,10 @@ Cell parse_cell(const std::string& text) {
     if (add == "qk_norm") c.qk_norm = "on";
     else if (add == "canon") c.canon = "ABCD";
     else if (add.rfind("canon_", 0) == 0) c.canon = add.substr(6);
+    else if (add == "chunk" || add == "tuning" || add == "variant") c.layout = add;
     else if (std::find(names.begin(), names.end(), add) != names.end()) c.scaling = add;
-    else throw Error("--encoding '" + text + "': unknown '" + add + "' after '+'; expected a scaling, qk_norm, canon "
-                     "or canon_<points>");
+    else throw Error("--encoding '" + text + "': unknown '" + add + "' after '+'; expected a scaling, qk_norm, canon, "
+                     "canon_<points>, chunk, tuning or variant");
     at = next;
   }
   return c;
@@ -257,6 +262,16 @@ ModelConfig bench_model_config(const BenchConfig& bc, const std::string& encodin
   mc.n_heads = bc.n_heads;
   const Cell cell = parse_cell(encoding);
   mc.encoding = cell.encoding, mc.attention.scaling = cell.scaling, mc.qk_norm = cell.qk_norm, mc.canon.points = cell.canon;
+  if (cell.layout == "chunk") mc.attention.chunk = std::to_string(std::max<std::size_t>(1, bc.seq / 4));
+  if (cell.layout == "tuning") {
+    mc.attention.temperature_tuning = "1";
+    mc.attention.tuning_floor_scale = double(std::max<std::size_t>(1, bc.seq / 4));
+    mc.attention.tuning_in_training = true;
+  }
+  if (cell.layout == "variant") {
+    mc.layer_encodings = mc.encoding + "," + mc.encoding + ".global";
+    mc.layer_encoding_params[mc.encoding + ".global"]["base"] = Value(1e6);
+  }
   mc.train_seq_len = bc.seq;
   mc.causal = bc.max_size == 0;  // (d): an encoder
   if (pc.mode != PositionMode::contiguous) mc.max_position = pc.max_position;  // learned: a table of 2T rows

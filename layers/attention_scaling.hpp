@@ -38,14 +38,40 @@ struct AttentionScalingSettings {
   // Sliding-window attention per layer: "0" (every layer sees every earlier key), "64", or a pattern
   // repeated over the layers, "0,64" (layer 0 full, layer 1 its 64 nearest keys, layer 2 full, ...).
   std::string window = "0";
+  // Chunked local attention per layer (Llama 4's iRoPE): "none", "8192", or a pattern repeated over the
+  // layers, "8,8,8,none": the tokens of rows [kC, (k+1)C) attend causally within their chunk only. A
+  // chunk of 0 is refused (write none); one longer than the sequence is plain causal attention.
+  std::string chunk = "none";
+  // Llama 4's attention temperature tuning (meta-llama/llama-models models/llama4/model.py, applied there
+  // on the NoPE layers): in the layers a pattern marks 1 ("0,0,0,1"), q of token index t is multiplied by
+  //   log(floor((t + 1) / tuning_floor_scale) + 1) * tuning_attn_scale + 1
+  // (1 for t + 1 < floor_scale), after the encoding and [attention] scaling; at evaluation only unless
+  // tuning_in_training. t is the token's row in the sequence, not its position id, as Meta's.
+  std::string temperature_tuning = "0";
+  double tuning_floor_scale = 8192;  // Meta's floor_scale
+  double tuning_attn_scale = 0.1;    // Meta's attn_scale
+  bool tuning_in_training = false;
 };
 
 // The window of each of n_layers layers (0: none); throws Error naming attention.window when the pattern
 // is not comma-separated non-negative integers or its length does not divide n_layers.
 std::vector<std::size_t> layer_windows(const std::string& pattern, std::size_t n_layers);
 
-// The keys query row t of T sees: t + 1 when causal (at most `window` of them when window > 0), else T.
-std::size_t visible_keys(std::size_t t, std::size_t T, bool causal, std::size_t window);
+// The chunk of each layer (0: none); Error naming attention.chunk for a 0, a malformed item or a
+// pattern whose length does not divide n_layers.
+std::vector<std::size_t> layer_chunks(const std::string& pattern, std::size_t n_layers);
+// Whether each layer applies temperature tuning; Error naming attention.temperature_tuning unless the
+// items are 0 or 1 and their count divides n_layers.
+std::vector<bool> layer_tuning(const std::string& pattern, std::size_t n_layers);
+
+// The keys query row t of T sees: t + 1 when causal (at most `window` of them when window > 0, only its
+// chunk's when chunk > 0), else T.
+std::size_t visible_keys(std::size_t t, std::size_t T, bool causal, std::size_t window, std::size_t chunk = 0);
+
+// Temperature tuning's multiplier of q at token index t (formula above).
+double tuning_scale(std::size_t t, double floor_scale, double attn_scale);
+// The T rows' multipliers, or null when every one is 1 (T <= floor_scale - 1).
+std::shared_ptr<const std::vector<real>> tuning_row_scales(const AttentionScalingSettings& s, std::size_t T);
 
 // True for the scalings with a parameter per layer and head (learned, ssmax).
 bool learned_scaling(const std::string& scaling);
@@ -58,6 +84,7 @@ double log_length_scale(std::size_t n, std::size_t L, bool clamp);
 // The per-query-row logit multipliers (T of them), or null for none and learned (learned multiplies per
 // head only; ssmax per head times these rows, log n). L: the resolved log-length base.
 std::shared_ptr<const std::vector<real>> query_row_scales(const AttentionScalingSettings& s, std::size_t T,
-                                                          bool causal, std::size_t L, std::size_t window = 0);
+                                                          bool causal, std::size_t L, std::size_t window = 0,
+                                                          std::size_t chunk = 0);
 
 }  // namespace pelab

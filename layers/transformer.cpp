@@ -17,6 +17,7 @@
 #include "core/tape.hpp"
 #include "layers/capture.hpp"
 #include "layers/qk_norm.hpp"
+#include "layers/positional/variant.hpp"
 
 namespace pelab {
 
@@ -93,6 +94,13 @@ void ModelConfig::validate() const {
   check_encoding_heads();
   if (!causal && std::any_of(windows.begin(), windows.end(), [](std::size_t w) { return w > 0; }))
     fail("attention.window \"" + attention.window + "\" needs causal attention (model.causal = true)");
+  const std::vector<std::size_t> chunks = layer_chunks(attention.chunk, n_layers);
+  if (!causal && std::any_of(chunks.begin(), chunks.end(), [](std::size_t c) { return c > 0; }))
+    fail("attention.chunk \"" + attention.chunk + "\" needs causal attention (model.causal = true)");
+  layer_tuning(attention.temperature_tuning, n_layers);
+  if (!(attention.tuning_floor_scale >= 1))
+    fail("attention.tuning_floor_scale = " + format_value(Value(attention.tuning_floor_scale)) +
+         " must be at least 1 (Llama 4: 8192)");
   if (!(attention.temperature > 0)) fail("attention.temperature must be positive");
   if (attention.scaling == "none" && attention.temperature != 1)
     fail("attention.temperature = " + format_value(Value(attention.temperature)) +
@@ -116,7 +124,7 @@ std::vector<std::string> ModelConfig::layer_encoding_names() const {
     item.erase(item.find_last_not_of(' ') + 1);
     const EncodingSpec* spec = nullptr;
     try {
-      spec = &EncodingRegistry::instance().get(item);
+      spec = &EncodingRegistry::instance().get(encoding_base_name(item));  // a variant "rope.global" too
     } catch (const Error& e) {
       throw Error("model: " + what + ": " + e.what());
     }
@@ -167,8 +175,9 @@ const std::map<std::string, Value>& ModelConfig::params_of(const std::string& na
 }
 
 SelfAttention::SelfAttention(std::size_t d, std::size_t h, bool c, const AttentionScalingSettings& sc, std::size_t L,
-                             std::size_t window, std::size_t enc_heads)
-    : n_heads(h), causal(c), window(window), enc_heads(enc_heads), scaling(sc), log_base(L) {
+                             std::size_t window, std::size_t enc_heads, std::size_t chunk, bool tuning)
+    : n_heads(h), causal(c), window(window), chunk(chunk), tuning(tuning), enc_heads(enc_heads), scaling(sc),
+      log_base(L) {
   qkv = &add_module("qkv", std::make_unique<Linear>(d, 3 * d));
   proj = &add_module("proj", std::make_unique<Linear>(d, d, true, /*residual=*/true));
   if (sc.scaling == "learned") {
@@ -198,6 +207,7 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   AttentionOptions o;
   o.causal = causal;
   o.window = window;
+  o.chunk = chunk;
   o.probs_out = probs_out;
   pe.choose_normalizer(o);
   // Captured (layers/capture.hpp): the path training takes, its weights through probs_out and q, k, v
@@ -211,14 +221,14 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
   // Without a tape, an encoding that gives its bias by query rows gets asked tile by tile.
   const bool tiles = !o.probs_out && x.size(1) > kBiasQueryTile && pe.bias_by_query_rows() &&
                      !Tape::current().should_record({&qkv_out});
-  if (packed && pe.leaves_qk_alone() && !scales_queries() && !normalizes_qk() && !tiles) {
+  if (packed && pe.leaves_qk_alone() && !scales_queries(x.size(1)) && !normalizes_qk() && !tiles) {
     // q, k, v read in place from the projection, heads merged in place: no split or merge copies.
     o.bias = bias_in_some_heads(pe.attention_bias(Tensor(), Tensor(), ctx));  // such an encoding does not read q, k
     o.rel = pe.relative_kv(ctx);
     if (cap) capture_qkv(qkv_out, n_heads, *cap);
     return keep(proj->forward(attention_packed(qkv_out, n_heads, o)));  // (B, T, C)
   }
-  if (packed && !some_heads() && !scales_queries() && !normalizes_qk() && !tiles) {
+  if (packed && !some_heads() && !scales_queries(x.size(1)) && !normalizes_qk() && !tiles) {
     if (const auto r = pe.rotary_qk(ctx)) {  // a rotation only (RoPE, HoPE, xPos): q, k rotated in place
       const Tensor rotated = rotary_qkv(qkv_out, n_heads, r->q, r->k, r->layout);  // (B, T, 3C)
       if (cap) capture_qkv(rotated, n_heads, *cap);
@@ -241,11 +251,20 @@ Tensor SelfAttention::forward(const Tensor& x, PositionalEncoding& pe, const Att
 }
 
 Tensor SelfAttention::scaled_queries(const Tensor& q) const {
-  if (log_scale.defined()) return scale_queries(q, pelab::exp(log_scale), nullptr);
-  if (!scales_queries()) return q;
-  const std::size_t T = q.size(2);  // ssmax: s[h] (learned) times log n per row
-  if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base, window);
-  return scale_queries(q, ssmax_s, rows_);
+  const std::size_t T = q.size(2);
+  const auto tune = tuning_rows(T);  // Llama 4's temperature tuning, on top of [attention] scaling
+  const auto tuned = [&tune](const Tensor& x) { return tune ? scale_queries(x, Tensor(), tune) : x; };
+  if (log_scale.defined()) return tuned(scale_queries(q, pelab::exp(log_scale), nullptr));
+  if (scaling.scaling == "none") return tuned(q);
+  // ssmax: s[h] (learned) times log n per row
+  if (!rows_ || rows_->size() != T) rows_ = query_row_scales(scaling, T, causal, log_base, window, chunk);
+  return tuned(scale_queries(q, ssmax_s, rows_));
+}
+
+std::shared_ptr<const std::vector<real>> SelfAttention::tuning_rows(std::size_t T) const {
+  if (!tuning || (training() && !scaling.tuning_in_training)) return nullptr;
+  if (!tuning_rows_ || tuning_rows_->size() != T) tuning_rows_ = tuning_row_scales(scaling, T);
+  return tuning_rows_ && tuning_rows_->size() == T ? tuning_rows_ : nullptr;
 }
 
 // Queries [i0, i1) at a time against every key (causal: query_offset i0 masks the later ones), with the
@@ -297,10 +316,12 @@ Tensor SelfAttention::bias_in_some_heads(const Tensor& bias) const {
   return mul(bias, head_mask_);  // (B or 1, H, T, T)
 }
 
-Block::Block(const ModelConfig& cfg, std::size_t window, bool qk_norm) : dropout_p(cfg.dropout) {
+Block::Block(const ModelConfig& cfg, std::size_t window, std::size_t chunk, bool tuning, bool qk_norm)
+    : dropout_p(cfg.dropout) {
   ln1 = &add_module("ln1", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   attn = &add_module("attn", std::make_unique<SelfAttention>(cfg.d_model, cfg.n_heads, cfg.causal, cfg.attention,
-                                                            cfg.log_length_base(), window, cfg.encoding_heads));
+                                                            cfg.log_length_base(), window, cfg.encoding_heads,
+                                                            chunk, tuning));
   ln2 = &add_module("ln2", std::make_unique<LayerNorm>(cfg.d_model, cfg.ln_eps));
   const std::size_t F = cfg.d_ff ? cfg.d_ff : 4 * cfg.d_model;
   mlp = &add_module("mlp", std::make_unique<MLP>(cfg.d_model, F, cfg.activation));
@@ -362,9 +383,12 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg) {
   pos_ = &add_module("pos", std::move(pos));
   add_layer_encodings();
   const std::vector<std::size_t> windows = layer_windows(cfg_.attention.window, cfg_.n_layers);
+  const std::vector<std::size_t> chunks = layer_chunks(cfg_.attention.chunk, cfg_.n_layers);
+  const std::vector<bool> tuning = layer_tuning(cfg_.attention.temperature_tuning, cfg_.n_layers);
   const std::vector<bool> qk_norms = layer_qk_norms(cfg_.qk_norm, cfg_.n_layers);
   for (std::size_t i = 0; i < cfg_.n_layers; ++i)
-    blocks_.push_back(&add_module("blocks." + std::to_string(i), std::make_unique<Block>(cfg_, windows[i], qk_norms[i])));
+    blocks_.push_back(&add_module("blocks." + std::to_string(i),
+                                  std::make_unique<Block>(cfg_, windows[i], chunks[i], tuning[i], qk_norms[i])));
   ln_f_ = &add_module("ln_f", std::make_unique<LayerNorm>(cfg_.d_model, cfg_.ln_eps));
   if (!cfg_.tie_embeddings) head_ = &add_module("head", std::make_unique<Linear>(cfg_.d_model, cfg_.vocab, false));
 }

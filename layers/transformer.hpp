@@ -78,9 +78,11 @@ struct ForwardOptions {
 class SelfAttention : public Module {
  public:
   // L: the log-length base (attention_scaling.hpp), resolved; window: this layer's (0: none);
-  // enc_heads: the heads the encoding acts in (0: all).
+  // enc_heads: the heads the encoding acts in (0: all); chunk: this layer's chunk (0: none); tuning: it
+  // applies [attention] temperature_tuning.
   SelfAttention(std::size_t d_model, std::size_t n_heads, bool causal, const AttentionScalingSettings& scaling = {},
-                std::size_t L = 0, std::size_t window = 0, std::size_t enc_heads = 0);
+                std::size_t L = 0, std::size_t window = 0, std::size_t enc_heads = 0, std::size_t chunk = 0,
+                bool tuning = false);
   // x (B, T, C) -> (B, T, C)
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx, Array* probs_out) const;
   Linear *qkv, *proj;
@@ -95,6 +97,8 @@ class SelfAttention : public Module {
   std::size_t n_heads;
   bool causal;
   std::size_t window;  // sliding window (0: none)
+  std::size_t chunk = 0;  // chunked local attention (0: none)
+  bool tuning = false;    // Llama 4's temperature tuning (AttentionScalingSettings::temperature_tuning)
   std::size_t enc_heads;  // the encoding acts in heads [0, enc_heads) only; 0: every head
   // false: always split heads (the reference the packed path is tested against); true: attention on
   // the packed projection when the encoding allows it (PositionalEncoding::leaves_qk_alone).
@@ -112,17 +116,24 @@ class SelfAttention : public Module {
   Tensor attention_by_tiles(const Tensor& q, const Tensor& qs, const Tensor& k, const Tensor& v, AttentionOptions o,
                             PositionalEncoding& pe, const AttentionContext& ctx) const;
   mutable Tensor head_mask_;  // (1, H, 1, 1): 1 in the encoding's heads
-  // q is scaled per head or per query row ([attention] scaling): the packed path cannot.
-  bool scales_queries() const { return scaling.scaling != "none"; }
+  // q is scaled per head or per query row ([attention] scaling, temperature tuning at T tokens): the
+  // packed path cannot.
+  bool scales_queries(std::size_t T) const { return scaling.scaling != "none" || tuning_rows(T) != nullptr; }
+  // Temperature tuning's row multipliers at T tokens, or null where it does not apply (this layer does
+  // not tune, training without tuning_in_training, or every row's multiplier is 1).
+  std::shared_ptr<const std::vector<real>> tuning_rows(std::size_t T) const;
   // QK-norm changes q and k per head: the packed paths cannot.
   bool normalizes_qk() const { return q_norm.defined(); }
   mutable std::shared_ptr<const std::vector<real>> rows_;  // query_row_scales for the last T
+  mutable std::shared_ptr<const std::vector<real>> tuning_rows_;  // tuning_row_scales for the last T
 };
 
 class Block : public Module {
  public:
-  // qk_norm: this layer normalizes q and k ([attention] qk_norm); Canon layers from cfg.canon.
-  Block(const ModelConfig& cfg, std::size_t window = 0, bool qk_norm = false);
+  // chunk, tuning: this layer's ([attention] chunk, temperature_tuning); qk_norm: it normalizes q and k
+  // ([attention] qk_norm); Canon layers from cfg.canon.
+  Block(const ModelConfig& cfg, std::size_t window = 0, std::size_t chunk = 0, bool tuning = false,
+        bool qk_norm = false);
   Tensor forward(const Tensor& x, PositionalEncoding& pe, const AttentionContext& ctx,
                  const ForwardOptions& opt) const;
   LayerNorm *ln1, *ln2;

@@ -25,6 +25,7 @@
 #include "experiments/run/trained_run.hpp"
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"  // EncodingRegistry: which encodings read digit indices
+#include "layers/positional/variant.hpp"
 #include "python/arrays.hpp"
 #include "python/bindings.hpp"
 #include "python/convert.hpp"
@@ -284,7 +285,7 @@ class Model {
     std::vector<std::string> names = run_.spec.model.extra_encoding_names();
     names.push_back(run_.spec.model.encoding);
     for (const std::string& n : names)
-      if (EncodingRegistry::instance().get(n).reads_digit_index) return n;
+      if (EncodingRegistry::instance().get(encoding_base_name(n)).reads_digit_index) return n;
     return std::nullopt;
   }
 

@@ -11,7 +11,8 @@
 # methods at most 1.5x, path and dape 3x; the last measurement is in docs/performance.md). The frontier
 # methods (--encoding frontier: fox, stick_breaking, selective, dape, dynamic_bias, path, pope, hope, fope,
 # transformer_xl, grape_m, grape_a, rope+ssmax (SSMax as rope's [attention] scaling), rope+qk_norm, rope+canon
-# and none+canon (QK-norm, Canon layers at ABCD: issue 46)) have no fast PyTorch twin in
+# and none+canon (QK-norm, Canon layers at ABCD: issue 46), rope+chunk, none+tuning and rope+variant (issue 46's
+# layouts: bench/bench_train.cpp)) have no fast PyTorch twin in
 # bench_torch.py: pelab's side only, against rope. `all` is both lists. See bench/README.md.
 # --recipe NAME|all runs scripts/bench_recipe.sh instead: one step of each recipe's main cell against its
 # PyTorch twin (the other arguments go with it).
@@ -47,7 +48,7 @@ done
 case "$config" in a|b|c|d) configs=$config ;; all) configs="a b c d" ;;
   *) echo "bench.sh: --config must be a, b, c, d or all, got '$config'" >&2; exit 2 ;; esac
 torch_encodings="none learned sinusoidal rope alibi t5 shaw fire kerple xpos cope"  # bench_torch.py has these
-frontier_encodings="fox stick_breaking selective dape dynamic_bias path pope hope fope transformer_xl grape_m grape_a rope+ssmax rope+qk_norm rope+canon none+canon"
+frontier_encodings="fox stick_breaking selective dape dynamic_bias path pope hope fope transformer_xl grape_m grape_a rope+ssmax rope+qk_norm rope+canon none+canon rope+chunk none+tuning rope+variant"
 all_encodings="$torch_encodings $frontier_encodings"
 case "$encoding" in
   all) encodings=$all_encodings ;;
@@ -235,7 +236,7 @@ if [[ " $encodings " == *" rope "* ]] && [ "$encodings" != rope ]; then
     IFS='|' read -r _ _ _ _ _ _ _ _ _ r_med _ _ r_cmed r_cspread r_spread <<<"$rope_row"
     case "$e" in
       shaw) bound=1.6 ;; t5|fire|kerple|xpos|cope) bound=1.3 ;; path|dape) bound=3.0 ;;
-      fox|stick_breaking|selective|dynamic_bias|pope|hope|fope|transformer_xl|grape_m|grape_a|rope+ssmax|rope+qk_norm|rope+canon|none+canon) bound=1.5 ;; *) bound="" ;;
+      fox|stick_breaking|selective|dynamic_bias|pope|hope|fope|transformer_xl|grape_m|grape_a|rope+ssmax|rope+qk_norm|rope+canon|none+canon|rope+chunk|none+tuning|rope+variant) bound=1.5 ;; *) bound="" ;;
     esac
     printf "$fmt3" "$c" "$e" "$(printf '%.3f' "$p_med")" \
       "$(awk -v a="$p_med" -v b="$r_med" -v s="$p_spread" -v t="$r_spread" -v l="$noise_limit" \

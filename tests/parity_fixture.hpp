@@ -96,6 +96,11 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
     c.attention.log_length_clamp = a.value("log_length_clamp", true);
     c.attention.log_length_base = a.value("log_length_base", std::size_t(0));
     c.attention.window = a.value("window", std::string("0"));
+    c.attention.chunk = a.value("chunk", std::string("none"));  // chunked attention, temperature tuning
+    c.attention.temperature_tuning = a.value("temperature_tuning", std::string("0"));
+    c.attention.tuning_floor_scale = a.value("tuning_floor_scale", 8192.0);
+    c.attention.tuning_attn_scale = a.value("tuning_attn_scale", 0.1);
+    c.attention.tuning_in_training = a.value("tuning_in_training", false);
   }
   c.qk_norm = cfg.value("qk_norm", std::string("off"));  // [attention] qk_norm, [canon] (issue 46)
   if (cfg.contains("canon")) {

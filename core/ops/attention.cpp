@@ -112,6 +112,7 @@ struct AttnCall {
   Normalizer normalizer = Normalizer::softmax;
   bool attend_current = false;               // stick-breaking: the diagonal counts
   std::size_t window = 0;                    // sliding window (0: none)
+  std::size_t chunk = 0;                     // chunked local attention (0: none)
   bool packed = false, rel_keys = false, rel_values = false;
   bool stacked_q = false, stacked_out = false;  // q / the output form one (B H Tq, hs) matrix
   std::size_t block_grain = 1;               // (batch, head) blocks worth a piece (core/parallel.hpp)
@@ -127,6 +128,7 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
   c.normalizer = opt.normalizer;
   c.attend_current = opt.attend_current;
   c.window = opt.window;
+  c.chunk = opt.chunk;
   c.rel_keys = opt.rel.key.defined() && d.rel_buckets > 0;
   c.rel_values = opt.rel.value.defined() && d.rel_buckets > 0;
   c.index = opt.rel.index;
@@ -147,9 +149,9 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
 // (null: not kept).
 void normalize_rows(const AttnCall& c, real* S, const real* bias, real* Z, std::size_t rows, std::size_t off) {
   if (c.normalizer == Normalizer::stick_breaking)
-    detail::stick_breaking_rows(S, bias, Z, 0, rows, c.d.Tk, off, c.attend_current, c.window);
+    detail::stick_breaking_rows(S, bias, Z, 0, rows, c.d.Tk, off, c.attend_current, c.window, c.chunk);
   else
-    kernels::attention_softmax_rows(S, bias, 0, rows, c.d.Tk, off, c.bucket_loops.causal, c.window);
+    kernels::attention_softmax_rows(S, bias, 0, rows, c.d.Tk, off, c.bucket_loops.causal, c.window, c.chunk);
 }
 
 void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z) {
@@ -160,7 +162,8 @@ void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z) {
 void normalize_block_backward(const AttnCall& c, real* dS, const real* P, const real* Z) {
   const BucketLoops& loops = c.bucket_loops;
   if (c.normalizer == Normalizer::stick_breaking)
-    detail::stick_breaking_backward_rows(dS, P, Z, 0, c.d.Tq, c.d.Tk, loops.key_offset, c.attend_current, c.window);
+    detail::stick_breaking_backward_rows(dS, P, Z, 0, c.d.Tq, c.d.Tk, loops.key_offset, c.attend_current, c.window,
+                                         c.chunk);
   else  // dS = P * (dP - rowsum(dP * P)); masked entries have P = 0, so dS = 0 there.
     kernels::attention_softmax_backward_rows(dS, P, 0, c.d.Tq, c.d.Tk, loops.key_offset, loops.causal);
 }

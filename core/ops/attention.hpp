@@ -36,6 +36,10 @@ struct AttentionOptions {
   Normalizer normalizer = Normalizer::softmax;
   bool attend_current = false;    // stick_breaking: a query sees its own key too (the reference: no)
   std::size_t window = 0;         // > 0: a causal query sees only its `window` nearest keys (sliding window)
+  // > 0: chunked local attention (Llama 4's iRoPE local layers): the query at key row r sees only keys
+  // [floor(r / chunk) chunk, r], its own chunk of `chunk` rows; not a sliding window. With a window too,
+  // the nearer of the two first keys wins. A chunk >= Tk is full causal attention.
+  std::size_t chunk = 0;
   // Causal: query i sits at key row query_offset + i and sees keys j <= query_offset + i; < 0 means
   // Tk - Tq (the queries are the last Tq rows). A tile of queries [i0, i1) against all T keys: i0.
   std::ptrdiff_t query_offset = -1;
@@ -68,7 +72,7 @@ void set_keep_probs_bytes(std::size_t bytes);
 // encoding widens q and k (PoPE's cosine and sine parts: hs = 2 hv).
 // logits = scale_h * (q k^T + q a^K[idx]) + bias; causal: query i sees keys j <= i + (Tk - Tq) (or
 // i + query_offset), and with
-// a window only the last `window` of them (others get probability 0); the normalizer over the keys (softmax
+// a window only the last `window` of them, with a chunk only those of its own chunk (others get probability 0); the normalizer over the keys (softmax
 // or stick-breaking) gives P; out = P v + sum_j P_ij a^V[idx_ij]. Backward gives q, k, v,
 // bias (summed over the dims it is broadcast along: batch and/or heads) and a^K, a^V. The relative
 // terms never materialise (B, H, Tq, Tk, hs): per (batch, head) one GEMM q a^K^T (Tq, R) and a gather

@@ -102,6 +102,7 @@ void check_options(const AttentionOptions& opt, AttnDims& d, const std::string& 
   require(opt.causal || opt.normalizer == Normalizer::softmax, kOp,
           "stick-breaking attention is causal only (it breaks the stick from the nearest key back)" + shapes);
   require(opt.causal || opt.window == 0, kOp, "a sliding window needs causal attention" + shapes);
+  require(opt.causal || opt.chunk == 0, kOp, "chunked attention needs causal attention" + shapes);
   require(opt.head_scale.empty() || opt.head_scale.size() == d.H, kOp,
           "head_scale has " + std::to_string(opt.head_scale.size()) + " entries for " + std::to_string(d.H) +
               " heads" + shapes);

@@ -247,7 +247,7 @@ inline std::size_t lanes16(std::size_t n, std::size_t Tk) {
 
 PELAB_HOT
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
-                            std::size_t off, bool causal, std::size_t window) {
+                            std::size_t off, bool causal, std::size_t window, std::size_t chunk) {
   const real neg_inf = -std::numeric_limits<real>::infinity();
   for (std::size_t i = r0; i < r1; ++i) {
     real* __restrict s = S + i * Tk;
@@ -257,7 +257,7 @@ void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size
       for (std::size_t j = 0; j < m; ++j) s[j] += br[j];
     }
     for (std::size_t j = n; j < m; ++j) s[j] = neg_inf;  // masked lanes: exp gives exactly 0
-    for (std::size_t j = 0, lo = first_key(n, window); j < lo; ++j) s[j] = neg_inf;  // outside the window
+    for (std::size_t j = 0, lo = first_key(n, window, chunk, i + off); j < lo; ++j) s[j] = neg_inf;  // outside the window or chunk
     const real mx = row_max(s, m);
     for (std::size_t j = 0; j < m; ++j) s[j] = detail::exp_nonpos(s[j] - mx);
     const real inv = real(1) / row_sum(s, m);

@@ -45,13 +45,19 @@ void layer_norm_param_cols(const real* x, const real* g, const real* mean, const
 
 // The first key a row that sees keys [0, n) keeps under a sliding window of `window` keys (0: none).
 inline std::size_t first_key(std::size_t n, std::size_t window) { return window && n > window ? n - window : 0; }
+// ... and under a chunk of `chunk` key rows too (0: none), the row's query sitting at key row `row`: the
+// first key of its chunk, floor(row / chunk) chunk (Llama 4's chunked local attention).
+inline std::size_t first_key(std::size_t n, std::size_t window, std::size_t chunk, std::size_t row) {
+  const std::size_t w = first_key(n, window), c = chunk ? row / chunk * chunk : 0;
+  return w > c ? w : c;
+}
 
 // Attention softmax of rows [r0, r1) of one (Tq, Tk) logit block, in place: adds the bias rows when
-// given, then row i keeps keys [first_key(visible_i, window), visible_i) (visible_i = i + off + 1 when
-// causal, else Tk), softmax over them, the masked rest exactly 0. The backward below needs no window:
-// P is 0 on every masked key.
+// given, then row i keeps keys [first_key(visible_i, window, chunk, i + off), visible_i) (visible_i =
+// i + off + 1 when causal, else Tk), softmax over them, the masked rest exactly 0. The backward below
+// needs no window or chunk: P is 0 on every masked key.
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
-                            std::size_t off, bool causal, std::size_t window = 0);
+                            std::size_t off, bool causal, std::size_t window = 0, std::size_t chunk = 0);
 // Softmax backward in place over rows [r0, r1): dS = P (dP - rowsum(dP P)) on the visible keys, 0 after.
 void attention_softmax_backward_rows(real* dS, const real* P, std::size_t r0, std::size_t r1, std::size_t Tk,
                                      std::size_t off, bool causal);

@@ -19,16 +19,16 @@ inline real sigmoid(real x) {
 
 }  // namespace
 
-StickRow stick_row(std::size_t i, std::size_t off, bool attend_current, std::size_t window) {
+StickRow stick_row(std::size_t i, std::size_t off, bool attend_current, std::size_t window, std::size_t chunk) {
   const std::size_t end = i + off + (attend_current ? 1 : 0);
-  return {kernels::first_key(end, window), end};
+  return {std::min(end, kernels::first_key(end, window, chunk, i + off)), end};
 }
 
 void stick_breaking_rows(real* S, const real* bias, real* Z, std::size_t r0, std::size_t r1, std::size_t Tk,
-                         std::size_t off, bool attend_current, std::size_t window) {
+                         std::size_t off, bool attend_current, std::size_t window, std::size_t chunk) {
   for (std::size_t i = r0; i < r1; ++i) {
     real* s = S + i * Tk;
-    const StickRow row = stick_row(i, off, attend_current, window);
+    const StickRow row = stick_row(i, off, attend_current, window, chunk);
     if (bias)
       for (std::size_t j = row.first; j < row.end; ++j) s[j] += bias[i * Tk + j];
     if (Z) std::copy(s, s + Tk, Z + i * Tk);
@@ -44,12 +44,13 @@ void stick_breaking_rows(real* S, const real* bias, real* Z, std::size_t r0, std
 }
 
 void stick_breaking_backward_rows(real* dS, const real* A, const real* Z, std::size_t r0, std::size_t r1,
-                                  std::size_t Tk, std::size_t off, bool attend_current, std::size_t window) {
+                                  std::size_t Tk, std::size_t off, bool attend_current, std::size_t window,
+                                  std::size_t chunk) {
   for (std::size_t i = r0; i < r1; ++i) {
     real* g = dS + i * Tk;
     const real* a = A + i * Tk;
     const real* z = Z + i * Tk;
-    const StickRow row = stick_row(i, off, attend_current, window);
+    const StickRow row = stick_row(i, off, attend_current, window, chunk);
     real farther = 0;  // sum of G_k over the keys k < j
     for (std::size_t j = row.first; j < row.end; ++j) {
       const real G = g[j] * a[j], sig = sigmoid(z[j]);

@@ -17,21 +17,23 @@
 
 namespace pelab::detail {
 
-// The keys a causal row sees: [first, end). off = Tk - Tq; window 0 = no window.
+// The keys a causal row sees: [first, end). off = Tk - Tq; window 0 = no window; chunk 0 = no chunk (the
+// chunk of the query's own key row i + off: with attend_current false a chunk's first query sees nothing).
 struct StickRow {
   std::size_t first, end;
 };
-StickRow stick_row(std::size_t i, std::size_t off, bool attend_current, std::size_t window);
+StickRow stick_row(std::size_t i, std::size_t off, bool attend_current, std::size_t window, std::size_t chunk = 0);
 
 // Rows [r0, r1) of one (Tq, Tk) logit block S, in place: adds the bias rows when given, keeps the
 // biased logits in Z (for backward; may be null without a tape), then writes A, exactly 0 off the row's keys.
 void stick_breaking_rows(real* S, const real* bias, real* Z, std::size_t r0, std::size_t r1, std::size_t Tk,
-                         std::size_t off, bool attend_current, std::size_t window);
+                         std::size_t off, bool attend_current, std::size_t window, std::size_t chunk = 0);
 
 // Backward in place: dS holds dL/dA on entry and dL/dz on return (0 off the row's keys). With
 // G_j = dA_j A_j and sigma_j = sigmoid(z_j):  dz_j = G_j (1 - sigma_j) - sigma_j sum_{k < j} G_k
 // (k over the row's keys): each key's own share, and its (1 - beta) in every farther key's weight.
 void stick_breaking_backward_rows(real* dS, const real* A, const real* Z, std::size_t r0, std::size_t r1,
-                                  std::size_t Tk, std::size_t off, bool attend_current, std::size_t window);
+                                  std::size_t Tk, std::size_t off, bool attend_current, std::size_t window,
+                                  std::size_t chunk = 0);
 
 }  // namespace pelab::detail

@@ -44,7 +44,8 @@ int cmd_list() {
   for (const auto& f : config_detail::find_section("encoding")->fields)
     if (f.spec.key != "name") layout.push_back(f.spec);
   print_params(layout);
-  std::printf("\nattention scaling, with every encoding ([attention]; at evaluation: pelab eval --set attention.KEY=V):\n");
+  std::printf("\nattention scaling, windows, chunks and temperature tuning, with every encoding ([attention]; at "
+              "evaluation: pelab eval --set attention.KEY=V):\n");
   std::vector<ParamSpec> attention;
   for (const auto& f : config_detail::find_section("attention")->fields) attention.push_back(f.spec);
   print_params(attention);

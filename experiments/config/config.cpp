@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "experiments/config/config_schema.hpp"
+#include "layers/positional/variant.hpp"
 
 namespace pelab {
 namespace {
@@ -219,9 +220,25 @@ class Reader {
       if (auto n = nearest(e.key, names)) msg += " (did you mean [" + sec + "." + *n + "]?)";
       fail(w, msg + "; known " + g.noun + "s: " + join(names));
     }
-    g.tables(cfg_)[e.key];  // present even when empty
-    for (const auto& p : ordered(*e.node->as_table(), sec + "." + e.key)) {
-      const std::string path = sec + "." + e.key + "." + p.key, pw = where(path, p.line);
+    read_params(g, e.key, *e.node->as_table());
+  }
+
+  // The parameters of `owner` ("rope", or a variant "rope.global"); a subtable inside an encoding's
+  // table is a variant of it ([encoding.rope.global]: layers/positional/encoding.hpp).
+  void read_params(const PluginGroup& g, const std::string& owner, const toml::table& table) {
+    const std::string& sec = g.section;
+    g.tables(cfg_)[owner];  // present even when empty
+    for (const auto& p : ordered(table, sec + "." + owner)) {
+      const std::string path = sec + "." + owner + "." + p.key, pw = where(path, p.line);
+      if (p.node->is_table() && sec == "encoding" && owner.find('.') == std::string::npos) {
+        try {
+          encoding_base_name(owner + "." + p.key);
+        } catch (const Error& err) {
+          fail(pw, "[" + path + "]: " + err.what());
+        }
+        read_params(g, owner + "." + p.key, *p.node->as_table());
+        continue;
+      }
       const Setting st = find_setting(path, pw, "");
       const std::string tag = "[" + st.section + "]";
       auto v = scalar_of(*p.node);

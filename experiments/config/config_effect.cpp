@@ -9,6 +9,7 @@
 #include "experiments/tasks/task.hpp"
 #include "layers/canon.hpp"
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/variant.hpp"
 
 namespace pelab::config_detail {
 namespace {
@@ -28,7 +29,9 @@ std::vector<std::string> in_play(const ModelConfig& m) {
   return v;
 }
 
-bool input_level(const std::string& name) { return EncodingRegistry::instance().get(name).input_level; }
+bool input_level(const std::string& name) {
+  return EncodingRegistry::instance().get(encoding_base_name(name)).input_level;
+}
 
 // [encoding] name must run somewhere: with a layers pattern that never names it, the model runs other
 // encodings while the run is labelled, grouped and plotted as `name`. "none" names no encoding (the
@@ -42,6 +45,22 @@ void check_name_runs(const ExperimentConfig& cfg, const ModelConfig& m) {
            "\" gives every layer another encoding, so the run would be labelled " + m.encoding +
            " without using it; expected name to be one of the layers' encodings (" + join(m.extra_encoding_names()) +
            "), \"none\", or an input-level encoding");
+}
+
+// An encoding variant's subtable ([encoding.rope.global]) whose variant runs in no layer would be written
+// to config.toml and do nothing, unless a sweep over the layout or the encoding shares the table.
+void check_variants_run(const ExperimentConfig& cfg, const ModelConfig& m) {
+  if (swept(cfg, "encoding.layers") || swept(cfg, "encoding.name")) return;
+  const std::vector<std::string> names = in_play(m);
+  for (const auto& [name, params] : cfg.encoding_params) {
+    if (name.find('.') == std::string::npos || std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::string where = location(cfg, "encoding." + name);
+    for (const auto& [path, at] : cfg.locations)
+      if (path.rfind("encoding." + name + ".", 0) == 0) where = at;
+    fail(where, "[encoding." + name + "] sets the variant " + name + ", which runs in no layer: [encoding] layers = \"" +
+                    m.layer_encodings + "\"; name it in layers (e.g. \"" + encoding_base_name(name) + "," + name +
+                    "\"), or remove the subtable");
+  }
 }
 
 // DAPE builds its static bias (kerple or alibi) at the base's defaults (layers/positional/dape.cpp): a
@@ -146,9 +165,12 @@ void check_settings_take_effect(const ExperimentConfig& cfg, const Task& task, c
   // a run already made or a cell checked when its sweep was: evaluating or resuming it needs no new refusal.
   if (cfg.recorded) return;
   check_no_trailing_comma(cfg, "attention.window", cfg.model.attention.window);
+  check_no_trailing_comma(cfg, "attention.chunk", cfg.model.attention.chunk);
+  check_no_trailing_comma(cfg, "attention.temperature_tuning", cfg.model.attention.temperature_tuning);
   check_no_trailing_comma(cfg, "encoding.layers", cfg.encoding_layers);
   check_name_runs(cfg, m);
   check_dape_base(cfg, m);
+  check_variants_run(cfg, m);
   check_heads_apply(cfg, m);
   check_hint_symbols(cfg);
   check_canon_applies(cfg);

@@ -9,6 +9,7 @@
 
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/variant.hpp"
 #include "training/metrics_table.hpp"
 #include "training/optimizer_registry.hpp"
 
@@ -124,6 +125,21 @@ Section attention_section() {
            PELAB_FIELD("window", model.attention.window, none, none,
                        "sliding-window attention: keys per layer, \"64\", or a pattern repeated over the layers, "
                        "\"0,64\" (0 = every earlier key); causal models only"),
+           PELAB_FIELD("chunk", model.attention.chunk, none, none,
+                       "chunked local attention (Llama 4): keys per chunk, \"8192\", or a pattern repeated over the "
+                       "layers, \"8,8,8,none\"; tokens in [kC, (k+1)C) attend causally within their chunk; none = no "
+                       "chunk, 0 refused, a chunk past the sequence = full causal; causal models only"),
+           PELAB_FIELD("temperature_tuning", model.attention.temperature_tuning, none, none,
+                       "Llama 4's attention temperature tuning per layer, \"1\" or a pattern \"0,0,0,1\": q of token "
+                       "t times log(floor((t+1)/tuning_floor_scale)+1)*tuning_attn_scale+1; at evaluation only "
+                       "unless tuning_in_training"),
+           PELAB_FIELD("tuning_floor_scale", model.attention.tuning_floor_scale, 1.0, 1e12,
+                       "temperature tuning: F, Meta's floor_scale (8192); rows t + 1 < F are unscaled"),
+           PELAB_FIELD("tuning_attn_scale", model.attention.tuning_attn_scale, -1e3, 1e3,
+                       "temperature tuning: a, Meta's attn_scale (0.1)"),
+           PELAB_FIELD("tuning_in_training", model.attention.tuning_in_training, none, none,
+                       "temperature tuning in training too (false: at evaluation only, as Llama 4's inference-time "
+                       "tuning)"),
            PELAB_FIELD("qk_norm", model.qk_norm, none, none,
                        "QK-norm: q and k RMS-normalized per head with a learned gain per head dimension, before "
                        "the encoding rotates them; \"on\", \"off\", or a pattern repeated over the layers, "
@@ -149,8 +165,9 @@ Section encoding_section() {
           {PELAB_FIELD("name", encoding, none, none, "positional encoding (see `pelab list`)"),
            PELAB_FIELD("layers", encoding_layers, none, none,
                        "attention-level encoding of each layer, a pattern repeated over the layers: "
-                       "\"none,rope\" = NoPE, RoPE, NoPE, ... (parameters from [encoding.<name>]); "
-                       "\"\" = name in every layer"),
+                       "\"none,rope\" = NoPE, RoPE, NoPE, ... (parameters from [encoding.<name>]); a variant "
+                       "\"rope.global\" is that encoding with parameters of its own, from [encoding.rope.global] "
+                       "(Gemma 3's two RoPE bases); \"\" = name in every layer"),
            PELAB_FIELD("heads", encoding_heads, 0.0, 4096.0,
                        "the attention-level encoding acts in heads 0..heads-1 only, the others are NoPE "
                        "(x-transformers' rotate_num_heads, alibi_num_heads); 0 = every head")},
@@ -353,7 +370,9 @@ const std::vector<PluginGroup>& plugin_groups() {
   static const std::vector<PluginGroup> groups = {
       {"encoding", "name", "encoding", "encoding.rope.base", false,
        [] { return EncodingRegistry::instance().names(); },
-       [](const std::string& n) -> const std::vector<ParamSpec>& { return EncodingRegistry::instance().get(n).params; },
+       [](const std::string& n) -> const std::vector<ParamSpec>& {
+         return EncodingRegistry::instance().get(encoding_base_name(n)).params;  // a variant's: its encoding's
+       },
        [](ExperimentConfig& c) -> ParamTables& { return c.encoding_params; }},
       {"task", "name", "task", "task.addition.reverse_digits", false,
        [] { return TaskRegistry::instance().names(); },

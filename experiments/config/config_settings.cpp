@@ -58,6 +58,10 @@ Setting find_setting(const std::string& path, const std::string& where, const st
   if (sec == "output") fail(where, context + "[output] cannot be swept (each cell gets its own directory)");
   const PluginGroup* g = find_group(sec);
   const auto dot2 = rest.find('.');
+  // An encoding variant's parameter: "encoding.rope.global.base" (owner "rope.global").
+  const auto dot3 = dot2 == std::string::npos ? dot2 : rest.find('.', dot2 + 1);
+  if (g && sec == "encoding" && dot3 != std::string::npos)
+    return find_param(*g, rest.substr(0, dot3), rest.substr(dot3 + 1), where, context);
   if (g && dot2 != std::string::npos) return find_param(*g, rest.substr(0, dot2), rest.substr(dot2 + 1), where, context);
   Setting st;
   st.section = sec;

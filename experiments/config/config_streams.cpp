@@ -7,6 +7,7 @@
 #include "experiments/eval/evaluate.hpp"
 #include "experiments/tasks/task.hpp"
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/variant.hpp"
 
 namespace pelab::config_detail {
 namespace {
@@ -24,7 +25,7 @@ std::vector<std::string> encodings_in_play(const ModelConfig& m) {
 // Encodings whose hooks never read the position ids (EncodingSpec::reads_position_ids), so that a task's
 // ids would change nothing; abacus reads the digit indices instead.
 bool ignores_position_ids(const std::string& name) {
-  return !EncodingRegistry::instance().get(name).reads_position_ids;
+  return !EncodingRegistry::instance().get(encoding_base_name(name)).reads_position_ids;
 }
 
 void check_task_positions(const ExperimentConfig& cfg, const Task& task, const ModelConfig& m) {
@@ -53,7 +54,8 @@ void check_task_positions(const ExperimentConfig& cfg, const Task& task, const M
 
 void check_digit_index(const ExperimentConfig& cfg, const Task& task, const ModelConfig& m) {
   for (const std::string& name : encodings_in_play(m)) {
-    if (!EncodingRegistry::instance().get(name).reads_digit_index || task.supplies_digit_index()) continue;
+    if (!EncodingRegistry::instance().get(encoding_base_name(name)).reads_digit_index || task.supplies_digit_index())
+      continue;
     fail(location_any(cfg, {"encoding.name", "task.name"}),
          "[encoding] name = \"" + name + "\" embeds each digit's index within its number, but task '" + cfg.task +
              "' supplies no digit indices; expected a task that does (addition), or another encoding");

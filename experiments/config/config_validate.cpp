@@ -283,6 +283,11 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
          "[model] d_model " + num(m.d_model) + " is not divisible by n_heads " + num(m.n_heads) +
              "; expected d_model to be a multiple of n_heads");
   try {
+    m.layer_encoding_names();  // a malformed layout (a bad variant name: rope.Global) at encoding.layers' line
+  } catch (const Error& e) {
+    fail(location_any(cfg, {"encoding.layers", "encoding.name"}), "[encoding] " + strip_prefix(e.what(), "model: "));
+  }
+  try {
     resolve_encoding_params(cfg.encoding, m.encoding_params, m.dims_for(cfg.encoding));
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "encoding '" + cfg.encoding + "': ");
@@ -304,7 +309,8 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
   } catch (const Error& e) {
     const std::string msg = strip_prefix(e.what(), "model: ");
     if (msg.compare(0, 10, "attention.") == 0)
-      fail(blame(cfg, msg, {"attention.temperature", "attention.log_length_base", "attention.scaling", "attention.window",
+      fail(blame(cfg, msg, {"attention.temperature_tuning", "attention.tuning_floor_scale", "attention.chunk",
+                            "attention.temperature", "attention.log_length_base", "attention.scaling", "attention.window",
                             "attention.qk_norm"},
                  "attention"),
            "[attention] " + msg);

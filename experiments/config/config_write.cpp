@@ -51,7 +51,11 @@ std::string to_toml(const ExperimentConfig& cfg) {
     for (const auto& f : s.fields) os << toml_key(f.spec.key) << " = " << format_value(f.get(cfg)) << "\n";
     if (const PluginGroup* g = find_group(s.name))
       for (const auto& [name, params] : tables_of(*g, cfg)) {
-        os << "\n[" << s.name << "." << toml_key(name) << "]\n";
+        // An encoding variant "rope.global" is the subtable [encoding.rope.global] (config.cpp reads it).
+        const auto dot = s.name == "encoding" ? name.find('.') : std::string::npos;
+        os << "\n[" << s.name << "." << toml_key(name.substr(0, dot));
+        if (dot != std::string::npos) os << "." << toml_key(name.substr(dot + 1));
+        os << "]\n";
         for (const auto& [k, v] : params) os << toml_key(k) << " = " << format_value(v) << "\n";
       }
   }

@@ -1,4 +1,5 @@
 #include "layers/positional/encoding.hpp"
+#include "layers/positional/variant.hpp"
 
 #include <algorithm>
 
@@ -15,9 +16,22 @@ EncodingRegistry& EncodingRegistry::instance() {
   return r;
 }
 
+std::string encoding_base_name(const std::string& name) {
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) return name;
+  const std::string variant = name.substr(dot + 1);
+  const bool ok = dot > 0 && !variant.empty() && std::all_of(variant.begin(), variant.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (!ok)
+    throw Error("encoding variant '" + name + "': expected <encoding>.<variant>, the variant of a-z, 0-9 and _ "
+                "(e.g. rope.global)");
+  return name.substr(0, dot);
+}
+
 Params resolve_encoding_params(const std::string& name, const std::map<std::string, Value>& given,
                                const ModelDims& dims) {
-  const EncodingSpec& spec = EncodingRegistry::instance().get(name);
+  const EncodingSpec& spec = EncodingRegistry::instance().get(encoding_base_name(name));
   Params p = resolve_params(spec.params, given, "encoding '" + name + "'");
   if (spec.validate) spec.validate(p, dims);
   return p;
@@ -25,7 +39,7 @@ Params resolve_encoding_params(const std::string& name, const std::map<std::stri
 
 std::unique_ptr<PositionalEncoding> make_encoding(const std::string& name, const Params& params,
                                                   const ModelDims& dims) {
-  const EncodingSpec& spec = EncodingRegistry::instance().get(name);
+  const EncodingSpec& spec = EncodingRegistry::instance().get(encoding_base_name(name));
   if (spec.validate) spec.validate(params, dims);
   return spec.make(params, dims);
 }

@@ -1108,7 +1108,10 @@ def stick_breaking_weights(logits, visible, attend_current):
 
 
 def make_encoding(name, params, dims):
-    return ENCODINGS[name](resolve_params(name, params), dims)
+    """name: an encoding, or a variant "<encoding>.<variant>" of one (pelab's [encoding.rope.global]): the same
+    encoding with parameters of its own."""
+    base = name.split(".")[0]
+    return ENCODINGS[base](resolve_params(base, params), dims)
 
 
 # ---------------------------------------------------------------- QK-norm and Canon layers (layers/qk_norm.hpp, canon.hpp)
@@ -1152,11 +1155,14 @@ class Attention(nn.Module):
     row t's logits times max(1, log n / log L) / temperature, n = t + 1 keys when causal, else T; plain ratio
     without clamp) | learned (logits times exp(log_scale[h]), one parameter per layer and head)."""
 
-    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0, qk_norm_eps=None, canon=None):
+    def __init__(self, d, n_heads, scaling=None, train_len=0, window=0, enc_heads=0, chunk=0, tuning=False,
+                 qk_norm_eps=None, canon=None):
         super().__init__()
         self.n_heads = n_heads
         self.record = None  # a dict: q, k, v and weights recorded into it (record())
         self.window = window
+        self.chunk = chunk    # chunked local attention: keys of the query's own chunk of `chunk` rows only
+        self.tuning = tuning  # Llama 4's temperature tuning in this layer
         self.enc_heads = enc_heads if 0 < enc_heads < n_heads else 0  # [encoding] heads: the encoding's heads
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -1164,6 +1170,11 @@ class Attention(nn.Module):
                         **(scaling or {})}
         self.scaling.pop("window", None)
         self.scaling.pop("qk_norm", None)
+        self.scaling.pop("chunk", None)
+        self.scaling.pop("temperature_tuning", None)
+        self.tune = {"floor": self.scaling.pop("tuning_floor_scale", 8192.0),
+                     "a": self.scaling.pop("tuning_attn_scale", 0.1),
+                     "in_training": self.scaling.pop("tuning_in_training", False)}
         self.log_base = self.scaling["log_length_base"] or train_len
         if self.scaling["scaling"] == "learned":
             self.log_scale = nn.Parameter(torch.full((n_heads,), -math.log(self.scaling["temperature"])))
@@ -1179,7 +1190,18 @@ class Attention(nn.Module):
     def visible_keys(self, T, causal):
         """(T,) float64: the keys each query row sees (within the window)."""
         n = torch.arange(1, T + 1, dtype=torch.float64) if causal else torch.full((T,), float(T), dtype=torch.float64)
+        if causal and self.chunk:
+            n = torch.arange(T, dtype=torch.float64) % self.chunk + 1   # keys [floor(t / C) C, t]
         return n.clamp(max=self.window) if self.window else n
+
+    def tuning_scale(self, T, dtype):
+        """(1, T, 1) Llama 4's temperature tuning of q (meta-llama/llama-models models/llama4/model.py):
+        log(floor((t + 1) / floor_scale) + 1) * attn_scale + 1 at token index t; None where not applied."""
+        if not self.tuning or (self.training and not self.tune["in_training"]):
+            return None
+        t = torch.arange(T, dtype=torch.float64)
+        s = torch.log(torch.floor((t + 1.0) / self.tune["floor"]) + 1.0) * self.tune["a"] + 1.0
+        return s.to(torch.float32).to(dtype)[None, :, None]                # pelab's multipliers are float
 
     def query_scale(self, T, causal, dtype):
         """(H or 1, T, 1) multipliers of each query row's logits, or None."""
@@ -1222,6 +1244,9 @@ class Attention(nn.Module):
         qs = self.query_scale(T, causal is not None, att.dtype)
         if qs is not None:
             att = att * qs                                               # not the additive bias below
+        ts = self.tuning_scale(T, att.dtype)
+        if ts is not None:
+            att = att * ts                                               # q times the row's multiplier
         bias = pe.attention_bias(q, k, Ctx(ctx.positions, ctx.layer, ctx.shared, x))  # (B or 1, H or 1, T, T)
         if bias is not None and n:
             bias = bias * (torch.arange(H) < n).to(bias.dtype)[None, :, None, None]
@@ -1230,6 +1255,9 @@ class Attention(nn.Module):
         hidden = causal                                                  # (T, T) True: a key the query does not see
         if self.window and causal is not None:
             hidden = causal | torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-self.window)
+        if self.chunk and causal is not None:                            # Llama 4's create_chunked_attention_mask
+            block = torch.arange(T) // self.chunk
+            hidden = hidden | (block[:, None] != block[None, :])
         if pe.normalizer == "stick_breaking":
             att = stick_breaking_weights(att, ~hidden, pe.p["attend_current"])
         else:
@@ -1277,14 +1305,15 @@ def layer_pattern(pattern, n_layers, cast=str):
 
 class Block(nn.Module):
     """cfg "canon" (pelab's [canon]): Canon A on ln1's output, B in the attention, C on ln2's output, D on the
-    MLP's hidden pre-activation. qk_norm: this layer normalizes q and k ([attention] qk_norm)."""
+    MLP's hidden pre-activation. chunk, tuning: this layer's [attention] chunk and temperature tuning; qk_norm:
+    this layer normalizes q and k ([attention] qk_norm)."""
 
-    def __init__(self, cfg, window=0, qk_norm=False):
+    def __init__(self, cfg, window=0, chunk=0, tuning=False, qk_norm=False):
         super().__init__()
         d, canon = cfg["d_model"], canon_settings(cfg)
         self.ln1 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.attn = Attention(d, cfg["n_heads"], cfg.get("attention"), cfg["seq_len"], window, cfg.get("heads", 0),
-                              cfg["ln_eps"] if qk_norm else None, canon)
+                              chunk, tuning, cfg["ln_eps"] if qk_norm else None, canon)
         self.ln2 = nn.LayerNorm(d, eps=cfg["ln_eps"])
         self.mlp = MLP(d, cfg["d_mlp"])
         for point, width in (("A", d), ("C", d), ("D", cfg["d_mlp"])):
@@ -1313,9 +1342,11 @@ class Block(nn.Module):
 class Model(nn.Module):
     """cfg: vocab, d_model, n_layers, n_heads, d_mlp, ln_eps, seq_len (the training length, which sizes a
     learned table with max_len 0), causal (optional, default true), layers (optional: pelab's [encoding]
-    layers pattern; other encodings' parameters from cfg["layer_params"][name]), attention.window (optional
-    pattern), qk_norm (optional: pelab's [attention] qk_norm pattern of on/off), canon (optional: pelab's
-    [canon] table, points/kernel/residual). Parameter names are pelab's checkpoint names."""
+    layers pattern, whose names may be variants "rope.global" of an encoding; other names' parameters from
+    cfg["layer_params"][name]), attention.window, .chunk, .temperature_tuning (optional patterns) and the
+    tuning_* settings, qk_norm (optional: pelab's [attention] qk_norm pattern of on/off), canon (optional:
+    pelab's [canon] table, points/kernel/residual). Parameter names are pelab's checkpoint names ("pos_<name>"
+    for a layout's others)."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
@@ -1331,9 +1362,12 @@ class Model(nn.Module):
             if name != encoding and not hasattr(self, "pos_" + name):
                 setattr(self, "pos_" + name, make_encoding(name, cfg.get("layer_params", {}).get(name, {}), dims))
             self.layer_pos.append(pos if name == encoding else getattr(self, "pos_" + name))
-        windows = layer_pattern((cfg.get("attention") or {}).get("window", "0"), cfg["n_layers"], int)
+        att = cfg.get("attention") or {}
+        windows = layer_pattern(att.get("window", "0"), cfg["n_layers"], int)
+        chunks = layer_pattern(att.get("chunk", "none"), cfg["n_layers"], lambda c: 0 if c == "none" else int(c))
+        tuning = layer_pattern(att.get("temperature_tuning", "0"), cfg["n_layers"], lambda t: t == "1")
         norms = layer_pattern(cfg.get("qk_norm") or "off", cfg["n_layers"])  # [attention] qk_norm: on | off
-        self.blocks = nn.ModuleList(Block(cfg, w, n == "on") for w, n in zip(windows, norms))
+        self.blocks = nn.ModuleList(Block(cfg, w, c, t, n == "on") for w, c, t, n in zip(windows, chunks, tuning, norms))
         self.ln_f = nn.LayerNorm(cfg["d_model"], eps=cfg["ln_eps"])
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
         self.causal = {}  # T -> (T, T) bool, True above the diagonal (future keys)
@@ -1593,9 +1627,11 @@ def twin_params(name, given, defaults):
     """The parameters of encoding `name` the twin takes, from a run's resolved [encoding.<name>] table
     (`given`, every key written). A key the twin does not model is dropped where it holds pelab's default
     (`defaults`: key -> default, from pelab.encodings()) and refused otherwise."""
+    name = name.split(".")[0]                     # a variant "rope.global": its encoding's parameters
     if name not in ENCODINGS:
         raise ValueError(f"encoding '{name}' has no PyTorch twin (the twins: {', '.join(sorted(ENCODINGS))})")
     own = ENCODINGS[name].params
+    given = {k: v for k, v in given.items() if not isinstance(v, dict)}  # [encoding.rope.global] inside rope's
     for k, v in given.items():
         if k not in own and (k not in defaults or v != defaults[k]):
             raise ValueError(f"encoding.{name}.{k} = {v!r}: the PyTorch twin of '{name}' does not model this "
@@ -1611,7 +1647,10 @@ def model_cfg(config, vocab, train_seq_len, defaults):
     name = e["name"]
     layers = e.get("layers", "")
     names = set(layer_pattern(layers, m["n_layers"])) if layers else {name}
-    params = {n: twin_params(n, e.get(n, {}), defaults.get(n, {})) for n in names | {name}}
+    def table(n):  # [encoding.<n>], or a variant's [encoding.<encoding>.<variant>] (TOML nests it)
+        base, _, variant = n.partition(".")
+        return e.get(base, {}).get(variant, {}) if variant else e.get(n, {})
+    params = {n: twin_params(n, table(n), defaults.get(n.split(".")[0], {})) for n in names | {name}}
     attention = dict(config.get("attention", {}))
     qk_norm = attention.pop("qk_norm", "off")
     cfg = dict(vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"],

@@ -1,5 +1,6 @@
-// The attention normalizers and the sliding window: stick-breaking weights against the product form
-// of the definition (Tan et al. 2025), windows against a naive masked softmax, gradients against central
+// The attention normalizers, the sliding window and chunked attention: stick-breaking weights against the
+// product form of the definition (Tan et al. 2025), windows and chunks (Llama 4's
+// create_chunked_attention_mask: same chunk and causal) against a naive masked softmax, gradients against central
 // differences (q, k, v, bias, and Shaw's relative tables), and the option errors.
 #include <cmath>
 #include <limits>
@@ -42,7 +43,9 @@ std::vector<double> naive_weights(const Tensor& q, const Tensor& k, const Tensor
       for (std::size_t i = 0; i < Tq; ++i) {
         const bool sb = o.normalizer == Normalizer::stick_breaking;
         const std::size_t end = i + off + (sb && !o.attend_current ? 0 : 1);
-        const std::size_t first = o.window && end > o.window ? end - o.window : 0;
+        std::size_t first = o.window && end > o.window ? end - o.window : 0;
+        if (o.chunk) first = std::max(first, (i + off) / o.chunk * o.chunk);  // the query's own chunk
+        first = std::min(first, end);
         auto beta = [&](std::size_t j) { return 1.0 / (1.0 + std::exp(-z[i * Tk + j])); };
         double sum = 0;
         for (std::size_t j = first; j < end; ++j) {
@@ -66,6 +69,7 @@ struct Case {
   Normalizer normalizer;
   bool attend_current;
   std::size_t window, Tq, Tk;
+  std::size_t chunk = 0;
 };
 
 const std::vector<Case> kCases = {
@@ -76,6 +80,12 @@ const std::vector<Case> kCases = {
     {"softmax, window 1", Normalizer::softmax, false, 1, 4, 4},
     {"softmax, window 3", Normalizer::softmax, false, 3, 6, 6},
     {"softmax, window 2, Tq < Tk", Normalizer::softmax, false, 2, 3, 5},
+    {"softmax, chunk 2", Normalizer::softmax, false, 0, 6, 6, 2},
+    {"softmax, chunk 4, Tq < Tk", Normalizer::softmax, false, 0, 3, 7, 4},
+    {"softmax, chunk 4 and window 2", Normalizer::softmax, false, 2, 7, 7, 4},
+    {"softmax, chunk past the keys (plain causal)", Normalizer::softmax, false, 0, 5, 5, 9},
+    {"stick-breaking, chunk 3", Normalizer::stick_breaking, false, 0, 7, 7, 3},
+    {"stick-breaking, attend current, chunk 3, window 2", Normalizer::stick_breaking, true, 2, 7, 7, 3},
 };
 
 AttentionOptions options(const Case& c) {
@@ -83,6 +93,7 @@ AttentionOptions options(const Case& c) {
   o.normalizer = c.normalizer;
   o.attend_current = c.attend_current;
   o.window = c.window;
+  o.chunk = c.chunk;
   return o;
 }
 

@@ -24,6 +24,7 @@ struct Case {
   bool causal;
   std::size_t window, Tq, Tk, bias_batch, bias_heads;  // bias dims (0: none)
   bool head_scale;
+  std::size_t chunk = 0;
 };
 
 const std::vector<Case> kCases = {
@@ -33,6 +34,8 @@ const std::vector<Case> kCases = {
     {"softmax window 2", Normalizer::softmax, true, 2, 6, 6, 1, 3, false},
     {"stick-breaking", Normalizer::stick_breaking, true, 0, 5, 5, 0, 0, false},
     {"stick-breaking window 3, bias", Normalizer::stick_breaking, true, 3, 6, 6, 2, 1, false},
+    {"softmax chunk 3, bias", Normalizer::softmax, true, 0, 7, 7, 1, 3, false, 3},
+    {"stick-breaking chunk 2", Normalizer::stick_breaking, true, 0, 6, 6, 0, 0, false, 2},
 };
 
 }  // namespace
@@ -54,6 +57,7 @@ TEST_CASE("attention without kept probabilities: backward recomputes them, gradi
     o.causal = c.causal;
     o.normalizer = c.normalizer;
     o.window = c.window;
+    o.chunk = c.chunk;
     if (c.head_scale) o.head_scale = {real(0.5), real(1.3), real(-0.7)};
     const auto r = gradcheck(
         [&](const std::vector<Tensor>& x) {

@@ -33,7 +33,7 @@ struct Case {
   std::size_t Tq, Tk;
   bool causal = true, bias = false, shared_bias = true, relative = false;
   Normalizer normalizer = Normalizer::softmax;
-  std::size_t window = 0;
+  std::size_t window = 0, chunk = 0;
 };
 
 // Streamed and materialised outputs of one case (and the streamed one at two threads).
@@ -47,6 +47,7 @@ void check_case(const Case& cs) {
   o.causal = cs.causal;
   o.normalizer = cs.normalizer;
   o.window = cs.window;
+  o.chunk = cs.chunk;
   if (cs.bias) o.bias = randn_f({cs.shared_bias ? 1 : B, cs.shared_bias ? H : 1, cs.Tq, cs.Tk}, rng, 1.0);
   if (cs.relative) {
     IndexArray pos(IndexArray::shape_type{1, cs.Tk});
@@ -63,7 +64,7 @@ void check_case(const Case& cs) {
   keep.probs_out = &probs;  // forces the materialising path
   const Array full = attention(q, k, v, keep).value();
   CHECK(rel_diff(streamed, full) < 2e-6);
-  if (cs.normalizer == Normalizer::softmax && cs.window == 0)  // what the naive reference covers
+  if (cs.normalizer == Normalizer::softmax && cs.window == 0 && cs.chunk == 0)  // what the naive reference covers
     CHECK(rel_diff(streamed, test::reference_attention(q, k, v, o).value()) < 2e-5);
   parallel::set_threads(2);
   const Array two = attention(q, k, v, o).value();
@@ -103,6 +104,17 @@ TEST_CASE("tape-free attention streams query tiles and matches the materialising
   window.name = "stick-breaking in a window";
   window.normalizer = Normalizer::stick_breaking;
   check_case(window);
+  // Chunks that end inside a 64-row tile, on a tile edge and past the sequence; with a window and a bias.
+  for (std::size_t chunk : {24, 64, 200}) {
+    Case ch{"chunked " + std::to_string(chunk), 150, 150};
+    ch.chunk = chunk;
+    ch.bias = true;
+    check_case(ch);
+    ch.name += ", stick-breaking, window 20";
+    ch.normalizer = Normalizer::stick_breaking;
+    ch.window = 20;
+    check_case(ch);
+  }
 }
 
 TEST_CASE("packed tape-free attention matches its materialising path", "[attention][f32]") {

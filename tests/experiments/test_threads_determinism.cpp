@@ -14,6 +14,7 @@
 #include "cli_helpers.hpp"
 #include "core/parallel.hpp"
 #include "layers/positional/encoding.hpp"
+#include "open_model_features.hpp"
 
 using namespace pelab;
 using namespace pelab::test;
@@ -56,8 +57,10 @@ std::string config_for(const std::string& encoding) {
          "[eval]\nlengths = [16, 24]\nsamples = 16\n";
 }
 
-// Trains `config` at 1 and 2 threads (runs under dir/<label>_t1, _t2) and checks the bits agree.
-void check_threads(const std::string& dir, const std::string& label, const std::string& config) {
+// Trains `config` with `sets` (--set assignments) at 1 and 2 threads (runs under dir/<label>_t1, _t2) and
+// checks the bits agree.
+void check_threads(const std::string& dir, const std::string& label, const std::string& config,
+                   const std::string& sets = "") {
   INFO("run " << label);
   const std::string cfg = dir + "/" + label + ".toml";
   std::ofstream(cfg) << config;
@@ -66,7 +69,7 @@ void check_threads(const std::string& dir, const std::string& label, const std::
   for (int t = 1; t <= 2; ++t) {
     const std::string out = dir + "/" + label + "_t" + std::to_string(t);
     const std::string log = out + ".log";
-    REQUIRE(run_cli("train " + cfg + " --out " + out + " --threads " + std::to_string(t), log, 300) == 0);
+    REQUIRE(run_cli("train " + cfg + sets + " --out " + out + " --threads " + std::to_string(t), log, 300) == 0);
     const fs::path ck = last_checkpoint(out);
     weights[t - 1] = slurp_bytes(ck / "weights.safetensors");
     optimizer[t - 1] = slurp_bytes(ck / "optimizer.safetensors");
@@ -94,8 +97,9 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every enco
   fs::remove_all(dir);
 }
 
-// The architecture features of issue 46 on their encodings: QK-norm per layer, Canon at every point.
-TEST_CASE("pelab train at 1 and 2 threads ends with the same bits with QK-norm and Canon layers",
+// The architecture features of issue 46 on their encodings: QK-norm per layer, Canon at every point, and
+// the open models' layouts and attention (tests/open_model_features.hpp).
+TEST_CASE("pelab train at 1 and 2 threads ends with the same bits with issue 46's features",
           "[threads][e2e][slow][qk_norm][canon]") {
   if (parallel::hardware_threads() < 2) {
     WARN("one hardware thread: 2 threads cannot be compared here");
@@ -104,5 +108,12 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits with QK-norm a
   const std::string dir = fresh_temp_dir("threads_determinism_features");
   check_threads(dir, "rope_qk_norm", config_for("rope") + "[attention]\nqk_norm = \"on,off\"\n");
   check_threads(dir, "none_canon", config_for("none") + "[canon]\npoints = \"ABCD\"\n");
+  std::size_t i = 0;
+  for (const test::OpenModelFeature& f : test::open_model_features()) {
+    INFO("feature " << f.label);
+    std::string sets;
+    for (const auto& [key, value] : f.sets) sets += " --set '" + key + "=" + value + "'";
+    check_threads(dir, "feature" + std::to_string(i++), config_for(f.encoding), sets);
+  }
   fs::remove_all(dir);
 }

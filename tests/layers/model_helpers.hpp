@@ -7,6 +7,7 @@
 
 #include "core/rng.hpp"
 #include "layers/transformer.hpp"
+#include "open_model_features.hpp"
 #include "test_paths.hpp"
 
 namespace pelab::test {
@@ -27,20 +28,23 @@ inline ModelConfig small_config(const std::string& encoding, std::map<std::strin
   return c;
 }
 
-// The architecture features of issue 46 (QK-norm, Canon layers), each on an encoding, which the tests that
-// iterate the encoding registry run too: label, the encoding, the settings on top of small_config. Canon and
-// QK-norm read no position ids: each keeps its encoding's relative / absolute behaviour.
+// The architecture features of issue 46 (QK-norm, Canon layers, and open_model_features.hpp's), each on an
+// encoding, which the tests that iterate the encoding registry run too: label, the encoding, the settings on
+// top of small_config. None reads position ids: each keeps its encoding's relative / absolute behaviour.
 struct FeatureCase {
   std::string label, encoding;
   std::function<void(ModelConfig&)> apply;
 };
 inline std::vector<FeatureCase> feature_cases() {
-  return {{"qk_norm on (rope)", "rope", [](ModelConfig& c) { c.qk_norm = "on"; }},
+  std::vector<FeatureCase> v = {{"qk_norm on (rope)", "rope", [](ModelConfig& c) { c.qk_norm = "on"; }},
           {"qk_norm on,off (alibi)", "alibi", [](ModelConfig& c) { c.qk_norm = "on,off"; }},
           {"canon ABCD (none)", "none", [](ModelConfig& c) { c.canon.points = "ABCD"; }},
           {"canon BD kernel 3 no residual + qk_norm (rope)", "rope",
            [](ModelConfig& c) { c.canon = {"BD", 3, false}, c.qk_norm = "on"; }},
           {"canon AC kernel 2 (learned)", "learned", [](ModelConfig& c) { c.canon = {"AC", 2, true}; }}};
+  // and the open models' layouts and attention (encoding variants, chunks, temperature tuning: open_model_features.hpp)
+  for (const OpenModelFeature& f : open_model_features()) v.push_back({f.label, f.encoding, f.apply});
+  return v;
 }
 inline ModelConfig feature_config(const FeatureCase& f) {
   ModelConfig c = small_config(f.encoding);

@@ -1,12 +1,14 @@
 // Properties every registered encoding must have, under every position mode: causality, the declared
 // relative/absolute behaviour under a shift of all ids, and rows with their own ids behaving as
-// one-row batches. A new encoding is covered by registering it.
+// one-row batches. A new encoding is covered by registering it; the architecture features of issue 46
+// (tests/open_model_features.hpp) are covered beside the encodings.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
 
 #include "core/tape.hpp"
 #include "model_helpers.hpp"
+#include "open_model_features.hpp"
 #include "training/positions.hpp"
 
 using namespace pelab;
@@ -33,7 +35,7 @@ std::unique_ptr<Transformer> lively_model(const ModelConfig& c, std::uint64_t se
   auto m = make_model(c, seed);
   Rng rng(seed + 100);
   for (const auto& p : m->parameters()) {
-    if (p.name.rfind("pos.", 0) != 0) continue;
+    if (p.name.rfind("pos.", 0) != 0 && p.name.rfind("pos_", 0) != 0) continue;
     Tensor t = p.tensor;  // a handle: writes the model's parameter
     Array& v = t.mutable_value();
     if (std::all_of(v.begin(), v.end(), [](real x) { return x == 0; }))

@@ -16,6 +16,7 @@
 #include "core/tape.hpp"
 #include "layers/transformer.hpp"
 #include "test_paths.hpp"
+#include "open_model_features.hpp"
 
 using namespace pelab;
 
@@ -62,6 +63,8 @@ std::vector<Variant> variants() {
   v.push_back({"heads alibi", [](ModelConfig& c) { c.encoding = "alibi", c.encoding_heads = 1; }});
   v.push_back({"log-length scaling", [](ModelConfig& c) { c.encoding = "rope", c.attention.scaling = "log_length"; }});
   v.push_back({"learned temperature", [](ModelConfig& c) { c.encoding = "alibi", c.attention.scaling = "learned"; }});
+  for (const test::OpenModelFeature& f : test::open_model_features())  // issue 46's features (tests/open_model_features.hpp)
+    v.push_back({f.label, [f](ModelConfig& c) { c.encoding = f.encoding, f.apply(c); }});
   // GRAPE-A: every lift under both rates, and the fixed omega (built once per forward in double)
   for (const char* rate : {"constant", "gated"})
     for (const char* lift : {"query_key", "query", "key", "constant"})

@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <tuple>
 
 #include "core/ops/attention.hpp"
 #include "core/tape.hpp"
 #include "model_helpers.hpp"
+#include "open_model_features.hpp"
 #include "rel_diff.hpp"
 #include "training/positions.hpp"
 
@@ -25,6 +28,7 @@ static_assert(kT % kAttentionQueryTile != 0, "a partial attention tile too");
 // The model, or null when the encoding refuses this setting (e.g. stick-breaking without causal attention).
 std::unique_ptr<Transformer> model_for(ModelConfig c, bool causal) {
   c.causal = causal;
+  if (feature) feature(c);
   c.train_seq_len = kT;  // tables sized from the training length cover every id below
   try {
     return make_model(c, 5);
@@ -47,7 +51,7 @@ TEST_CASE("a forward without a tape gives the logits of the taped one, every enc
       if (!m) continue;
       if (m->encoding().bias_by_query_rows()) ++tiled;
       for (PositionMode mode : {PositionMode::contiguous, PositionMode::offset, PositionMode::randomized}) {
-        INFO("encoding " << name << (causal ? ", causal" : ", bidirectional") << ", positions "
+        INFO("encoding " << label << (causal ? ", causal" : ", bidirectional") << ", positions "
                          << position_mode_name(mode));
         Rng rng(3);
         Batch b;

@@ -122,6 +122,13 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "none_canon": ("none", {}),                                       # [canon] points = "ABCD" (Canon + NoPE)
     "rope_canon_bd": ("rope", {}),                                    # points "BD", kernel 3, no residual
     "alibi_canon_qk_norm": ("alibi", {}),                             # Canon B, then QK-norm, kernel 5 > 12/4
+    # ---- what open models ship (issue 46): encoding variants, chunked attention, temperature tuning
+    "variant_rope_bases": ("rope", {"base": 10.0}),                   # layers "rope,rope.global": bases 10, 1000
+    "variant_t5": ("t5", {}),                                         # layers "t5,t5.far": two T5s, own tables
+    "rope_chunk": ("rope", {}),                                       # chunks "4,none": local, then global
+    "stick_breaking_chunk": ("stick_breaking", {"attend_current": True}),  # chunks of 5, window 3 too
+    "none_temperature_tuning": ("none", {}),                          # tuning "0,1", F = 4, a = 0.5, in training
+    "llama4_irope": ("rope", {}),                                     # layers "rope,none", chunk "4,none", tuning "0,1"
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -142,13 +149,25 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "rope_qk_norm": {"qk_norm": "on"}, "hybrid_qk_norm": {"layers": "rope,none", "qk_norm": "on,off"},
                "none_canon": {"canon": {"points": "ABCD"}},
                "rope_canon_bd": {"canon": {"points": "BD", "kernel": 3, "residual": False}},
-               "alibi_canon_qk_norm": {"canon": {"points": "B", "kernel": 5}, "qk_norm": "on"}}
+               "alibi_canon_qk_norm": {"canon": {"points": "B", "kernel": 5}, "qk_norm": "on"},
+               "variant_rope_bases": {"layers": "rope,rope.global", "attention": {"window": "4,0"},
+                                      "layer_params": {"rope.global": {"base": 1000.0}}},
+               "variant_t5": {"layers": "t5,t5.far", "layer_params": {"t5.far": {"num_buckets": 8, "max_distance": 10}}},
+               "rope_chunk": {"attention": {"chunk": "4,none"}},
+               "stick_breaking_chunk": {"attention": {"chunk": "5", "window": "3"}},
+               "none_temperature_tuning": {"attention": {"temperature_tuning": "0,1", "tuning_floor_scale": 4.0,
+                                                         "tuning_attn_scale": 0.5, "tuning_in_training": True}},
+               "llama4_irope": {"layers": "rope,none", "attention": {"chunk": "4,none", "temperature_tuning": "0,1",
+                                                                     "tuning_floor_scale": 4.0, "tuning_attn_scale": 0.5,
+                                                                     "tuning_in_training": True}}}
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
 LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
           "grape_a": (2, 4), "grape_a_gated": (2, 4), "grape_a_key": (2, 4), "abc": (2, 4),
           "rope_qk_norm": (2, 4), "hybrid_qk_norm": (2, 4), "none_canon": (2, 4), "rope_canon_bd": (2, 4),
-          "alibi_canon_qk_norm": (2, 4)}
+          "alibi_canon_qk_norm": (2, 4),
+          "variant_rope_bases": (2, 4), "variant_t5": (2, 4), "rope_chunk": (2, 4), "stick_breaking_chunk": (2, 4),
+          "none_temperature_tuning": (2, 4), "llama4_irope": (2, 4)}
 # The abc fixture's bias file (tests/fixtures/abc_bias.txt; its path is recorded relative, and the C++ tests
 # read it from tests/fixtures): a window of 4 differences, one head without d = 0 (row 0 then has only
 # masked keys), a transparent head, and soft values with a difference past the window and a future one.
