@@ -116,6 +116,9 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "grape_a_gated": ("grape_a", {"rate": "gated"}),                  # FoX's gates, query and key gates
     "grape_a_key": ("grape_a", {"lift": "key"}),                      # the key gate alone
     "abc": ("abc", {"bias_file": "abc_bias.txt"}),                    # ABC_BIAS, written beside the fixtures
+    # ---- looped depth ([loop], Fan et al. 2025): shared weights applied N times, the input injected
+    "looped_rope": ("rope", {}),                                      # block 0 three times, then block 1
+    "looped_none_length": ("none", {}),                               # NoPE, block 1 looped floor(T/4) + 1 times
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -132,11 +135,15 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                "hybrid_rnope_swa": {"layers": "none,rope", "attention": {"window": "0,4"}},
                "hybrid_t5_none": {"layers": "t5,none", "layer_params": {"t5": {"num_buckets": 8, "max_distance": 10}}},
                "rope_two_heads": {"heads": 2}, "alibi_three_heads": {"heads": 3}, "fox_one_head": {"heads": 1},
-               "transformer_xl_bidir": {"causal": False}}
+               "transformer_xl_bidir": {"causal": False},
+               "looped_rope": {"loop": {"first": 0, "blocks": 1, "times": 3}},
+               # N = 4, 7, 13 at 1x, 2x, 4x the training length (12 tokens): the loops grow with T
+               "looped_none_length": {"loop": {"first": 1, "rule": "length", "per_token": 0.25, "offset": 1}}}
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
 LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
-          "grape_a": (2, 4), "grape_a_gated": (2, 4), "grape_a_key": (2, 4), "abc": (2, 4)}
+          "grape_a": (2, 4), "grape_a_gated": (2, 4), "grape_a_key": (2, 4), "abc": (2, 4),
+          "looped_rope": (2, 4), "looped_none_length": (2, 4)}
 # The abc fixture's bias file (tests/fixtures/abc_bias.txt; its path is recorded relative, and the C++ tests
 # read it from tests/fixtures): a window of 4 differences, one head without d = 0 (row 0 then has only
 # masked keys), a transparent head, and soft values with a difference past the window and a future one.
