@@ -105,6 +105,7 @@ std::vector<Case> encoding_cases() {
   v.push_back({"grape_m", {"encoding.grape_m.variant=\"comrope\"", "encoding.grape_m.per_head=true"}});
   v.push_back({"grape_m", {"encoding.grape_m.learn=false"}});
   v.push_back({"abc", {"encoding.abc.bias_file=\"" + std::string(PELAB_FIXTURES_DIR) + "/abc_bias.txt\""}});  // its bias
+  v.push_back({"rope", {"loop.blocks=1", "loop.times=3"}});  // looped depth: block 0 applied three times
   return v;
 }
 

@@ -22,6 +22,16 @@ inline ModelConfig small_config(const std::string& encoding, std::map<std::strin
   return c;
 }
 
+// The depths the property tests run every encoding at: plain, and looped ([loop], layers/transformer.hpp
+// LoopSettings): block 0 applied three times with its input injected, then block 1.
+inline std::vector<LoopSettings> depth_variants() {
+  LoopSettings looped;
+  looped.first = 0, looped.blocks = 1, looped.times = 3;
+  return {LoopSettings{}, looped};
+}
+
+inline std::string depth_label(const LoopSettings& l) { return l.looped() ? "looped depth (block 0 x 3)" : "plain depth"; }
+
 inline std::unique_ptr<Transformer> make_model(const ModelConfig& c, std::uint64_t seed = 1, double std = 0.3) {
   auto m = std::make_unique<Transformer>(c);
   Rng rng(seed);
