@@ -32,6 +32,18 @@ inline std::vector<LoopSettings> depth_variants() {
 
 inline std::string depth_label(const LoopSettings& l) { return l.looped() ? "looped depth (block 0 x 3)" : "plain depth"; }
 
+// Every registered encoding at each of depth_variants(), for the tests that iterate the registry.
+struct EncodingAtDepth {
+  std::string name;
+  LoopSettings depth;
+};
+inline std::vector<EncodingAtDepth> encodings_at_depths() {
+  std::vector<EncodingAtDepth> out;
+  for (const auto& name : EncodingRegistry::instance().names())
+    for (const LoopSettings& d : depth_variants()) out.push_back({name, d});
+  return out;
+}
+
 inline std::unique_ptr<Transformer> make_model(const ModelConfig& c, std::uint64_t seed = 1, double std = 0.3) {
   auto m = std::make_unique<Transformer>(c);
   Rng rng(seed);

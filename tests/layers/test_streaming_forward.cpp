@@ -40,33 +40,33 @@ std::unique_ptr<Transformer> model_for(const std::string& name, bool causal, con
 TEST_CASE("a forward without a tape gives the logits of the taped one, every encoding and position mode",
           "[positional][streaming]") {
   std::size_t compared = 0, tiled = 0;
-  for (const auto& name : EncodingRegistry::instance().names())
-    for (bool causal : {true, false})
-      for (const LoopSettings& depth : depth_variants()) {
-        auto m = model_for(name, causal, depth);
-        if (!m) continue;
-        INFO(depth_label(depth));
-        if (m->encoding().bias_by_query_rows()) ++tiled;
-        for (PositionMode mode : {PositionMode::contiguous, PositionMode::offset, PositionMode::randomized}) {
-          INFO("encoding " << name << (causal ? ", causal" : ", bidirectional") << ", positions "
-                           << position_mode_name(mode));
-          Rng rng(3);
-          Batch b;
-          b.tokens = random_tokens(2, kT, 11, rng);
-          assign_positions(b, {mode, 2 * kT}, rng);
-          if (m->encoding().unsupported(*std::max_element(b.positions.begin(), b.positions.end()))) continue;
-          if (depth.looped() && mode != PositionMode::contiguous) continue;  // looped: one mode, the test's time
-          Array streamed;
-          {
-            NoGrad ng;
-            streamed = m->forward(b.tokens, b.positions).value();
-          }
-          const Array taped = m->forward(b.tokens, b.positions).value();  // parameters require grad: recorded
-          Tape::current().clear();
-          CHECK(rel_diff(streamed, taped) < 1e-5);
-          ++compared;
+  for (const EncodingAtDepth& e : encodings_at_depths())
+    for (bool causal : {true, false}) {
+      const std::string& name = e.name;
+      auto m = model_for(name, causal, e.depth);
+      if (!m) continue;
+      INFO(depth_label(e.depth));
+      if (m->encoding().bias_by_query_rows()) ++tiled;
+      for (PositionMode mode : {PositionMode::contiguous, PositionMode::offset, PositionMode::randomized}) {
+        INFO("encoding " << name << (causal ? ", causal" : ", bidirectional") << ", positions "
+                         << position_mode_name(mode));
+        Rng rng(3);
+        Batch b;
+        b.tokens = random_tokens(2, kT, 11, rng);
+        assign_positions(b, {mode, 2 * kT}, rng);
+        if (m->encoding().unsupported(*std::max_element(b.positions.begin(), b.positions.end()))) continue;
+        if (e.depth.looped() && mode != PositionMode::contiguous) continue;  // looped: one mode, the test's time
+        Array streamed;
+        {
+          NoGrad ng;
+          streamed = m->forward(b.tokens, b.positions).value();
         }
+        const Array taped = m->forward(b.tokens, b.positions).value();  // parameters require grad: recorded
+        Tape::current().clear();
+        CHECK(rel_diff(streamed, taped) < 1e-5);
+        ++compared;
       }
+    }
   CHECK(tiled >= 4);  // alibi, t5, kerple, fire at least
   CHECK(compared >= 80);
 }
