@@ -1,10 +1,16 @@
 // [loop] (looped depth, layers/transformer.hpp LoopSettings): bad settings are refused at their line,
-// saying what is allowed; 0 loops, and a length rule that gives 0 loops at some length, never run.
+// saying what is allowed; 0 loops, and a length rule that gives 0 loops at some length, never run; a
+// trained looped run evaluated with more loops (`pelab eval --set loop.*`).
 #include <catch2/catch.hpp>
 #include <string>
 
+#include <filesystem>
+
+#include "cli_helpers.hpp"
 #include "config_error.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/eval/eval_result.hpp"
+#include "training/fs.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -54,4 +60,24 @@ TEST_CASE("[loop] is written to the resolved config and read back", "[config][lo
   CHECK(b.config.model.loop.rule == "length");
   CHECK(b.config.model.loop.per_token == 0.25);
   CHECK(b.config.model.loop.offset == 2);
+}
+
+TEST_CASE("a looped run evaluates with other loop settings; the trained evaluation is untouched", "[loop][cli]") {
+  const std::string dir = test::fresh_temp_dir("looped_eval"), cfg = dir + "/c.toml", run = dir + "/run", log = dir + "/log";
+  write_file_atomic(cfg, "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\n[loop]\nfirst = 1\ntimes = 2\n"
+                         "[task]\nname = \"copy\"\ntrain_len = 4\n[train]\nsteps = 10\nbatch_size = 4\n"
+                         "[eval]\nlengths = [4, 8]\nsamples = 8\n");
+  REQUIRE(test::run_cli("train " + cfg + " --out " + run + " --quiet", log) == 0);
+  const std::string trained = read_file(run + "/eval.json");
+  REQUIRE(test::run_cli("eval " + run + " --set loop.times=6 --name six", log) == 0);
+  REQUIRE(test::run_cli("eval " + run + " --set loop.times=2 --name same", log) == 0);
+  CHECK(read_file(run + "/eval.json") == trained);
+  const EvalResult t = read_eval_result(run + "/eval.json"), six = read_eval_result(run + "/eval-six.json"),
+                   same = read_eval_result(run + "/eval-same.json");
+  REQUIRE(six.results.size() == 2);
+  CHECK(*six.results[1].metric("loss") != *t.results[1].metric("loss"));   // six loops: another model output
+  CHECK(*same.results[1].metric("loss") == *t.results[1].metric("loss"));  // the trained count: the same
+  CHECK(test::run_cli("eval " + run + " --set loop.times=0 --name none", log) == 2);
+  CHECK(test::has(read_file(log), "[loop] times = 0: the group must run at least once"));
+  std::filesystem::remove_all(dir);
 }
