@@ -139,7 +139,7 @@ Section loop_section() {
                                "floor(per_token T) + offset for a sequence of T tokens (grows with the length "
                                "at test time; Fan et al. 2025)"),
                    {"fixed", "length"}),
-           PELAB_FIELD("times", model.loop.times, 0.0, 4096.0, "rule fixed: N at every length (1 = no looping)"),
+           PELAB_FIELD("times", model.loop.times, 1.0, 4096.0, "rule fixed: N at every length (1 = no looping)"),
            PELAB_FIELD("per_token", model.loop.per_token, 0.0, 64.0, "rule length: loops per token of the sequence"),
            PELAB_FIELD("offset", model.loop.offset, -1e6, 1e6,
                        "rule length: added to floor(per_token T); N(1) = floor(per_token) + offset must be >= 1")},

@@ -24,7 +24,7 @@ const std::string kModel = "[model]\nn_layers = 2\n";  // lines 1-2; [loop] star
 TEST_CASE("[loop]: 0 loops, a rule giving 0 loops and a group outside the model are refused at their line",
           "[config][errors][loop]") {
   CHECK_THAT(error_of(kModel + "[loop]\ntimes = 0\n"),
-             StartsWith("looped.toml:4: [loop] times = 0: the group must run at least once; expected times >= 1"));
+             StartsWith("looped.toml:4: [loop] key 'times' has value 0; expected an integer in [1, 4096]"));
   // floor(0.5 T) - 1 is 0 at T = 1 .. 3: refused, though it is positive at every length the task trains on
   CHECK_THAT(error_of(kModel + "[loop]\nrule = \"length\"\nper_token = 0.5\noffset = -1\n"),
              StartsWith("looped.toml:6: [loop] offset = -1 with per_token = 0.5: rule = \"length\" gives N(T) = "
@@ -78,6 +78,6 @@ TEST_CASE("a looped run evaluates with other loop settings; the trained evaluati
   CHECK(*six.results[1].metric("loss") != *t.results[1].metric("loss"));   // six loops: another model output
   CHECK(*same.results[1].metric("loss") == *t.results[1].metric("loss"));  // the trained count: the same
   CHECK(test::run_cli("eval " + run + " --set loop.times=0 --name none", log) == 2);
-  CHECK(test::has(read_file(log), "[loop] times = 0: the group must run at least once"));
+  CHECK(test::has(read_file(log), "[loop] key 'times' has value 0; expected an integer in [1, 4096]"));
   std::filesystem::remove_all(dir);
 }
