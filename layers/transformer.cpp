@@ -51,6 +51,38 @@ InitOptions ModelSettings::init_options() const {
   return o;
 }
 
+std::size_t LoopSettings::loops_at(std::size_t T) const {
+  if (rule == "fixed") return times;
+  const double n = std::floor(per_token * double(T)) + double(offset);
+  return n < 1 ? 0 : std::size_t(n);
+}
+
+// N(T) is nondecreasing in T (per_token >= 0), so N(1) >= 1 is N(T) >= 1 at every length.
+void LoopSettings::check(std::size_t n_layers) const {
+  auto fail = [](const std::string& m) { throw Error("model: loop." + m); };
+  if (rule != "fixed" && rule != "length") fail("rule '" + rule + "' is not one of: fixed, length");
+  if (times == 0) fail("times = 0: the group must run at least once; expected times >= 1 (1 = no looping)");
+  if (first >= n_layers)
+    fail("first = " + std::to_string(first) + " is past the last block (model.n_layers = " + std::to_string(n_layers) +
+         "); expected 0.." + std::to_string(n_layers - 1));
+  if (end(n_layers) > n_layers)
+    fail("blocks = " + std::to_string(blocks) + " from first = " + std::to_string(first) + " runs past model.n_layers = " +
+         std::to_string(n_layers) + "; expected 1.." + std::to_string(n_layers - first) + ", or 0 for every block from first on");
+  if (rule == "fixed") {
+    if (per_token != 1 || offset != 0)
+      fail(std::string(per_token != 1 ? "per_token" : "offset") + " applies to rule = \"length\" only; with rule = "
+           "\"fixed\" the group runs loop.times times at every length");
+    return;
+  }
+  if (times != 1) fail("times = " + std::to_string(times) + " applies to rule = \"fixed\" only; rule = \"length\" "
+                       "takes N(T) = floor(per_token T) + offset");
+  if (!(per_token >= 0) || !std::isfinite(per_token)) fail("per_token must be a finite number >= 0");
+  if (loops_at(1) == 0)
+    fail("offset = " + std::to_string(offset) + " with per_token = " + format_value(Value(per_token)) +
+         ": rule = \"length\" gives N(T) = floor(per_token T) + offset < 1 at T = 1 token, and every length must "
+         "loop at least once; expected floor(per_token) + offset >= 1");
+}
+
 ModelDims ModelConfig::dims() const {
   ModelDims d;
   d.vocab = vocab;
@@ -83,6 +115,7 @@ void ModelConfig::validate() const {
   if (d_model % n_heads != 0)
     fail("d_model " + std::to_string(d_model) + " is not divisible by n_heads " + std::to_string(n_heads));
   if (dropout < 0 || dropout >= 1) fail("dropout must be in [0, 1)");
+  loop.check(n_layers);
   resolve_encoding_params(encoding, encoding_params, dims_for(encoding));  // throws on bad encoding settings
   for (const std::string& name : extra_encoding_names()) resolve_encoding_params(name, params_of(name), dims_for(name));
   const auto& names = attention_scaling_names();
@@ -430,14 +463,33 @@ Tensor Transformer::forward(const IndexArray& tokens, const IndexArray& position
   }
   Tensor x = pos_->encode_input_context(emb, input);  // (B, T, C)
   if (cfg_.dropout > 0 && training()) x = pelab::dropout(x, cfg_.dropout, *opt.dropout_rng, true);
-  const bool shared = rows_share_positions(positions);
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    x = blocks_[i]->forward(x, *layer_pos_[i], {positions, i, shared}, opt);
-    if (opt.between_layers) opt.between_layers();
-  }
+  x = run_blocks(x, positions, rows_share_positions(positions), opt);
   if (cap && cap->layers_too) cap->final_residual = x.value();
   x = ln_f_->forward(x);
   return head_ ? head_->forward(x) : linear(x, tok_emb_->weight);  // (B, T, V)
+}
+
+// The blocks in order, the [loop] group [first, end) applied N = loops_at(T) times: each application
+// after the first runs on x + e, e the group's input (Fan et al. 2025: input injection). The
+// weights are the group's own every time: the tape sums their gradients over the applications. An
+// applied block sees its own index as ctx.layer (its encoding, window, captures; attention maps keep
+// the last application's).
+Tensor Transformer::run_blocks(Tensor x, const IndexArray& positions, bool shared, const ForwardOptions& opt) {
+  const LoopSettings& loop = cfg_.loop;
+  const std::size_t first = loop.first, end = loop.end(blocks_.size()), n = loop.loops_at(positions.shape()[1]);
+  if (n == 0) throw Error("Transformer::forward: loop rule gives 0 loops at T = " + std::to_string(positions.shape()[1]));
+  const auto apply = [&](std::size_t i) {
+    x = blocks_[i]->forward(x, *layer_pos_[i], {positions, i, shared}, opt);  // (B, T, C)
+    if (opt.between_layers) opt.between_layers();
+  };
+  for (std::size_t i = 0; i < first; ++i) apply(i);
+  const Tensor e = x;  // (B, T, C) the group's input, injected at every loop
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r > 0) x = add(x, e);
+    for (std::size_t i = first; i < end; ++i) apply(i);
+  }
+  for (std::size_t i = end; i < blocks_.size(); ++i) apply(i);
+  return x;
 }
 
 }  // namespace pelab

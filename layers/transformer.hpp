@@ -3,6 +3,7 @@
 // fewer columns (PositionalEncoding::token_width: concat fills the rest with a position vector). Parameter names match the PyTorch reference (tests/pytorch).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +17,25 @@
 #include "layers/positional/encoding.hpp"
 
 namespace pelab {
+
+// [loop]: depth recurrence (Fan et al., "Looped Transformers for Length Generalization", ICLR 2025,
+// arXiv 2409.15647): the blocks [first, first + blocks) form a group applied N times with shared
+// weights; before every application after the first, the group's input e (the embedded input when
+// first = 0) is added to the state: x <- G(x + e). N = times (rule "fixed"), or N(T) =
+// floor(per_token T) + offset for a forward of T tokens (rule "length"). docs/architecture.md#looped-depth.
+struct LoopSettings {
+  std::size_t first = 0;       // the group's first block
+  std::size_t blocks = 0;      // blocks in the group; 0 = every block from `first` on
+  std::size_t times = 1;       // rule "fixed": N at every length (1: no looping)
+  std::string rule = "fixed";  // "fixed" | "length"
+  double per_token = 1;        // rule "length": N(T) = floor(per_token T) + offset
+  std::int64_t offset = 0;
+  bool looped() const { return rule != "fixed" || times != 1; }
+  std::size_t loops_at(std::size_t T) const;  // N for a forward of T tokens (>= 1 once checked)
+  // [first, end) of the group in a model of n_layers blocks.
+  std::size_t end(std::size_t n_layers) const { return blocks ? first + blocks : n_layers; }
+  void check(std::size_t n_layers) const;  // Error "model: loop.<key> ..." when malformed
+};
 
 // The [model] section of a config: architecture and initialization, nothing derived from elsewhere.
 struct ModelSettings {
@@ -32,6 +52,7 @@ struct ModelSettings {
   AttentionScalingSettings attention; // [attention]: temperature / log-length scaling (layers/attention_scaling.hpp)
   std::string qk_norm = "off";        // [attention] qk_norm: "on", "off" or a per-layer pattern (layers/qk_norm.hpp)
   CanonSettings canon;                // [canon]: Canon layers (layers/canon.hpp)
+  LoopSettings loop;                  // [loop]: depth recurrence (shared weights, input injection)
   InitOptions init_options() const;   // for init_parameters
 };
 
@@ -166,6 +187,8 @@ class Transformer : public Module {
 
  private:
   void add_layer_encodings();
+  // blocks_ over x (B, T, C), the [loop] group applied loop.loops_at(T) times with its input injected.
+  Tensor run_blocks(Tensor x, const IndexArray& positions, bool shared, const ForwardOptions& opt);
   ModelConfig cfg_;
   Embedding* tok_emb_;
   PositionalEncoding* pos_;

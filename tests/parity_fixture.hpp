@@ -109,6 +109,15 @@ inline ModelConfig fixture_model_config(const SafeTensors& st) {
     c.canon.kernel = k.value("kernel", std::size_t(4));
     c.canon.residual = k.value("residual", true);
   }
+  if (cfg.contains("loop")) {  // [loop]: looped depth (layers/transformer.hpp LoopSettings)
+    const auto& l = cfg.at("loop");
+    c.loop.first = l.value("first", std::size_t(0));
+    c.loop.blocks = l.value("blocks", std::size_t(0));
+    c.loop.times = l.value("times", std::size_t(1));
+    c.loop.rule = l.value("rule", std::string("fixed"));
+    c.loop.per_token = l.value("per_token", 1.0);
+    c.loop.offset = l.value("offset", std::int64_t(0));
+  }
   c.layer_encodings = cfg.value("layers", std::string());
   c.encoding_heads = cfg.value("heads", std::size_t(0));  // [encoding] layers and the others' parameters
   if (cfg.contains("layer_params"))

@@ -205,7 +205,7 @@ void add_eval(CLI::App& app, Commands& commands) {
   c->add_option("--json", a->json_out, "also write the results to this JSON file (a new or regular file; "
                 "-: standard output, the table then goes to standard error)");
   c->add_option("--set", a->overrides, "evaluation-time setting: eval.*, encoding.<its encoding>.* (e.g. "
-                "encoding.rope.scaling=yarn) or attention.* (repeatable)");
+                "encoding.rope.scaling=yarn), attention.* or loop.* (repeatable)");
   c->add_option("--name", a->name, "keep this evaluation as RUN_DIR/eval-NAME.json (pelab report shows it)");
   add_memory_limit(*c, a->memory_mb);
   commands.push_back({c, [a](const Invocation&) { return cmd_eval(*a); }});

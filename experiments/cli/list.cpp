@@ -53,6 +53,10 @@ int cmd_list() {
   std::vector<ParamSpec> canon;
   for (const auto& f : config_detail::find_section("canon")->fields) canon.push_back(f.spec);
   print_params(canon);
+  std::printf("\nlooped depth, with every encoding ([loop]; at evaluation: pelab eval --set loop.KEY=V):\n");
+  std::vector<ParamSpec> loop;
+  for (const auto& f : config_detail::find_section("loop")->fields) loop.push_back(f.spec);
+  print_params(loop);
   print_registry("\ntasks ([task] name = ...; parameters in [task.NAME]):", TaskRegistry::instance());
   print_registry("\noptimizers ([train] optimizer = ...; parameters in [train.NAME]):", OptimizerRegistry::instance());
   std::printf("\nmetrics ([train] early_stop_metric, pelab report --metric):\n");

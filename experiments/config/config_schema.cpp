@@ -159,6 +159,25 @@ Section canon_section() {
           {}};
 }
 
+// [loop]: depth recurrence, a group of blocks applied N times with shared weights and the group's
+// input injected (layers/transformer.hpp LoopSettings; docs/architecture.md#looped-depth).
+Section loop_section() {
+  return {"loop",
+          {PELAB_FIELD("first", model.loop.first, 0.0, 1023.0, "the looped group's first block (0-based)"),
+           PELAB_FIELD("blocks", model.loop.blocks, 0.0, 1024.0,
+                       "blocks in the looped group; 0 = every block from `first` on"),
+           choices(PELAB_FIELD("rule", model.loop.rule, none, none,
+                               "N, the group's applications: fixed = `times` at every length; length = "
+                               "floor(per_token T) + offset for a sequence of T tokens (grows with the length "
+                               "at test time; Fan et al. 2025)"),
+                   {"fixed", "length"}),
+           PELAB_FIELD("times", model.loop.times, 1.0, 4096.0, "rule fixed: N at every length (1 = no looping)"),
+           PELAB_FIELD("per_token", model.loop.per_token, 0.0, 64.0, "rule length: loops per token of the sequence"),
+           PELAB_FIELD("offset", model.loop.offset, -1e6, 1e6,
+                       "rule length: added to floor(per_token T); N(1) = floor(per_token) + offset must be >= 1")},
+          {}};
+}
+
 // [encoding]: the model-wide encoding and the per-layer layout (layers/transformer.hpp ModelConfig).
 Section encoding_section() {
   return {"encoding",
@@ -283,6 +302,7 @@ std::vector<Section> build_schema() {
   s.push_back(encoding_section());
   s.push_back(attention_section());
   s.push_back(canon_section());
+  s.push_back(loop_section());
   s.push_back({"task",
                {PELAB_FIELD("name", task, none, none, "task (see `pelab list`)"),
                 PELAB_FIELD("min_len", min_len, 1.0, 1e6, "smallest training problem size"),

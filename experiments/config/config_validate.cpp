@@ -314,6 +314,8 @@ RunSpec validate_config(ExperimentConfig cfg, TaskCache& cache) {
                             "attention.qk_norm"},
                  "attention"),
            "[attention] " + msg);
+    if (msg.compare(0, 5, "loop.") == 0)
+      fail(location(cfg, "loop." + msg.substr(5, msg.find_first_of(" =", 5) - 5)), "[loop] " + msg.substr(5));
     if (msg.compare(0, 16, "encoding.layers ") == 0 || msg.compare(0, 15, "encoding.heads ") == 0 ||
         msg.find("encoding '") == 0)
       fail(blame(cfg, msg, {"encoding.layers", "encoding.heads", "encoding.name"}, "encoding"), "[encoding] " + msg);

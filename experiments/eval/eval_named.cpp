@@ -60,6 +60,8 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
                     "a trained run's");
       continue;
     }
+    // [loop]: how often the blocks run, no parameter of its own (the test-time steps of looped depth)
+    if (starts_with(key, "loop.")) continue;
     // A task parameter that shapes only the data (TaskSpec::eval_params: flip_flop.p_ignore, passkey.depth).
     const auto& eval_params = TaskRegistry::instance().get(trained.task).eval_params;
     const std::string task_prefix = "task." + trained.task + ".";
@@ -69,7 +71,7 @@ void check_eval_settings(const std::vector<std::string>& sets, const ExperimentC
     std::string task_keys;
     for (const auto& p : eval_params) task_keys += ", " + task_prefix + p;
     throw Error(where + "key '" + key + "' is not an evaluation setting; `pelab eval --set` accepts eval.*, encoding." +
-                trained.encoding + ".*, attention.*" + task_keys + " (retrain to change training settings)");
+                trained.encoding + ".*, attention.*, loop.*" + task_keys + " (retrain to change training settings)");
   }
 }
 

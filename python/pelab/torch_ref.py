@@ -1345,8 +1345,9 @@ class Model(nn.Module):
     layers pattern, whose names may be variants "rope.global" of an encoding; other names' parameters from
     cfg["layer_params"][name]), attention.window, .chunk, .temperature_tuning (optional patterns) and the
     tuning_* settings, qk_norm (optional: pelab's [attention] qk_norm pattern of on/off), canon (optional:
-    pelab's [canon] table, points/kernel/residual). Parameter names are pelab's checkpoint names ("pos_<name>"
-    for a layout's others)."""
+    pelab's [canon] table, points/kernel/residual), loop (optional: pelab's [loop], a dict of first, blocks,
+    rule, times, per_token, offset). Parameter names are pelab's checkpoint names ("pos_<name>" for a layout's
+    others)."""
 
     def __init__(self, cfg, encoding, encoding_params=None):
         super().__init__()
@@ -1372,6 +1373,7 @@ class Model(nn.Module):
         self.head = nn.Linear(cfg["d_model"], cfg["vocab"], bias=False)
         self.causal = {}  # T -> (T, T) bool, True above the diagonal (future keys)
         self.record = None  # a dict: embeddings (their gradient kept), final_residual (record())
+        self.loop = dict(cfg.get("loop") or {})  # pelab's [loop]: first, blocks, rule, times, per_token, offset
 
     def forward(self, tokens, positions):
         """tokens, positions (B, T) -> logits (B, T, V)."""
@@ -1386,12 +1388,38 @@ class Model(nn.Module):
         if self.record is not None and emb.requires_grad:
             emb.retain_grad()
         x = self.pos.encode_input(emb, positions)                          # (B, T, d)
-        shared = shared_rows(positions)
-        for i, blk in enumerate(self.blocks):
-            x = blk(x, Ctx(positions, i, shared), self.layer_pos[i], causal)
+        x = self.run_blocks(x, positions, shared_rows(positions), causal)
         if self.record is not None:
             self.record.update(embeddings=emb, final_residual=x)
         return self.head(self.ln_f(x))                                    # (B, T, V)
+
+
+    def run_blocks(self, x, positions, shared, causal):
+        """The blocks in order, pelab's [loop] group [first, end) applied loops_at(T) times, its input e added
+        before every application after the first (Fan et al. 2025: input injection)."""
+        loop, n_blocks = self.loop, len(self.blocks)
+        first = loop.get("first", 0)
+        end = first + loop["blocks"] if loop.get("blocks", 0) else n_blocks
+        n = loops_at(loop, positions.shape[1])
+        assert n >= 1, (loop, positions.shape[1])
+        for i in range(first):
+            x = self.blocks[i](x, Ctx(positions, i, shared), self.layer_pos[i], causal)
+        e = x
+        for r in range(n):
+            if r > 0:
+                x = x + e
+            for i in range(first, end):
+                x = self.blocks[i](x, Ctx(positions, i, shared), self.layer_pos[i], causal)
+        for i in range(end, n_blocks):
+            x = self.blocks[i](x, Ctx(positions, i, shared), self.layer_pos[i], causal)
+        return x
+
+
+def loops_at(loop, T):
+    """N of pelab's [loop] at a sequence of T tokens: times (rule fixed), floor(per_token T) + offset (length)."""
+    if loop.get("rule", "fixed") == "fixed":
+        return loop.get("times", 1)
+    return int(math.floor(loop.get("per_token", 1.0) * T)) + loop.get("offset", 0)
 
 
 def record(model):
@@ -1657,7 +1685,7 @@ def model_cfg(config, vocab, train_seq_len, defaults):
                d_mlp=m.get("d_ff") or 4 * m["d_model"], ln_eps=m.get("ln_eps", 1e-5), seq_len=train_seq_len,
                causal=m.get("causal", True), layers=layers, heads=e.get("heads", 0), attention=attention,
                layer_params={n: p for n, p in params.items() if n != name}, qk_norm=qk_norm,
-               canon=dict(config.get("canon", {})))
+               canon=dict(config.get("canon", {})), loop=dict(config.get("loop", {})))
     return cfg, name, params[name]
 
 

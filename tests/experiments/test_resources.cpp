@@ -110,6 +110,7 @@ std::vector<Case> encoding_cases() {
   v.push_back({"rope", {"attention.qk_norm=\"on\""}});
   v.push_back({"none", {"canon.points=\"ABCD\""}});
   v.push_back({"alibi", {"canon.points=\"BD\"", "canon.kernel=3", "attention.qk_norm=\"on,off\""}});
+  v.push_back({"rope", {"loop.blocks=1", "loop.times=3"}});  // looped depth: block 0 applied three times
   return v;
 }
 

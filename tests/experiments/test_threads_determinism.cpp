@@ -1,6 +1,7 @@
 // End to end, the claim of core/parallel.hpp: `pelab train` at 1 and at 2 threads ends with the same
 // weights, optimizer state and losses, bit for bit, for every encoding, and writes the same metrics.jsonl
-// but for wall time (held-out evaluations with the lengths beyond training included). The model is large
+// but for wall time (held-out evaluations with the lengths beyond training included); and a looped model
+// ([loop]) whose loops grow with the length. The model is large
 // enough that the plan cuts its GEMMs into pieces (rows 32 x 33, d_model 64: 2 pieces) and its
 // elementwise loops.
 #include <catch2/catch.hpp>
@@ -94,6 +95,8 @@ TEST_CASE("pelab train at 1 and 2 threads ends with the same bits for every enco
   }
   const std::string dir = fresh_temp_dir("threads_determinism");
   for (const std::string& name : EncodingRegistry::instance().names()) check_threads(dir, name, config_for(name));
+  // looped depth growing with T ([loop], issue 47)
+  check_threads(dir, "looped_none", config_for("none") + "[loop]\nfirst = 1\nrule = \"length\"\nper_token = 0.125\noffset = 1\n");
   fs::remove_all(dir);
 }
 

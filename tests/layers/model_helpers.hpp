@@ -52,6 +52,28 @@ inline ModelConfig feature_config(const FeatureCase& f) {
   return c;
 }
 
+// The depths the property tests run every encoding at: plain, and looped ([loop], layers/transformer.hpp
+// LoopSettings): block 0 applied three times with its input injected, then block 1.
+inline std::vector<LoopSettings> depth_variants() {
+  LoopSettings looped;
+  looped.first = 0, looped.blocks = 1, looped.times = 3;
+  return {LoopSettings{}, looped};
+}
+
+inline std::string depth_label(const LoopSettings& l) { return l.looped() ? "looped depth (block 0 x 3)" : "plain depth"; }
+
+// Every registered encoding at each of depth_variants(), for the tests that iterate the registry.
+struct EncodingAtDepth {
+  std::string name;
+  LoopSettings depth;
+};
+inline std::vector<EncodingAtDepth> encodings_at_depths() {
+  std::vector<EncodingAtDepth> out;
+  for (const auto& name : EncodingRegistry::instance().names())
+    for (const LoopSettings& d : depth_variants()) out.push_back({name, d});
+  return out;
+}
+
 inline std::unique_ptr<Transformer> make_model(const ModelConfig& c, std::uint64_t seed = 1, double std = 0.3) {
   auto m = std::make_unique<Transformer>(c);
   Rng rng(seed);

@@ -1,7 +1,7 @@
 // Properties every registered encoding must have, under every position mode: causality, the declared
 // relative/absolute behaviour under a shift of all ids, and rows with their own ids behaving as
-// one-row batches. A new encoding is covered by registering it; the architecture features of issue 46
-// (tests/open_model_features.hpp) are covered beside the encodings.
+// one-row batches. A new encoding is covered by registering it, at plain and at looped depth
+// (model_helpers.hpp depth_variants); the architecture features of issue 46 are covered beside the encodings.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -44,14 +44,18 @@ std::unique_ptr<Transformer> lively_model(const ModelConfig& c, std::uint64_t se
   return m;
 }
 
-// Every registered encoding with its defaults, then the architecture features (model_helpers.hpp).
+// Every registered encoding with its defaults at each depth, then the architecture features (model_helpers.hpp).
 struct Case {
   std::string name;  // the label
   ModelConfig config;
 };
 std::vector<Case> cases() {
   std::vector<Case> v;
-  for (const auto& name : EncodingRegistry::instance().names()) v.push_back({name, small_config(name)});
+  for (const EncodingAtDepth& e : encodings_at_depths()) {
+    ModelConfig c = small_config(e.name);
+    c.loop = e.depth;
+    v.push_back({e.depth.looped() ? e.name + ", " + depth_label(e.depth) : e.name, c});
+  }
   for (const FeatureCase& f : feature_cases()) v.push_back({f.label, feature_config(f)});
   return v;
 }

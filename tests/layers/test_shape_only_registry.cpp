@@ -81,6 +81,11 @@ std::vector<Variant> variants() {
   v.push_back({"qk_norm on,off alibi", [](ModelConfig& c) { c.encoding = "alibi", c.qk_norm = "on,off"; }});
   v.push_back({"canon ABCD none", [](ModelConfig& c) { c.encoding = "none", c.canon.points = "ABCD"; }});
   v.push_back({"canon BD rope", [](ModelConfig& c) { c.encoding = "rope", c.canon = {"BD", 3, false}; }});
+  // looped depth ([loop]): every application's activations kept for backward, the weights once
+  v.push_back({"looped rope x3", [](ModelConfig& c) { c.encoding = "rope", c.loop.blocks = 1, c.loop.times = 3; }});
+  v.push_back({"looped t5 by length", [](ModelConfig& c) {
+                 c.encoding = "t5", c.loop.first = 1, c.loop.rule = "length", c.loop.per_token = 0.125, c.loop.offset = 1;
+               }});
   // abc with a bias (without one it is NoPE): the two-head file of the property tests (model_helpers.hpp)
   v.push_back({"abc two heads", [](ModelConfig& c) {
                  c.encoding = "abc", c.n_heads = 2;

@@ -129,6 +129,9 @@ FIXTURES = {  # file stem -> (encoding, the parameters given; the metadata recor
     "stick_breaking_chunk": ("stick_breaking", {"attend_current": True}),  # chunks of 5, window 3 too
     "none_temperature_tuning": ("none", {}),                          # tuning "0,1", F = 4, a = 0.5, in training
     "llama4_irope": ("rope", {}),                                     # layers "rope,none", chunk "4,none", tuning "0,1"
+    # ---- looped depth ([loop], Fan et al. 2025): shared weights applied N times, the input injected
+    "looped_rope": ("rope", {}),                                      # block 0 three times, then block 1
+    "looped_none_length": ("none", {}),                               # NoPE, block 1 looped floor(T/4) + 1 times
 }
 # dynamic NTK's base follows a row's largest id: relative only among rows with the same largest id.
 NOT_SHIFT_INVARIANT = {"rope_dynamic_ntk"}
@@ -159,7 +162,10 @@ FIXTURE_CFG = {"t5_bidir": {"causal": False},
                                                          "tuning_attn_scale": 0.5, "tuning_in_training": True}},
                "llama4_irope": {"layers": "rope,none", "attention": {"chunk": "4,none", "temperature_tuning": "0,1",
                                                                      "tuning_floor_scale": 4.0, "tuning_attn_scale": 0.5,
-                                                                     "tuning_in_training": True}}}
+                                                                     "tuning_in_training": True}},
+               "looped_rope": {"loop": {"first": 0, "blocks": 1, "times": 3}},
+               # N = 4, 7, 13 at 1x, 2x, 4x the training length (12 tokens): the loops grow with T
+               "looped_none_length": {"loop": {"first": 1, "rule": "length", "per_token": 0.25, "offset": 1}}}
 # Fixtures that also record float64 logits at these multiples of seq_len (long.<n>.tokens, .positions,
 # .logits; row 2's ids start at 2), from the fixture's initial weights: parity beyond the training length.
 LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (2, 4), "grape_m_comrope": (2, 4),
@@ -167,7 +173,8 @@ LONGER = {"transformer_xl": (2, 4), "transformer_xl_bidir": (2, 4), "grape_m": (
           "rope_qk_norm": (2, 4), "hybrid_qk_norm": (2, 4), "none_canon": (2, 4), "rope_canon_bd": (2, 4),
           "alibi_canon_qk_norm": (2, 4),
           "variant_rope_bases": (2, 4), "variant_t5": (2, 4), "rope_chunk": (2, 4), "stick_breaking_chunk": (2, 4),
-          "none_temperature_tuning": (2, 4), "llama4_irope": (2, 4)}
+          "none_temperature_tuning": (2, 4), "llama4_irope": (2, 4),
+          "looped_rope": (2, 4), "looped_none_length": (2, 4)}
 # The abc fixture's bias file (tests/fixtures/abc_bias.txt; its path is recorded relative, and the C++ tests
 # read it from tests/fixtures): a window of 4 differences, one head without d = 0 (row 0 then has only
 # masked keys), a transparent head, and soft values with a difference past the window and a future one.
