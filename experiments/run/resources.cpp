@@ -139,10 +139,13 @@ MemoryEstimate ResourceModel::forward_only(std::size_t n, std::size_t batch, boo
 
 std::size_t ResourceModel::eval_batch_that_fits(std::size_t n, std::size_t wanted, std::size_t limit) const {
   if (limit == 0) return wanted;
-  // One example first: a length that cannot fit is refused without a dry run at the whole batch, whose
-  // ids alone are gigabytes at 10^7 tokens (test_cli_limits: 25 s and 10 GB resident before).
-  if (evaluation(n, 1).total() > limit) return 0;
+  // A dry run's ids are real (B x T of them), so past 2^23 tokens in the batch one example is tried first:
+  // a length that cannot fit is then refused without gigabytes of ids (10^7 tokens at batch 16: 25 s and
+  // 10 GB resident before, 1.1 s now). Below it the whole batch first, the usual answer in one dry run.
+  const bool huge = double(wanted) * double(spec_.task->sequence_length(n)) > double(std::size_t(1) << 23);
+  if (huge && evaluation(n, 1).total() > limit) return 0;
   if (wanted <= 1 || evaluation(n, wanted).total() <= limit) return wanted;
+  if (!huge && evaluation(n, 1).total() > limit) return 0;
   std::size_t lo = 1, hi = wanted;  // evaluation(lo) fits (lo = 0 stands for "none"), evaluation(hi) does not
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;

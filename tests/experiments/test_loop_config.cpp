@@ -62,7 +62,7 @@ TEST_CASE("[loop] is written to the resolved config and read back", "[config][lo
   CHECK(b.config.model.loop.offset == 2);
 }
 
-TEST_CASE("a looped run evaluates with other loop settings; the trained evaluation is untouched", "[loop][cli]") {
+TEST_CASE("a looped run evaluates with other loop settings, and the trained evaluation is untouched", "[loop][cli]") {
   const std::string dir = test::fresh_temp_dir("looped_eval"), cfg = dir + "/c.toml", run = dir + "/run", log = dir + "/log";
   write_file_atomic(cfg, "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\n[loop]\nfirst = 1\ntimes = 2\n"
                          "[task]\nname = \"copy\"\ntrain_len = 4\n[train]\nsteps = 10\nbatch_size = 4\n"

@@ -61,7 +61,7 @@ TEST_CASE("looped depth: the group runs N(T) times, the blocks around it once", 
   CHECK(applied_blocks(*make_model(small_config("rope")), 9) == 2);  // no [loop]: each block once
 }
 
-TEST_CASE("looped depth: the input is injected and looping changes the logits; times = 1 is the plain model",
+TEST_CASE("looped depth: the input is injected and looping changes the logits, and times = 1 is the plain model",
           "[loop]") {
   Rng rng(4);
   const IndexArray tok = random_tokens(2, 9, 11, rng), pos = default_positions(2, 9);
