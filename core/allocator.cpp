@@ -1,4 +1,5 @@
 #include "core/allocator.hpp"
+#include "core/eviction_order.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -102,6 +103,17 @@ std::size_t size_class(std::size_t bytes) {
 
 void set_hook(Hook* hook) { g_hook.store(hook, std::memory_order_release); }
 
+std::vector<std::size_t> eviction_order(std::vector<CachedClass> cached, std::uint64_t step) {
+  cached.erase(std::remove_if(cached.begin(), cached.end(), [step](const CachedClass& c) { return c.last_step >= step; }),
+               cached.end());
+  std::sort(cached.begin(), cached.end(), [](const CachedClass& a, const CachedClass& b) {
+    return a.last_step != b.last_step ? a.last_step < b.last_step : a.cls > b.cls;
+  });
+  std::vector<std::size_t> order;
+  for (const CachedClass& c : cached) order.push_back(c.cls);
+  return order;
+}
+
 void begin_step() {
   if (Hook* h = g_hook.load(std::memory_order_acquire))
     if (h->begin_step()) return;
@@ -117,23 +129,20 @@ std::size_t system_limit(std::size_t peak_live_bytes) { return peak_live_bytes +
 namespace {
 
 // Before `cls` more bytes are obtained from the system: cached blocks back to the system while the bytes
-// held would exceed system_limit, classes not current only, oldest step first, then largest (the reuse
-// rule: allocator.hpp; Trace::summary replays it). Caller holds c.mu.
+// held would exceed system_limit, in eviction_order (the reuse rule: allocator.hpp; Trace::summary replays
+// it). Caller holds c.mu.
 void evict_for(Cache& c, std::size_t cls) {
   Stats& st = c.st;
   st.peak_live_bytes = std::max(st.peak_live_bytes, st.system_bytes - st.cached_bytes + cls);
   const std::size_t limit = system_limit(st.peak_live_bytes);
   if (st.system_bytes + cls <= limit) return;
-  std::vector<std::map<std::size_t, FreeList>::iterator> old;
-  for (auto it = c.free.begin(); it != c.free.end(); ++it)
-    if (!it->second.blocks.empty() && it->second.last_step < c.step) old.push_back(it);
-  std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) {
-    return a->second.last_step != b->second.last_step ? a->second.last_step < b->second.last_step : a->first > b->first;
-  });
-  for (auto it : old)
-    for (auto& blocks = it->second.blocks; !blocks.empty() && st.system_bytes + cls > limit; blocks.pop_back()) {
-      system_free(blocks.back(), it->first);
-      st.system_bytes -= it->first, st.cached_bytes -= it->first, st.evicted_bytes += it->first;
+  std::vector<CachedClass> cached;
+  for (const auto& [k, list] : c.free)
+    if (!list.blocks.empty()) cached.push_back({k, list.last_step});
+  for (const std::size_t k : eviction_order(std::move(cached), c.step))
+    for (auto& blocks = c.free[k].blocks; !blocks.empty() && st.system_bytes + cls > limit; blocks.pop_back()) {
+      system_free(blocks.back(), k);
+      st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
     }
 }
 

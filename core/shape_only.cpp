@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "core/allocator.hpp"
+#include "core/eviction_order.hpp"
 #include "core/tensor.hpp"
 
 namespace pelab {
@@ -174,9 +175,8 @@ bool shape_only() { return t_shape_only; }
 namespace memory {
 
 // Replays the events: live blocks per class, and free lists per class under the allocator's reuse rule
-// from a cold start (keeps_freed_block, system_limit, steps, and eviction of classes not current, oldest
-// step first, then largest: what allocate / deallocate / begin_step in allocator.cpp do, minus the system
-// calls).
+// from a cold start (keeps_freed_block, system_limit, steps and eviction_order: what allocate / deallocate /
+// begin_step in allocator.cpp do, minus the system calls).
 TraceSummary Trace::summary() const {
   TraceSummary s;
   std::map<std::size_t, std::size_t> live, cached;
@@ -202,13 +202,10 @@ TraceSummary Trace::summary() const {
       }
       const std::size_t limit = system_limit(peak_live);
       if (system_bytes + e.cls > limit) {
-        std::vector<std::pair<std::uint64_t, std::size_t>> old;  // (step, class), oldest then largest first
+        std::vector<CachedClass> held;
         for (const auto& [cls, k] : cached)
-          if (k > 0 && last[cls] < step) old.emplace_back(last[cls], cls);
-        std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) {
-          return a.first != b.first ? a.first < b.first : a.second > b.second;
-        });
-        for (const auto& [when, cls] : old)
+          if (k > 0) held.push_back({cls, last[cls]});
+        for (const std::size_t cls : eviction_order(std::move(held), step))
           for (std::size_t& k = cached[cls]; k > 0 && system_bytes + e.cls > limit; --k)
             system_bytes -= cls, cached_bytes -= cls;
       }
