@@ -138,7 +138,8 @@ def main(argv=None):
     print(f"\n{a.metric}{' as an error rate' if a.error else ''}, %; * = in distribution; gate = chance + "
           f"{c.GATE_FRACTION:g} (1 − chance) at the largest in-distribution length; beyond = each seed's mean over the "
           f"lengths past training, mean ± sample std (seeds); ranks by the tie rule among groups passing the gate; "
-          f"{cpu / 60:.1f} CPU-minutes of training and evaluation in these runs (eval.json's seconds, one thread).")
+          f"the runs took {cpu / 60:.1f} minutes (eval.json's train and eval seconds: wall clock, one thread each; CPU "
+          "time when the machine was not oversubscribed).")
     return 0
 
 
