@@ -178,3 +178,45 @@ TEST_CASE("a block just under 2 MiB stays an ordinary 64-byte aligned allocation
   memory::deallocate(p, bytes);
 }
 #endif
+
+#ifdef __linux__
+// A huge block of class `mib` MiB filled with `byte`, cached (freed) in the current step.
+static unsigned char* cached_huge(std::size_t mib, unsigned char byte) {
+  auto* p = static_cast<unsigned char*>(memory::allocate(mib * kMiB));
+  std::memset(p, byte, mib * kMiB);
+  memory::deallocate(p, mib * kMiB);
+  return p;
+}
+
+TEST_CASE("a miss that evicts a huge block gets that block's pages, shorter or longer, with the rule's accounting",
+          "[allocator]") {
+  if (!memory::huge_blocks()) {
+    WARN("skipped: this build takes large blocks from aligned_alloc (not Linux, or AddressSanitizer)");
+    return;
+  }
+  for (const std::size_t want : {std::size_t(5), std::size_t(8)}) {  // cut to length; moved onto a longer mapping
+    INFO("6 MiB evicted for a " << want << " MiB request");
+    memory::release_cache();
+    REQUIRE(memory::stats().system_bytes < 4 * kMiB);  // so that the 6 MiB block is what goes back
+    unsigned char* old = cached_huge(6, 0xA5);
+    const auto before = memory::stats();
+    memory::begin_step();  // the 6 MiB class is an earlier step's: it may go back
+    auto* p = static_cast<unsigned char*>(memory::allocate(want * kMiB));
+    const auto after = memory::stats();
+    CHECK(after.evicted_bytes - before.evicted_bytes == 6 * kMiB);
+    CHECK(after.system_allocs == before.system_allocs + 1);
+    CHECK(after.system_bytes == before.system_bytes - 6 * kMiB + want * kMiB);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20) == 0);
+    if (want < 6) CHECK(p == old);
+    // The old pages, not fresh zeroed ones (fresh pages read 0): the first 5 MiB hold its bytes.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < 5 * kMiB; i += 4096) kept += p[i] == 0xA5;
+    CHECK(kept == 5 * kMiB / 4096);
+    std::memset(p, 1, want * kMiB);  // every byte of the request is writable
+    CHECK(p[want * kMiB - 1] == 1);
+    memory::deallocate(p, want * kMiB);
+    memory::release_cache();
+    CHECK_FALSE(mapped(p));
+  }
+}
+#endif
