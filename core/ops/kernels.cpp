@@ -247,11 +247,14 @@ inline std::size_t lanes16(std::size_t n, std::size_t Tk) {
 
 PELAB_HOT
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
-                            std::size_t off, bool causal, std::size_t window, std::size_t chunk) {
+                            std::size_t off, bool causal, std::size_t window, std::size_t chunk, real scale) {
   const real neg_inf = -std::numeric_limits<real>::infinity();
   for (std::size_t i = r0; i < r1; ++i) {
     real* __restrict s = S + i * Tk;
     const std::size_t n = causal ? i + off + 1 : Tk, m = lanes16(n, Tk);
+    // A loop of its own: in the bias's loop below, -ffp-contract=fast would fuse s * scale + b (other bits).
+    if (scale != real(1))
+      for (std::size_t j = 0; j < m; ++j) s[j] *= scale;
     if (bias) {
       const real* __restrict br = bias + i * Tk;
       for (std::size_t j = 0; j < m; ++j) s[j] += br[j];
