@@ -125,6 +125,25 @@ void mul_colsum(const real* g, const real* d, real* gh, bool accumulate, real* d
 }
 
 PELAB_HOT
+void mul_colsum_inplace(const real* g, real* gd, real* db, std::size_t rows, std::size_t F, std::size_t j0,
+                        std::size_t j1) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const real* __restrict gr = g + r * F;
+    real* __restrict dr = gd + r * F;
+    if (db) {
+      real* __restrict o = db;
+      for (std::size_t j = j0; j < j1; ++j) {
+        const real v = gr[j] * dr[j];
+        dr[j] = v;
+        o[j] += v;
+      }
+    } else {
+      for (std::size_t j = j0; j < j1; ++j) dr[j] = gr[j] * dr[j];
+    }
+  }
+}
+
+PELAB_HOT
 void colsum(const real* g, real* db, std::size_t rows, std::size_t F, std::size_t j0, std::size_t j1) {
   for (std::size_t r = 0; r < rows; ++r) {
     const real* __restrict gr = g + r * F;

@@ -22,6 +22,10 @@ void bias_gelu_rows(real* y, const real* bias, real* d, std::size_t r0, std::siz
 void mul_colsum(const real* g, const real* d, real* gh, bool accumulate, real* db, std::size_t rows, std::size_t F,
                 std::size_t j0, std::size_t j1);
 
+// mul_colsum with gh = d, accumulate false: gd = g * gd in place (the same bits), db as there (may be null).
+void mul_colsum_inplace(const real* g, real* gd, real* db, std::size_t rows, std::size_t F, std::size_t j0,
+                        std::size_t j1);
+
 // db[j] += sum over rows of g[r, j], in row order, for columns [j0, j1).
 void colsum(const real* g, real* db, std::size_t rows, std::size_t F, std::size_t j0, std::size_t j1);
 

@@ -201,6 +201,14 @@ TEST_CASE("kernels: column sums and the fused multiply + column sum, whole and s
   kernels::mul_colsum(g.data(), d.data(), gh2.data(), false, db2.data(), rows, F, 10, F);
   REQUIRE(gh2 == gh);
   REQUIRE(db2 == db);
+  // In place (linear_gelu's backward: gh overwrites d): the same bits, split or not, with and without db.
+  std::vector<real> gd = d, db3(F, 0), gd2 = d;
+  kernels::mul_colsum_inplace(g.data(), gd.data(), db3.data(), rows, F, 0, 10);
+  kernels::mul_colsum_inplace(g.data(), gd.data(), db3.data(), rows, F, 10, F);
+  kernels::mul_colsum_inplace(g.data(), gd2.data(), nullptr, rows, F, 0, F);
+  CHECK(std::memcmp(gd.data(), gh.data(), gh.size() * sizeof(real)) == 0);
+  CHECK(std::memcmp(gd2.data(), gh.data(), gh.size() * sizeof(real)) == 0);
+  CHECK(std::memcmp(db3.data(), db.data(), db.size() * sizeof(real)) == 0);
   std::vector<real> cs(F, 0), cs2(F, 0);
   kernels::colsum(g.data(), cs.data(), rows, F, 0, F);
   check_close(cs, wcs, 1e-5);
