@@ -34,7 +34,7 @@ constexpr std::size_t kAlign = 64;
 // step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops miss the TLB.
 // bench_train --config b: 63.0-63.4 -> 58.9-61.2 ms per step (bench/README.md, "Huge pages"). Where THP
 // is off the advice is ignored and the block is an ordinary mapping.
-constexpr std::size_t kHuge = std::size_t(2) << 20;
+constexpr std::size_t kHuge = kRecycledClass;  // 2 MiB (eviction_order.hpp)
 constexpr std::size_t kPage = 4096;  // mmap and munmap work in these (x86-64, aarch64 4K kernels)
 constexpr std::size_t kMaxCached = std::size_t(1) << 31;  // beyond 2 GiB cached, free to the system
 
@@ -186,18 +186,22 @@ void evict_for(Cache& c, std::size_t cls, std::vector<Evicted>& huge) {
   Stats& st = c.st;
   st.peak_live_bytes = std::max(st.peak_live_bytes, st.system_bytes - st.cached_bytes + cls);
   const std::size_t limit = system_limit(st.peak_live_bytes);
-  if (st.system_bytes + cls <= limit) return;
   std::vector<CachedClass> cached;
   for (const auto& [k, list] : c.free)
     if (!list.blocks.empty()) cached.push_back({k, list.last_step});
-  for (const std::size_t k : eviction_order(std::move(cached), c.step))
-    for (auto& blocks = c.free[k].blocks; !blocks.empty() && st.system_bytes + cls > limit; blocks.pop_back()) {
-      if (k >= kHuge && huge_blocks())
-        huge.push_back({blocks.back(), k});
-      else
-        system_free(blocks.back(), k);
-      st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
-    }
+  const std::vector<std::size_t> order = eviction_order(std::move(cached), c.step);
+  const auto give_back = [&](std::size_t k) {
+    std::vector<void*>& blocks = c.free[k].blocks;
+    if (k >= kHuge && huge_blocks())
+      huge.push_back({blocks.back(), k});
+    else
+      system_free(blocks.back(), k);
+    blocks.pop_back();
+    st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
+  };
+  if (const std::size_t k = recycled_for(cls, order)) give_back(k);
+  for (const std::size_t k : order)
+    while (!c.free[k].blocks.empty() && st.system_bytes + cls > limit) give_back(k);
 }
 
 }  // namespace

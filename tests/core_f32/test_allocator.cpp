@@ -220,3 +220,40 @@ TEST_CASE("a miss that evicts a huge block gets that block's pages, shorter or l
   }
 }
 #endif
+
+#ifdef __linux__
+TEST_CASE("a miss of a huge class under the limit still takes an earlier step's huge block, and the trace replays it",
+          "[allocator]") {
+  memory::release_cache();
+  const std::size_t base = memory::stats().system_bytes;
+  REQUIRE(base < 4 * kMiB);
+  memory::Trace trace;
+  unsigned char *old = nullptr, *p = nullptr;
+  void* live = nullptr;
+  bool kept_bytes = false;
+  memory::Stats before, after;
+  {
+    memory::TraceScope scope;
+    memory::begin_step();
+    live = memory::allocate(20 * kMiB);  // live throughout: 26 MiB live peak, limit 32.5 MiB
+    old = cached_huge(6, 0x5A);
+    before = memory::stats();
+    memory::begin_step();
+    // 26 + 5 MiB held would be under the limit: the limit alone gives nothing back, the huge rule the 6 MiB.
+    p = static_cast<unsigned char*>(memory::allocate(5 * kMiB));
+    after = memory::stats();
+    kept_bytes = p[5 * kMiB - 4096] == 0x5A;
+    memory::deallocate(p, 5 * kMiB);
+    memory::deallocate(live, 20 * kMiB);
+    trace = scope.trace();
+  }
+  CHECK(after.evicted_bytes - before.evicted_bytes == 6 * kMiB);
+  CHECK(after.system_bytes == before.system_bytes - 6 * kMiB + 5 * kMiB);
+  if (memory::huge_blocks()) {
+    CHECK(p == old);  // the 6 MiB mapping, cut to 5 MiB: its bytes, not zeroed pages
+    CHECK(kept_bytes);
+  }
+  CHECK(trace.summary().peak_system_bytes == memory::stats().peak_system_bytes - base);
+  memory::release_cache();
+}
+#endif
