@@ -100,19 +100,15 @@ struct Evicted {
 };
 
 #ifdef PELAB_HUGE_BLOCKS
-// A mapping of round_up(cls, kPage) bytes, 2 MiB aligned, for `cls` (>= kHuge), made of an evicted
-// block's pages where one serves: the smallest at least as long, cut to length in place; else the
-// longest shorter one, moved (mremap) onto the head of a fresh mapping, whose tail alone is new pages.
-// Null when none was evicted. Contents are whatever the pages held (as for any cached block).
+// A mapping of round_up(cls, kPage) bytes, 2 MiB aligned, for `cls` (>= kHuge), made of evicted blocks'
+// pages where they serve: the smallest at least as long, cut to length in place; else the blocks laid end
+// to end (mremap) on a fresh mapping, the last one cut, whose rest alone is new pages. Null when none was
+// evicted. Contents are whatever the pages held (as for any cached block).
 void* recycle(std::size_t cls, std::vector<Evicted>& evicted) {
   const std::size_t len = round_up(cls, kPage);
-  Evicted *fit = nullptr, *shorter = nullptr;
-  for (Evicted& e : evicted) {
-    if (!e.p) continue;
-    const std::size_t elen = round_up(e.cls, kPage);
-    if (elen >= len && (!fit || e.cls < fit->cls)) fit = &e;
-    if (elen < len && (!shorter || e.cls > shorter->cls)) shorter = &e;
-  }
+  Evicted* fit = nullptr;
+  for (Evicted& e : evicted)
+    if (e.p && round_up(e.cls, kPage) >= len && (!fit || e.cls < fit->cls)) fit = &e;
   if (fit) {
     const std::size_t elen = round_up(fit->cls, kPage);
     if (elen > len) munmap(static_cast<char*>(fit->p) + len, elen - len);  // the tail; the head stays put
@@ -120,12 +116,20 @@ void* recycle(std::size_t cls, std::vector<Evicted>& evicted) {
     fit->p = nullptr;
     return p;
   }
-  if (!shorter) return nullptr;
-  void* q = system_alloc(cls);  // aligned and advised; its head is replaced by the old pages
+  if (evicted.empty()) return nullptr;
+  char* q = static_cast<char*>(system_alloc(cls));  // aligned and advised; parts replaced by the old pages
   if (!q) return nullptr;
-  const std::size_t elen = round_up(shorter->cls, kPage);
-  if (mremap(shorter->p, elen, elen, MREMAP_MAYMOVE | MREMAP_FIXED, q) != MAP_FAILED) shorter->p = nullptr;
-  return q;  // on failure q is an ordinary fresh block and the old one is freed by the caller
+  std::size_t at = 0;
+  for (Evicted& e : evicted) {
+    if (!e.p || at >= len) continue;
+    const std::size_t elen = round_up(e.cls, kPage), take = std::min(elen, len - at);
+    if (take < elen) munmap(static_cast<char*>(e.p) + take, elen - take);
+    // On failure that part of q stays fresh pages, and what is left of the block goes.
+    if (mremap(e.p, take, take, MREMAP_MAYMOVE | MREMAP_FIXED, q + at) == MAP_FAILED) munmap(e.p, take);
+    else at += take;
+    e.p = nullptr;
+  }
+  return q;
 }
 #endif
 
@@ -199,7 +203,10 @@ void evict_for(Cache& c, std::size_t cls, std::vector<Evicted>& huge) {
     blocks.pop_back();
     st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
   };
-  if (const std::size_t k = recycled_for(cls, order)) give_back(k);
+  std::vector<std::size_t> avail;  // one entry per cached block of a class not current
+  for (const std::size_t k : order)
+    if (recycled_class(k)) avail.insert(avail.end(), c.free[k].blocks.size(), k);
+  for (const std::size_t k : recycled_for(cls, std::move(avail))) give_back(k);
   for (const std::size_t k : order)
     while (!c.free[k].blocks.empty() && st.system_bytes + cls > limit) give_back(k);
 }

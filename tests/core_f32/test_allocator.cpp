@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/allocator.hpp"
+#include "core/eviction_order.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/unary.hpp"
 #include "core/shape_only.hpp"
@@ -254,6 +255,50 @@ TEST_CASE("a miss of a huge class under the limit still takes an earlier step's 
     CHECK(kept_bytes);
   }
   CHECK(trace.summary().peak_system_bytes == memory::stats().peak_system_bytes - base);
+  memory::release_cache();
+}
+#endif
+
+TEST_CASE("recycled_for: the smallest block covering what is lacking, else the largest, until covered", "[allocator]") {
+  using V = std::vector<std::size_t>;
+  const std::size_t M = kMiB;
+  CHECK(memory::recycled_for(7 * M, V{3 * M, 10 * M, 4 * M, 8 * M}) == V{8 * M});
+  CHECK(memory::recycled_for(7 * M, V{3 * M, 4 * M, 1 * M}) == V{4 * M, 3 * M});
+  CHECK(memory::recycled_for(9 * M, V{3 * M, 4 * M}) == V{4 * M, 3 * M});  // all there is
+  CHECK(memory::recycled_for(6 * M, V{4 * M, 4 * M}) == V{4 * M, 4 * M});  // one entry per block
+  CHECK(memory::recycled_for(1 * M, V{3 * M}).empty());                   // not a recycled class
+  CHECK(memory::recycled_for(3 * M, V{1 * M}).empty());                   // nor is the block's
+}
+
+#ifdef __linux__
+TEST_CASE("a huge miss lays shorter blocks of earlier steps end to end: their bytes, in the rule's order",
+          "[allocator]") {
+  memory::release_cache();
+  REQUIRE(memory::stats().system_bytes < 4 * kMiB);
+  memory::begin_step();
+  void* live = memory::allocate(20 * kMiB);  // a live peak that keeps the limit out of the way
+  auto* a = static_cast<unsigned char*>(memory::allocate(4 * kMiB));
+  auto* b = static_cast<unsigned char*>(memory::allocate(3 * kMiB));
+  std::memset(a, 0xA1, 4 * kMiB);
+  std::memset(b, 0xB2, 3 * kMiB);
+  memory::deallocate(a, 4 * kMiB);
+  memory::deallocate(b, 3 * kMiB);
+  const auto before = memory::stats();
+  memory::begin_step();
+  auto* p = static_cast<unsigned char*>(memory::allocate(7 * kMiB));
+  const auto after = memory::stats();
+  CHECK(after.evicted_bytes - before.evicted_bytes == 7 * kMiB);  // both blocks went back
+  CHECK(after.system_bytes == before.system_bytes);
+  if (memory::huge_blocks()) {
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20) == 0);
+    CHECK(p[0] == 0xA1);
+    CHECK(p[4 * kMiB - 1] == 0xA1);
+    CHECK(p[4 * kMiB] == 0xB2);
+    CHECK(p[7 * kMiB - 1] == 0xB2);
+    CHECK_FALSE(mapped(a));  // moved, not copied
+  }
+  memory::deallocate(p, 7 * kMiB);
+  memory::deallocate(live, 20 * kMiB);
   memory::release_cache();
 }
 #endif
