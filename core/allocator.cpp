@@ -34,7 +34,7 @@ constexpr std::size_t kAlign = 64;
 // step walks tens of MB of activations, and with 4 KiB pages its GEMMs and row loops miss the TLB.
 // bench_train --config b: 63.0-63.4 -> 58.9-61.2 ms per step (bench/README.md, "Huge pages"). Where THP
 // is off the advice is ignored and the block is an ordinary mapping.
-constexpr std::size_t kHuge = std::size_t(2) << 20;
+constexpr std::size_t kHuge = kRecycledClass;  // 2 MiB (eviction_order.hpp)
 constexpr std::size_t kPage = 4096;  // mmap and munmap work in these (x86-64, aarch64 4K kernels)
 constexpr std::size_t kMaxCached = std::size_t(1) << 31;  // beyond 2 GiB cached, free to the system
 
@@ -89,6 +89,61 @@ void system_free(void* p, std::size_t cls) noexcept {
   std::free(p);
 }
 
+// A huge block evict_for took back for the request that made it evict: its pages serve that request
+// (recycle) instead of being unmapped while the request maps as many fresh ones, which the kernel zeroes
+// (clear_page_erms: 5-6% of a config (d) step, whose mixed lengths evict and obtain huge blocks every
+// step; bench/README.md, "Profiles of (d) and zhou2024"). The accounting is the reuse rule's either way
+// (the evicted bytes went back, the request's bytes came from the system): only the zeroing is saved.
+struct Evicted {
+  void* p = nullptr;  // null once recycled or freed
+  std::size_t cls = 0;
+};
+
+#ifdef PELAB_HUGE_BLOCKS
+// A mapping of round_up(cls, kPage) bytes, 2 MiB aligned, for `cls` (>= kHuge), made of evicted blocks'
+// pages where they serve: the smallest at least as long, cut to length in place; else the blocks laid end
+// to end (mremap) on a fresh mapping, the last one cut, whose rest alone is new pages. Null when none was
+// evicted. Contents are whatever the pages held (as for any cached block).
+void* recycle(std::size_t cls, std::vector<Evicted>& evicted) {
+  const std::size_t len = round_up(cls, kPage);
+  Evicted* fit = nullptr;
+  for (Evicted& e : evicted)
+    if (e.p && round_up(e.cls, kPage) >= len && (!fit || e.cls < fit->cls)) fit = &e;
+  if (fit) {
+    const std::size_t elen = round_up(fit->cls, kPage);
+    if (elen > len) munmap(static_cast<char*>(fit->p) + len, elen - len);  // the tail; the head stays put
+    void* p = fit->p;
+    fit->p = nullptr;
+    return p;
+  }
+  if (evicted.empty()) return nullptr;
+  char* q = static_cast<char*>(system_alloc(cls));  // aligned and advised; parts replaced by the old pages
+  if (!q) return nullptr;
+  std::size_t at = 0;
+  for (Evicted& e : evicted) {
+    if (!e.p || at >= len) continue;
+    const std::size_t elen = round_up(e.cls, kPage), take = std::min(elen, len - at);
+    if (take < elen) munmap(static_cast<char*>(e.p) + take, elen - take);
+    // On failure that part of q stays fresh pages, and what is left of the block goes.
+    if (mremap(e.p, take, take, MREMAP_MAYMOVE | MREMAP_FIXED, q + at) == MAP_FAILED) munmap(e.p, take);
+    else at += take;
+    e.p = nullptr;
+  }
+  return q;
+}
+#endif
+
+// system_alloc(cls), recycling the huge blocks evict_for took back where they serve; the rest are freed.
+void* obtain(std::size_t cls, std::vector<Evicted>& evicted) {
+  void* p = nullptr;
+#ifdef PELAB_HUGE_BLOCKS
+  if (cls >= kHuge) p = recycle(cls, evicted);
+#endif
+  for (Evicted& e : evicted)
+    if (e.p) system_free(e.p, e.cls);
+  return p ? p : system_alloc(cls);
+}
+
 }  // namespace
 
 std::size_t size_class(std::size_t bytes) {
@@ -130,20 +185,30 @@ namespace {
 
 // Before `cls` more bytes are obtained from the system: cached blocks back to the system while the bytes
 // held would exceed system_limit, in eviction_order (the reuse rule: allocator.hpp; Trace::summary replays
-// it). Caller holds c.mu.
-void evict_for(Cache& c, std::size_t cls) {
+// it). Caller holds c.mu. Huge blocks go to `huge` (still counted as given back) for obtain to recycle.
+void evict_for(Cache& c, std::size_t cls, std::vector<Evicted>& huge) {
   Stats& st = c.st;
   st.peak_live_bytes = std::max(st.peak_live_bytes, st.system_bytes - st.cached_bytes + cls);
   const std::size_t limit = system_limit(st.peak_live_bytes);
-  if (st.system_bytes + cls <= limit) return;
   std::vector<CachedClass> cached;
   for (const auto& [k, list] : c.free)
     if (!list.blocks.empty()) cached.push_back({k, list.last_step});
-  for (const std::size_t k : eviction_order(std::move(cached), c.step))
-    for (auto& blocks = c.free[k].blocks; !blocks.empty() && st.system_bytes + cls > limit; blocks.pop_back()) {
+  const std::vector<std::size_t> order = eviction_order(std::move(cached), c.step);
+  const auto give_back = [&](std::size_t k) {
+    std::vector<void*>& blocks = c.free[k].blocks;
+    if (k >= kHuge && huge_blocks())
+      huge.push_back({blocks.back(), k});
+    else
       system_free(blocks.back(), k);
-      st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
-    }
+    blocks.pop_back();
+    st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
+  };
+  std::vector<std::size_t> avail;  // one entry per cached block of a class not current
+  for (const std::size_t k : order)
+    if (recycled_class(k)) avail.insert(avail.end(), c.free[k].blocks.size(), k);
+  for (const std::size_t k : recycled_for(cls, std::move(avail))) give_back(k);
+  for (const std::size_t k : order)
+    while (!c.free[k].blocks.empty() && st.system_bytes + cls > limit) give_back(k);
 }
 
 }  // namespace
@@ -153,6 +218,7 @@ void* allocate(std::size_t bytes, bool index) {
   if (Hook* h = g_hook.load(std::memory_order_acquire))
     if (void* p = h->allocate(cls, index)) return p;
   Cache& c = cache();
+  std::vector<Evicted> evicted;  // huge blocks given back by this miss (obtain recycles them)
   {
     std::lock_guard<std::mutex> lock(c.mu);
     FreeList& list = c.free[cls];
@@ -165,9 +231,9 @@ void* allocate(std::size_t bytes, bool index) {
       c.st.peak_live_bytes = std::max(c.st.peak_live_bytes, c.st.system_bytes - c.st.cached_bytes);
       return p;
     }
-    evict_for(c, cls);
+    evict_for(c, cls, evicted);
   }
-  void* p = system_alloc(cls);
+  void* p = obtain(cls, evicted);
   if (!p) {
     release_cache();
     p = system_alloc(cls);

@@ -45,7 +45,10 @@ std::size_t size_class(std::size_t bytes);
 //   step); a size class is *current* once requested in the current step;
 // - a request that no free list serves first gives cached blocks back to the system while the bytes held
 //   from the system would exceed system_limit(the most bytes ever live at once, this request included):
-//   blocks of classes not current only, the class requested longest ago (by step) first, then the largest.
+//   blocks of classes not current only, the class requested longest ago (by step) first, then the largest;
+//   and a request of a class of 2 MiB or more first gives back one block of such a class not current (the
+//   best fit: recycled_for, core/eviction_order.hpp) whatever the limit, whose pages serve it: fresh pages
+//   would have to be zeroed by the kernel, a new class's every step under mixed lengths.
 // So what a run of mixed lengths holds stays near 1.25x its largest step (issue #41 item 4: the other
 // lengths' classes go), while a steady loop never gives back a block it will ask for again in the same
 // step: what thrashed under "largest class first" (a loop whose classes' peaks add up to more than 1.25x

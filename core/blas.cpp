@@ -202,6 +202,18 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   });
 }
 
+real gemm_defer_alpha(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                      const real* A, std::size_t lda, const real* B, std::size_t ldb, real* C, std::size_t ldc) {
+  // gemm's plan makes one piece of this shape, and that piece is gemm_serial -> gemm_kernel -> small_gemm,
+  // which for alpha != 1 and beta 0 runs exactly this call and then scales C (blas_small.cpp).
+  if (alpha != real(1) && M > 0 && N > 0 && K > 0 && !shape_only() && !g_serial_for_testing &&
+      gemm_path() == GemmPath::libxsmm && gemm_pieces(M, N, K) == 1 &&
+      small_gemm(trans_a, trans_b, M, N, K, real(1), A, lda, B, ldb, real(0), C, ldc))
+    return alpha;
+  gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, real(0), C, ldc);
+  return real(1);
+}
+
 void gemm_reference(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                     const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                     std::size_t ldc) {

@@ -33,6 +33,14 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);
 
+// C (M, N) = alpha op(A) op(B) (beta 0) as gemm computes it, except that where gemm would multiply the
+// product by alpha in a pass of its own (the libxsmm path: the product with alpha 1, then C *= alpha,
+// core/blas_small.cpp) that multiplication is left to the caller: returns the factor still to apply, alpha
+// there and 1 otherwise. A caller's c * factor is then the same bits as gemm's C, one memory pass fewer
+// (attention applies it in its softmax's first pass).
+real gemm_defer_alpha(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                      const real* A, std::size_t lda, const real* B, std::size_t ldb, real* C, std::size_t ldc);
+
 // The same, always on the calling thread.
 void gemm_serial(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                  const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,

@@ -5,6 +5,7 @@
 // changing the rule recompiles those two files, not everything that includes allocator.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -18,5 +19,32 @@ struct CachedClass {
 
 // The classes of `cached` that may go back at step `step`, in the order they go.
 std::vector<std::size_t> eviction_order(std::vector<CachedClass> cached, std::uint64_t step);
+
+// Size classes of 2 MiB and more (the allocator's own mappings, on huge pages): a miss of such a class
+// first gives back cached blocks of such classes not current (recycled_for), whatever the limit; their
+// pages then serve the miss (allocator.cpp, recycle) instead of fresh ones the kernel must zero. Mixed lengths ask for new
+// classes of these every step (config (d): P (B, H, T, T) alone is 1-26 MB a layer), and zeroing their
+// pages was 5-6% of a (d) step (bench/README.md, "Profiles of (d) and zhou2024").
+constexpr std::size_t kRecycledClass = std::size_t(2) << 20;
+inline bool recycled_class(std::size_t cls) { return cls >= kRecycledClass; }
+// The blocks a miss of `cls` gives back first, by class, whatever the limit: of `avail` (one entry per
+// cached block of a class not current, any order), the smallest at least as large as what the request
+// still lacks, else the largest, again until the request is covered or none is left. So its pages are
+// recycled ones (a block that is too long is cut; shorter ones are laid end to end) and few are given
+// back unused. Empty for a smaller class.
+inline std::vector<std::size_t> recycled_for(std::size_t cls, std::vector<std::size_t> avail) {
+  std::vector<std::size_t> picks;
+  if (!recycled_class(cls)) return picks;
+  avail.erase(std::remove_if(avail.begin(), avail.end(), [](std::size_t k) { return !recycled_class(k); }), avail.end());
+  std::sort(avail.begin(), avail.end());
+  for (std::size_t lacking = cls; lacking > 0 && !avail.empty();) {
+    const auto fit = std::lower_bound(avail.begin(), avail.end(), lacking);
+    const auto pick = fit != avail.end() ? fit : avail.end() - 1;
+    picks.push_back(*pick);
+    lacking -= std::min(lacking, *pick);
+    avail.erase(pick);
+  }
+  return picks;
+}
 
 }  // namespace pelab::memory

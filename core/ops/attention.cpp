@@ -147,15 +147,29 @@ AttnCall make_call(const AttnDims& d, const Operands& at, bool packed, const Att
 // Logits S (rows, Tk) -> weights, in place (the bias added first): a whole block (rows = Tq), or a tile of
 // it whose causal offset is `off` (forward_tiles). Z: where stick-breaking keeps its logits for backward
 // (null: not kept).
-void normalize_rows(const AttnCall& c, real* S, const real* bias, real* Z, std::size_t rows, std::size_t off) {
+// `scale`: the factor scores() left to apply (softmax only; 1 otherwise).
+void normalize_rows(const AttnCall& c, real* S, const real* bias, real* Z, std::size_t rows, std::size_t off,
+                    real scale = 1) {
   if (c.normalizer == Normalizer::stick_breaking)
     detail::stick_breaking_rows(S, bias, Z, 0, rows, c.d.Tk, off, c.attend_current, c.window, c.chunk);
   else
-    kernels::attention_softmax_rows(S, bias, 0, rows, c.d.Tk, off, c.bucket_loops.causal, c.window, c.chunk);
+    kernels::attention_softmax_rows(S, bias, 0, rows, c.d.Tk, off, c.bucket_loops.causal, c.window, c.chunk, scale);
 }
 
-void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z) {
-  normalize_rows(c, S, bias, Z, c.d.Tq, c.bucket_loops.key_offset);
+void normalize_block(const AttnCall& c, real* S, const real* bias, real* Z, real scale = 1) {
+  normalize_rows(c, S, bias, Z, c.d.Tq, c.bucket_loops.key_offset, scale);
+}
+
+// S (rows, cols; row stride Tk) = scale_h q k^T of one block or tile of head h. Returns the factor the
+// softmax still applies: the libxsmm path's separate pass of C *= scale moves into the softmax's first
+// pass (blas::gemm_defer_alpha; the same bits). Not with a relative key term, added to the scaled
+// logits before the softmax, nor with stick-breaking.
+real scores(const AttnCall& c, std::size_t h, std::size_t rows, std::size_t cols, const real* q, const real* k,
+            real* S) {
+  if (c.normalizer == Normalizer::softmax && !c.rel_keys)
+    return blas::gemm_defer_alpha(false, true, rows, cols, c.d.hs, c.scales[h], q, c.at.q.ld, k, c.at.k.ld, S, c.d.Tk);
+  blas::gemm(false, true, rows, cols, c.d.hs, c.scales[h], q, c.at.q.ld, k, c.at.k.ld, real(0), S, c.d.Tk);
+  return 1;
 }
 
 // dP (Tq, Tk) of one block -> dS, in place (the normalizer's backward; P its weights, Z its saved logits).
@@ -195,9 +209,9 @@ void forward_blocks(const AttnCall& c, const real* pq, const real* pk, const rea
       const std::int32_t* idx = d.rel_index(c.index.get(), b);
       if (c.rel_keys && !stacked_q) blas::gemm(false, true, Tq, R, hs, real(1), qbh, c.at.q.ld, rel_k, hs, real(0), blk, R);
       // S (Tq, Tk) = scale_h * (q k^T + (q a^K^T)[i, idx_ij]), then + bias and the masked softmax
-      blas::gemm(false, true, Tq, Tk, hs, c.scales[h], qbh, c.at.q.ld, c.at.k.at(pk, b, h), c.at.k.ld, real(0), S, Tk);
+      const real to_apply = scores(c, h, Tq, Tk, qbh, c.at.k.at(pk, b, h), S);
       if (c.rel_keys) loops.gather_add(S, blk, idx, c.scales[h]);
-      normalize_block(c, S, d.bias_block(pbias, b, h), Z ? Z + at : nullptr);
+      normalize_block(c, S, d.bias_block(pbias, b, h), Z ? Z + at : nullptr, to_apply);
       // O (Tq, hs) = P v (+ PB a^V, PB = P by bucket)
       blas::gemm(false, false, Tq, hv, Tk, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
       if (c.rel_values) {
@@ -241,12 +255,12 @@ void forward_tiles(const AttnCall& c, const real* pq, const real* pk, const real
       if (idx) idx += i0 * Tk;
       const real* bias = d.bias_block(pbias, b, h);
       if (bias) bias += i0 * Tk;
-      blas::gemm(false, true, rows, cols, hs, c.scales[h], qbh, c.at.q.ld, c.at.k.at(pk, b, h), c.at.k.ld, real(0), S, Tk);
+      const real to_apply = scores(c, h, rows, cols, qbh, c.at.k.at(pk, b, h), S);
       if (c.rel_keys) {
         blas::gemm(false, true, rows, R, hs, real(1), qbh, c.at.q.ld, rel_k, hs, real(0), blk, R);
         loops.gather_add(S, blk, idx, c.scales[h]);
       }
-      normalize_rows(c, S, bias, nullptr, rows, loops.key_offset);  // every column written (0 past the keys)
+      normalize_rows(c, S, bias, nullptr, rows, loops.key_offset, to_apply);  // every column written (0 past the keys)
       blas::gemm(false, false, rows, hv, cols, real(1), S, Tk, c.at.v.at(pv, b, h), c.at.v.ld, real(0), obh, c.at.out.ld);
       if (c.rel_values) {
         loops.scatter(blk, S, idx);
@@ -369,9 +383,8 @@ BackwardIO backward_io(const BackwardCtx& ctx, const AttnCall& c, const TapeSlot
 void recompute_block(const AttnCall& c, const BackwardIO& io, std::size_t b, std::size_t h, real* Pbh, real* Zbh) {
   const AttnDims& d = c.d;
   const Operands& at = c.at;
-  blas::gemm(false, true, d.Tq, d.Tk, d.hs, c.scales[h], at.q.at(io.q, b, h), at.q.ld, at.k.at(io.k, b, h), at.k.ld,
-             real(0), Pbh, d.Tk);
-  normalize_block(c, Pbh, d.bias_block(io.bias, b, h), Zbh);
+  const real to_apply = scores(c, h, d.Tq, d.Tk, at.q.at(io.q, b, h), at.k.at(io.k, b, h), Pbh);
+  normalize_block(c, Pbh, d.bias_block(io.bias, b, h), Zbh, to_apply);
 }
 
 // Backward of block (b, h), whose weights are Pbh (Tq, Tk) (and stick-breaking's logits Zbh). dS

@@ -125,6 +125,25 @@ void mul_colsum(const real* g, const real* d, real* gh, bool accumulate, real* d
 }
 
 PELAB_HOT
+void mul_colsum_inplace(const real* g, real* gd, real* db, std::size_t rows, std::size_t F, std::size_t j0,
+                        std::size_t j1) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const real* __restrict gr = g + r * F;
+    real* __restrict dr = gd + r * F;
+    if (db) {
+      real* __restrict o = db;
+      for (std::size_t j = j0; j < j1; ++j) {
+        const real v = gr[j] * dr[j];
+        dr[j] = v;
+        o[j] += v;
+      }
+    } else {
+      for (std::size_t j = j0; j < j1; ++j) dr[j] = gr[j] * dr[j];
+    }
+  }
+}
+
+PELAB_HOT
 void colsum(const real* g, real* db, std::size_t rows, std::size_t F, std::size_t j0, std::size_t j1) {
   for (std::size_t r = 0; r < rows; ++r) {
     const real* __restrict gr = g + r * F;
@@ -247,11 +266,14 @@ inline std::size_t lanes16(std::size_t n, std::size_t Tk) {
 
 PELAB_HOT
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
-                            std::size_t off, bool causal, std::size_t window, std::size_t chunk) {
+                            std::size_t off, bool causal, std::size_t window, std::size_t chunk, real scale) {
   const real neg_inf = -std::numeric_limits<real>::infinity();
   for (std::size_t i = r0; i < r1; ++i) {
     real* __restrict s = S + i * Tk;
     const std::size_t n = causal ? i + off + 1 : Tk, m = lanes16(n, Tk);
+    // A loop of its own: in the bias's loop below, -ffp-contract=fast would fuse s * scale + b (other bits).
+    if (scale != real(1))
+      for (std::size_t j = 0; j < m; ++j) s[j] *= scale;
     if (bias) {
       const real* __restrict br = bias + i * Tk;
       for (std::size_t j = 0; j < m; ++j) s[j] += br[j];

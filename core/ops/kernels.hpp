@@ -22,6 +22,10 @@ void bias_gelu_rows(real* y, const real* bias, real* d, std::size_t r0, std::siz
 void mul_colsum(const real* g, const real* d, real* gh, bool accumulate, real* db, std::size_t rows, std::size_t F,
                 std::size_t j0, std::size_t j1);
 
+// mul_colsum with gh = d, accumulate false: gd = g * gd in place (the same bits), db as there (may be null).
+void mul_colsum_inplace(const real* g, real* gd, real* db, std::size_t rows, std::size_t F, std::size_t j0,
+                        std::size_t j1);
+
 // db[j] += sum over rows of g[r, j], in row order, for columns [j0, j1).
 void colsum(const real* g, real* db, std::size_t rows, std::size_t F, std::size_t j0, std::size_t j1);
 
@@ -55,9 +59,11 @@ inline std::size_t first_key(std::size_t n, std::size_t window, std::size_t chun
 // Attention softmax of rows [r0, r1) of one (Tq, Tk) logit block, in place: adds the bias rows when
 // given, then row i keeps keys [first_key(visible_i, window, chunk, i + off), visible_i) (visible_i =
 // i + off + 1 when causal, else Tk), softmax over them, the masked rest exactly 0. The backward below
-// needs no window or chunk: P is 0 on every masked key.
+// needs no window or chunk: P is 0 on every masked key. `scale`: each logit is first multiplied by it
+// (blas::gemm_defer_alpha's factor; the same bits as scaling the block beforehand; 1: as given).
 void attention_softmax_rows(real* S, const real* bias, std::size_t r0, std::size_t r1, std::size_t Tk,
-                            std::size_t off, bool causal, std::size_t window = 0, std::size_t chunk = 0);
+                            std::size_t off, bool causal, std::size_t window = 0, std::size_t chunk = 0,
+                            real scale = 1);
 // Softmax backward in place over rows [r0, r1): dS = P (dP - rowsum(dP P)) on the visible keys, 0 after.
 void attention_softmax_backward_rows(real* dS, const real* P, std::size_t r0, std::size_t r1, std::size_t Tk,
                                      std::size_t off, bool causal);

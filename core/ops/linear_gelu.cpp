@@ -30,18 +30,20 @@ Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
     const Tensor save_x = w.requires_grad() ? x : Tensor();
     const Tensor save_w = x.requires_grad() ? w : Tensor();
     tape.record(op, out, {x, w, bias}, {save_x, save_w}, [deriv, rows, in, F](const BackwardCtx& c) {
-      // gh = g * gelu'(h) (rows, F), and db = its column sums, in one pass split by columns.
-      Array gh(Shape{rows, F});
+      // gh = g * gelu'(h) (rows, F), and db = its column sums, in one pass split by columns. gh overwrites
+      // gelu'(h), read nowhere else and for the last time (a tape's backward runs once): no (rows, F)
+      // buffer to take and no third stream through memory.
+      real* gh = deriv->data();
       const real* pg = c.grad_out().data();
       real* db = c.grad(2);
       detail::for_cols(rows, F, [&](std::size_t j0, std::size_t j1) {
-        kernels::mul_colsum(pg, deriv->data(), gh.data(), false, db, rows, F, j0, j1);
+        kernels::mul_colsum_inplace(pg, gh, db, rows, F, j0, j1);
       });
       bool fresh = false;
       if (real* gx = c.grad_write(0, fresh))  // dx (rows, in) = gh w
-        blas::gemm(false, false, rows, in, F, 1, gh.data(), F, c.saved(1), in, fresh ? 0 : 1, gx, in);
+        blas::gemm(false, false, rows, in, F, 1, gh, F, c.saved(1), in, fresh ? 0 : 1, gx, in);
       if (real* gw = c.grad_write(1, fresh))  // dw (F, in) = gh^T x
-        blas::gemm(true, false, F, in, rows, 1, gh.data(), F, c.saved(0), in, fresh ? 0 : 1, gw, in);
+        blas::gemm(true, false, F, in, rows, 1, gh, F, c.saved(0), in, fresh ? 0 : 1, gw, in);
     });
   }
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/allocator.hpp"
+#include "core/eviction_order.hpp"
 #include "core/ops/matmul.hpp"
 #include "core/ops/unary.hpp"
 #include "core/shape_only.hpp"
@@ -176,5 +177,128 @@ TEST_CASE("a block just under 2 MiB stays an ordinary 64-byte aligned allocation
   CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
   CHECK(vm_flags_of(p).find(" hg") == std::string::npos);  // not advised: not its own huge-page mapping
   memory::deallocate(p, bytes);
+}
+#endif
+
+#ifdef __linux__
+// A huge block of class `mib` MiB filled with `byte`, cached (freed) in the current step.
+static unsigned char* cached_huge(std::size_t mib, unsigned char byte) {
+  auto* p = static_cast<unsigned char*>(memory::allocate(mib * kMiB));
+  std::memset(p, byte, mib * kMiB);
+  memory::deallocate(p, mib * kMiB);
+  return p;
+}
+
+TEST_CASE("a miss that evicts a huge block gets that block's pages, shorter or longer, with the rule's accounting",
+          "[allocator]") {
+  if (!memory::huge_blocks()) {
+    WARN("skipped: this build takes large blocks from aligned_alloc (not Linux, or AddressSanitizer)");
+    return;
+  }
+  for (const std::size_t want : {std::size_t(5), std::size_t(8)}) {  // cut to length; moved onto a longer mapping
+    INFO("6 MiB evicted for a " << want << " MiB request");
+    memory::release_cache();
+    REQUIRE(memory::stats().system_bytes < 4 * kMiB);  // so that the 6 MiB block is what goes back
+    unsigned char* old = cached_huge(6, 0xA5);
+    const auto before = memory::stats();
+    memory::begin_step();  // the 6 MiB class is an earlier step's: it may go back
+    auto* p = static_cast<unsigned char*>(memory::allocate(want * kMiB));
+    const auto after = memory::stats();
+    CHECK(after.evicted_bytes - before.evicted_bytes == 6 * kMiB);
+    CHECK(after.system_allocs == before.system_allocs + 1);
+    CHECK(after.system_bytes == before.system_bytes - 6 * kMiB + want * kMiB);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20) == 0);
+    if (want < 6) CHECK(p == old);
+    // The old pages, not fresh zeroed ones (fresh pages read 0): the first 5 MiB hold its bytes.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < 5 * kMiB; i += 4096) kept += p[i] == 0xA5;
+    CHECK(kept == 5 * kMiB / 4096);
+    std::memset(p, 1, want * kMiB);  // every byte of the request is writable
+    CHECK(p[want * kMiB - 1] == 1);
+    memory::deallocate(p, want * kMiB);
+    memory::release_cache();
+    CHECK_FALSE(mapped(p));
+  }
+}
+#endif
+
+#ifdef __linux__
+TEST_CASE("a miss of a huge class under the limit still takes an earlier step's huge block, and the trace replays it",
+          "[allocator]") {
+  memory::release_cache();
+  const std::size_t base = memory::stats().system_bytes;
+  REQUIRE(base < 4 * kMiB);
+  memory::Trace trace;
+  unsigned char *old = nullptr, *p = nullptr;
+  void* live = nullptr;
+  bool kept_bytes = false;
+  memory::Stats before, after;
+  {
+    memory::TraceScope scope;
+    memory::begin_step();
+    live = memory::allocate(20 * kMiB);  // live throughout: 26 MiB live peak, limit 32.5 MiB
+    old = cached_huge(6, 0x5A);
+    before = memory::stats();
+    memory::begin_step();
+    // 26 + 5 MiB held would be under the limit: the limit alone gives nothing back, the huge rule the 6 MiB.
+    p = static_cast<unsigned char*>(memory::allocate(5 * kMiB));
+    after = memory::stats();
+    kept_bytes = p[5 * kMiB - 4096] == 0x5A;
+    memory::deallocate(p, 5 * kMiB);
+    memory::deallocate(live, 20 * kMiB);
+    trace = scope.trace();
+  }
+  CHECK(after.evicted_bytes - before.evicted_bytes == 6 * kMiB);
+  CHECK(after.system_bytes == before.system_bytes - 6 * kMiB + 5 * kMiB);
+  if (memory::huge_blocks()) {
+    CHECK(p == old);  // the 6 MiB mapping, cut to 5 MiB: its bytes, not zeroed pages
+    CHECK(kept_bytes);
+  }
+  CHECK(trace.summary().peak_system_bytes == memory::stats().peak_system_bytes - base);
+  memory::release_cache();
+}
+#endif
+
+TEST_CASE("recycled_for: the smallest block covering what is lacking, else the largest, until covered", "[allocator]") {
+  using V = std::vector<std::size_t>;
+  const std::size_t M = kMiB;
+  CHECK(memory::recycled_for(7 * M, V{3 * M, 10 * M, 4 * M, 8 * M}) == V{8 * M});
+  CHECK(memory::recycled_for(7 * M, V{3 * M, 4 * M, 1 * M}) == V{4 * M, 3 * M});
+  CHECK(memory::recycled_for(9 * M, V{3 * M, 4 * M}) == V{4 * M, 3 * M});  // all there is
+  CHECK(memory::recycled_for(6 * M, V{4 * M, 4 * M}) == V{4 * M, 4 * M});  // one entry per block
+  CHECK(memory::recycled_for(1 * M, V{3 * M}).empty());                   // not a recycled class
+  CHECK(memory::recycled_for(3 * M, V{1 * M}).empty());                   // nor is the block's
+}
+
+#ifdef __linux__
+TEST_CASE("a huge miss lays shorter blocks of earlier steps end to end: their bytes, in the rule's order",
+          "[allocator]") {
+  memory::release_cache();
+  REQUIRE(memory::stats().system_bytes < 4 * kMiB);
+  memory::begin_step();
+  void* live = memory::allocate(20 * kMiB);  // a live peak that keeps the limit out of the way
+  auto* a = static_cast<unsigned char*>(memory::allocate(4 * kMiB));
+  auto* b = static_cast<unsigned char*>(memory::allocate(3 * kMiB));
+  std::memset(a, 0xA1, 4 * kMiB);
+  std::memset(b, 0xB2, 3 * kMiB);
+  memory::deallocate(a, 4 * kMiB);
+  memory::deallocate(b, 3 * kMiB);
+  const auto before = memory::stats();
+  memory::begin_step();
+  auto* p = static_cast<unsigned char*>(memory::allocate(7 * kMiB));
+  const auto after = memory::stats();
+  CHECK(after.evicted_bytes - before.evicted_bytes == 7 * kMiB);  // both blocks went back
+  CHECK(after.system_bytes == before.system_bytes);
+  if (memory::huge_blocks()) {
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % (std::size_t(2) << 20) == 0);
+    CHECK(p[0] == 0xA1);
+    CHECK(p[4 * kMiB - 1] == 0xA1);
+    CHECK(p[4 * kMiB] == 0xB2);
+    CHECK(p[7 * kMiB - 1] == 0xB2);
+    CHECK_FALSE(mapped(a));  // moved, not copied
+  }
+  memory::deallocate(p, 7 * kMiB);
+  memory::deallocate(live, 20 * kMiB);
+  memory::release_cache();
 }
 #endif

@@ -257,3 +257,34 @@ TEST_CASE("gemm transposes B once for all its pieces: the bits of each piece tra
         CHECK(std::memcmp(per_piece.data(), once.data(), once.size() * sizeof(float)) == 0);
       }
 }
+
+TEST_CASE("gemm_defer_alpha: its product times the factor it returns is gemm's bits, on both GEMM paths",
+          "[blas][libxsmm]") {
+  const blas::GemmPath saved = blas::gemm_path();
+  // Attention's q k^T at head sizes 8 and 32 (one piece), a product gemm cuts in two, and odd sizes.
+  const GemmShape shapes[] = {{40, 40, 8}, {80, 80, 8}, {64, 64, 32}, {1024, 256, 64}, {17, 13, 29}};
+  for (const blas::GemmPath path : {blas::GemmPath::libxsmm, blas::GemmPath::openblas}) {
+    if (!blas::gemm_path_available(path)) continue;
+    blas::set_gemm_path(path);
+    for (const GemmShape& s : shapes)
+      for (int t = 0; t < 4; ++t)
+        for (const float alpha : {1.0f, 0.35355339f, -3.0f}) {
+          const bool ta = t & 1, tb = t & 2;
+          const std::size_t lda = (ta ? s.M : s.K) + 1, ldb = (tb ? s.K : s.N) + 3, ldc = s.N + 2;
+          const auto A = lcg((ta ? s.K : s.M) * lda, 8), B = lcg((tb ? s.N : s.K) * ldb, 9);
+          std::vector<float> want(s.M * ldc, 7.0f), got = want;
+          blas::gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, 0.0f, want.data(), ldc);
+          const float f = blas::gemm_defer_alpha(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb,
+                                                 got.data(), ldc);
+          for (std::size_t i = 0; i < s.M; ++i)
+            for (std::size_t j = 0; j < s.N; ++j) got[i * ldc + j] *= f;
+          INFO(blas::gemm_path_key(path) << " trans_a " << ta << " trans_b " << tb << " M " << s.M << " N " << s.N
+                                         << " K " << s.K << " alpha " << alpha << " factor " << f);
+          // The factor is alpha only where gemm scales in a pass of its own (libxsmm, one piece).
+          const bool deferred = path == blas::GemmPath::libxsmm && alpha != 1.0f && blas::gemm_pieces(s.M, s.N, s.K) == 1;
+          CHECK(f == (deferred ? alpha : 1.0f));
+          CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+        }
+  }
+  blas::set_gemm_path(saved);
+}

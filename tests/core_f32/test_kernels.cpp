@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -84,6 +85,29 @@ TEST_CASE("kernels: attention softmax rows (causal, offset, bias) and backward m
       check_close(dS, wdS, 1e-5);
     }
   }
+}
+
+TEST_CASE("kernels: attention softmax with a scale is bit for bit the softmax of the scaled logits", "[kernels]") {
+  // The scale is blas::gemm_defer_alpha's factor: the pass gemm would have made (C *= alpha), now the
+  // softmax's first; with a bias the two must not fuse into one rounding (s * scale + b).
+  for (std::size_t Tk : {1u, 7u, 16u, 17u, 40u, 70u, 80u})
+    for (bool causal : {true, false})
+      for (bool with_bias : {true, false})
+        for (std::size_t window : {0u, 5u}) {
+          if (window && !causal) continue;
+          const std::size_t Tq = Tk, off = 0;
+          INFO("Tk " << Tk << " causal " << causal << " bias " << with_bias << " window " << window);
+          const std::vector<real> S = randv(Tq * Tk, 11 + Tk, 3.0), bias = randv(Tq * Tk, 12 + Tk);
+          const real* b = with_bias ? bias.data() : nullptr;
+          for (const real scale : {real(0.35355339), real(0.125), real(-2)}) {
+            std::vector<real> want = S, got = S;
+            for (real& x : want) x *= scale;  // gemm's own pass
+            kernels::attention_softmax_rows(want.data(), b, 0, Tq, Tk, off, causal, window);
+            kernels::attention_softmax_rows(got.data(), b, 0, Tq / 2, Tk, off, causal, window, 0, scale);
+            kernels::attention_softmax_rows(got.data(), b, Tq / 2, Tq, Tk, off, causal, window, 0, scale);
+            CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(real)) == 0);
+          }
+        }
 }
 
 TEST_CASE("kernels: layer norm forward (plain and fused residual add) and backward match references", "[kernels]") {
@@ -177,6 +201,14 @@ TEST_CASE("kernels: column sums and the fused multiply + column sum, whole and s
   kernels::mul_colsum(g.data(), d.data(), gh2.data(), false, db2.data(), rows, F, 10, F);
   REQUIRE(gh2 == gh);
   REQUIRE(db2 == db);
+  // In place (linear_gelu's backward: gh overwrites d): the same bits, split or not, with and without db.
+  std::vector<real> gd = d, db3(F, 0), gd2 = d;
+  kernels::mul_colsum_inplace(g.data(), gd.data(), db3.data(), rows, F, 0, 10);
+  kernels::mul_colsum_inplace(g.data(), gd.data(), db3.data(), rows, F, 10, F);
+  kernels::mul_colsum_inplace(g.data(), gd2.data(), nullptr, rows, F, 0, F);
+  CHECK(std::memcmp(gd.data(), gh.data(), gh.size() * sizeof(real)) == 0);
+  CHECK(std::memcmp(gd2.data(), gh.data(), gh.size() * sizeof(real)) == 0);
+  CHECK(std::memcmp(db3.data(), db.data(), db.size() * sizeof(real)) == 0);
   std::vector<real> cs(F, 0), cs2(F, 0);
   kernels::colsum(g.data(), cs.data(), rows, F, 0, F);
   check_close(cs, wcs, 1e-5);
