@@ -92,7 +92,7 @@ def table(rows, error=False, show=None):
     ind = {L for r in rows.values() for L in r["per_len"] if r["gate_len"] is not None and L <= r["gate_len"]}
     word = "error rate" if error else "score"
     head = ["group", "gate: needs ≥", "seeds ≥ gate"] + [f"{L}{'*' if L in ind else ''}" for L in lens] + \
-        [f"beyond: {word} [min–max]", "rank (ties share)", "steps"]
+        [f"beyond: {word} [min–max]", "rank (ties: average)", "steps"]
     body = []
     for g, r in rows.items():
         thr = "n/a" if r["threshold"] is None else f"{100 * (1 - r['threshold']) if error else 100 * r['threshold']:.1f}"
