@@ -33,7 +33,7 @@ def read_dir(label, path, eval_name, metric):
             j = json.load(fh)
         a = j.get("assignment", {})
         g = group_label(a, list(a))
-        g = f"{label}: {g}" if label else g
+        g = (label if g == "(one group)" else f"{label}: {g}") if label else g
         e = out.setdefault(g, {"seeds": {}, "chance": {}, "ind": {}, "cpu_s": 0.0, "cell": j.get("cell", 0)})
         e["cell"] = min(e["cell"], j.get("cell", 0))  # the grid's order, not the directory names'
         e["cpu_s"] += float(j.get("train_seconds", 0) or 0) + float(j.get("eval_seconds", 0) or 0)
