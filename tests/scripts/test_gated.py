@@ -67,10 +67,11 @@ def main():
         rc, out = run([sw, "--error"])
         g = row(out, "good")
         check(g and g[1] == "≤ 10.0" and g[-3].startswith("6.0 ± 1.0 (3) [5.0–7.0]"), f"error view: {g}")
-        make_run(sw, 2, "good", 0, 1.0, (0.5, 0.5), name="eval-sparse.json")
+        make_run(sw, 2, "good", 0, 0.2, (0.5, 0.5), name="eval-sparse.json")
         rc, out = run([sw, "--eval", "sparse"])
         g = row(out, "good")
-        check(rc == 0 and g and g[2] == "1/1" and g[-3].startswith("50.0 (1)"), f"named evaluation: {g}")
+        check(rc == 0 and g and g[2] == "3/3" and g[3] == "20.0 (1)" and g[-3].startswith("50.0 (1)"),
+              f"named evaluation: scored on eval-NAME.json, gated on eval.json: {g}")
         check(row(out, "worse") is None, "runs without the named evaluation are left out")
         rc, out = run([f"arm={sw}"])
         check(rc == 0 and row(out, "arm: good") is not None, "LABEL=DIR prefixes the groups")

@@ -49,15 +49,19 @@ def read_dir(label, path, eval_name, metric):
     return dict(sorted(out.items(), key=lambda kv: kv[1]["cell"]))
 
 
-def summarize(groups):
-    """Per group: gate length, threshold, in-distribution cell, seeds passing, per-length cells, beyond scores."""
+def summarize(groups, gates=None):
+    """Per group: gate length, threshold, in-distribution cell, seeds passing, per-length cells, beyond scores.
+    gates: the groups the gate is judged on when they are not `groups` (a named evaluation at another task
+    setting is scored, but competence is the training setting's: eval.json)."""
     rows = {}
     for g, e in groups.items():
         ind = sorted(L for L, v in e["ind"].items() if v)
         ood = sorted(L for L, v in e["ind"].items() if not v)
-        gl = ind[-1] if ind else None
-        thr = c.gate_threshold(e["chance"].get(gl)) if gl is not None else None
-        at_gate = [s[gl] for s in e["seeds"].values() if gl in s]
+        ge = (gates or groups).get(g, {"ind": {}, "chance": {}, "seeds": {}})
+        gind = sorted(L for L, v in ge["ind"].items() if v)
+        gl = gind[-1] if gind else None
+        thr = c.gate_threshold(ge["chance"].get(gl)) if gl is not None else None
+        at_gate = [s[gl] for s in ge["seeds"].values() if gl in s]
         beyond = [sum(s[L] for L in ood) / len(ood) for s in e["seeds"].values() if ood and all(L in s for L in ood)]
         m = stats.mean_sd(at_gate)
         rows[g] = {"gate_len": gl, "threshold": thr, "in": m, "passing": sum(v >= thr for v in at_gate) if thr else 0,
@@ -111,7 +115,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m pelab.reproduce.gated", description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep directories, each DIR or LABEL=DIR")
     p.add_argument("--metric", default="token_acc", help="token_acc | exact_match (default token_acc)")
-    p.add_argument("--eval", default="", help="read the named evaluation eval-NAME.json instead of eval.json")
+    p.add_argument("--eval", default="", help="score the named evaluation eval-NAME.json instead of eval.json (the "
+                   "gate stays eval.json's: competence is judged at the training's task setting)")
     p.add_argument("--error", action="store_true", help="print 100 - the score (an error rate, e.g. flip-flop's)")
     p.add_argument("--lengths", default="", help="the lengths shown as columns, e.g. 10,20,30 (default: every one; "
                    "the beyond score always averages every evaluated length past training)")
@@ -121,7 +126,7 @@ def main(argv=None):
     except ValueError:
         print(f"gated: --lengths {a.lengths!r}: not a comma-separated list of integers", file=sys.stderr)
         return 2
-    groups = {}
+    groups, gates = {}, {}
     for item in a.dirs:
         label, _, path = item.rpartition("=") if "=" in item and not os.path.isdir(item) else ("", "", item)
         if not os.path.isdir(path):
@@ -132,7 +137,9 @@ def main(argv=None):
             print(f"gated: {path}: no run with {'eval-' + a.eval if a.eval else 'eval'}.json and {a.metric}", file=sys.stderr)
             return 2
         groups.update(got)
-    rows = summarize(groups)
+        if a.eval:
+            gates.update(read_dir(label, path, "", a.metric))
+    rows = summarize(groups, gates if a.eval else None)
     print(table(rows, a.error, show))
     cpu = sum(r["cpu_s"] for r in rows.values())
     print(f"\n{a.metric}{' as an error rate' if a.error else ''}, %; * = in distribution; gate = chance + "
