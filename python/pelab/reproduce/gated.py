@@ -95,7 +95,7 @@ def table(rows, error=False, show=None):
     lens = sorted({L for r in rows.values() for L in r["per_len"] if show is None or L in show})
     ind = {L for r in rows.values() for L in r["per_len"] if r["gate_len"] is not None and L <= r["gate_len"]}
     word = "error rate" if error else "score"
-    head = ["group", "gate: needs ≥", "seeds ≥ gate"] + [f"{L}{'*' if L in ind else ''}" for L in lens] + \
+    head = ["group", "gate (error ≤)" if error else "gate (≥)", "seeds past the gate"] + [f"{L}{'*' if L in ind else ''}" for L in lens] + \
         [f"beyond: {word} [min–max]", "rank (ties: average)", "steps"]
     body = []
     for g, r in rows.items():
