@@ -276,7 +276,7 @@ TEST_CASE("an encoding that declares nothing and builds raw tables gets a correc
   }
 }
 
-TEST_CASE("at the CLI's largest sizes a config is accepted or refused in under a second", "[resources]") {
+TEST_CASE("at the CLI's largest sizes a config is accepted or refused in under a second", "[resources][timed]") {
   struct Big {
     const char* what;
     RunSpec spec;
