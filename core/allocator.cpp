@@ -169,6 +169,21 @@ std::vector<std::size_t> eviction_order(std::vector<CachedClass> cached, std::ui
   return order;
 }
 
+std::vector<std::size_t> eviction_plan(const std::vector<CachedClass>& cached, std::uint64_t step, std::size_t cls,
+                                       std::size_t system_bytes, std::size_t limit) {
+  std::map<std::size_t, std::size_t> left;  // blocks per class not yet in the plan
+  for (const CachedClass& c : cached) left[c.cls] = c.blocks;
+  const std::vector<std::size_t> order = eviction_order(cached, step);
+  std::vector<std::size_t> avail;  // one entry per cached block of a class not current
+  for (const std::size_t k : order)
+    if (recycled_class(k)) avail.insert(avail.end(), left[k], k);
+  std::vector<std::size_t> plan = recycled_for(cls, std::move(avail));
+  for (const std::size_t k : plan) --left[k], system_bytes -= k;
+  for (const std::size_t k : order)
+    for (; left[k] > 0 && system_bytes + cls > limit; --left[k], system_bytes -= k) plan.push_back(k);
+  return plan;
+}
+
 void begin_step() {
   if (Hook* h = g_hook.load(std::memory_order_acquire))
     if (h->begin_step()) return;
@@ -184,17 +199,16 @@ std::size_t system_limit(std::size_t peak_live_bytes) { return peak_live_bytes +
 namespace {
 
 // Before `cls` more bytes are obtained from the system: cached blocks back to the system while the bytes
-// held would exceed system_limit, in eviction_order (the reuse rule: allocator.hpp; Trace::summary replays
-// it). Caller holds c.mu. Huge blocks go to `huge` (still counted as given back) for obtain to recycle.
+// held would exceed system_limit, as eviction_plan says (the reuse rule: allocator.hpp; Trace::summary
+// replays the same plan). Caller holds c.mu. Huge blocks go to `huge` (still counted as given back) for obtain to recycle.
 void evict_for(Cache& c, std::size_t cls, std::vector<Evicted>& huge) {
   Stats& st = c.st;
   st.peak_live_bytes = std::max(st.peak_live_bytes, st.system_bytes - st.cached_bytes + cls);
   const std::size_t limit = system_limit(st.peak_live_bytes);
   std::vector<CachedClass> cached;
   for (const auto& [k, list] : c.free)
-    if (!list.blocks.empty()) cached.push_back({k, list.last_step});
-  const std::vector<std::size_t> order = eviction_order(std::move(cached), c.step);
-  const auto give_back = [&](std::size_t k) {
+    if (!list.blocks.empty()) cached.push_back({k, list.last_step, list.blocks.size()});
+  for (const std::size_t k : eviction_plan(cached, c.step, cls, st.system_bytes, limit)) {
     std::vector<void*>& blocks = c.free[k].blocks;
     if (k >= kHuge && huge_blocks())
       huge.push_back({blocks.back(), k});
@@ -202,13 +216,7 @@ void evict_for(Cache& c, std::size_t cls, std::vector<Evicted>& huge) {
       system_free(blocks.back(), k);
     blocks.pop_back();
     st.system_bytes -= k, st.cached_bytes -= k, st.evicted_bytes += k;
-  };
-  std::vector<std::size_t> avail;  // one entry per cached block of a class not current
-  for (const std::size_t k : order)
-    if (recycled_class(k)) avail.insert(avail.end(), c.free[k].blocks.size(), k);
-  for (const std::size_t k : recycled_for(cls, std::move(avail))) give_back(k);
-  for (const std::size_t k : order)
-    while (!c.free[k].blocks.empty() && st.system_bytes + cls > limit) give_back(k);
+  }
 }
 
 }  // namespace

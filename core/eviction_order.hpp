@@ -15,10 +15,17 @@ namespace pelab::memory {
 struct CachedClass {
   std::size_t cls = 0;         // size class (bytes) with blocks cached
   std::uint64_t last_step = 0; // the step of its latest request
+  std::size_t blocks = 0;      // how many are cached
 };
 
 // The classes of `cached` that may go back at step `step`, in the order they go.
 std::vector<std::size_t> eviction_order(std::vector<CachedClass> cached, std::uint64_t step);
+
+// The whole rule for a miss of `cls` at step `step` with `system_bytes` held: the blocks it gives back, one
+// entry (its class) per block, in the order they go: recycled_for's picks (below) whatever the limit, then
+// eviction_order's classes while system_bytes + cls would exceed `limit`.
+std::vector<std::size_t> eviction_plan(const std::vector<CachedClass>& cached, std::uint64_t step, std::size_t cls,
+                                       std::size_t system_bytes, std::size_t limit);
 
 // Size classes of 2 MiB and more (the allocator's own mappings, on huge pages): a miss of such a class
 // first gives back cached blocks of such classes not current (recycled_for), whatever the limit; their

@@ -175,7 +175,7 @@ bool shape_only() { return t_shape_only; }
 namespace memory {
 
 // Replays the events: live blocks per class, and free lists per class under the allocator's reuse rule
-// from a cold start (keeps_freed_block, system_limit, steps and eviction_order: what allocate / deallocate /
+// from a cold start (keeps_freed_block, system_limit, steps and eviction_plan: what allocate / deallocate /
 // begin_step in allocator.cpp do, minus the system calls).
 TraceSummary Trace::summary() const {
   TraceSummary s;
@@ -203,16 +203,9 @@ TraceSummary Trace::summary() const {
       const std::size_t limit = system_limit(peak_live);
       std::vector<CachedClass> held;
       for (const auto& [cls, k] : cached)
-        if (k > 0) held.push_back({cls, last[cls]});
-      const std::vector<std::size_t> order = eviction_order(std::move(held), step);
-      std::vector<std::size_t> avail;  // one entry per cached block of a class not current
-      for (const std::size_t cls : order)
-        if (recycled_class(cls)) avail.insert(avail.end(), cached[cls], cls);
-      for (const std::size_t cls : recycled_for(e.cls, std::move(avail)))
+        if (k > 0) held.push_back({cls, last[cls], k});
+      for (const std::size_t cls : eviction_plan(held, step, e.cls, system_bytes, limit))
         --cached[cls], system_bytes -= cls, cached_bytes -= cls;
-      for (const std::size_t cls : order)
-        for (std::size_t& k = cached[cls]; k > 0 && system_bytes + e.cls > limit; --k)
-          system_bytes -= cls, cached_bytes -= cls;
       s.peak_system_bytes = std::max(s.peak_system_bytes, system_bytes += e.cls);
     } else if (n) {  // a release of a block requested before the trace began is not counted
       --n, live_bytes -= e.cls;
