@@ -14,30 +14,28 @@ import sys
 
 from . import common as c
 from . import stats
+from .sweep import eval_jsons
+from .table import PageError
 
 
-def group_label(assignment, keys):
+def group_label(assignment):
     """The group of a run: its swept values but the seed, e.g. 'rope' or 'a4, rope'."""
-    vals = [str(assignment[k]) for k in keys if k != "train.seed"]
+    vals = [str(v) for k, v in assignment.items() if k != "train.seed"]
     return ", ".join(vals) if vals else "(one group)"
 
 
 def read_dir(label, path, eval_name, metric):
-    """{group label: {"seeds": {seed: {length: value}}, "chance": {length: c}, "ind": {length: bool}, "cpu_s": s}}."""
+    """{group label: {"seeds": {seed: {length: value}}, "chance": {length: c}, "ind": {length: bool}, "cpu_s": s,
+    "steps": [...], "cell": the group's first grid index}}."""
     out = {}
-    for d in os.listdir(path):
-        f = os.path.join(path, d, "eval.json" if not eval_name else f"eval-{eval_name}.json")
-        if not os.path.isfile(f):
-            continue
-        with open(f) as fh:
-            j = json.load(fh)
+    for _, j in eval_jsons(path, f"eval-{eval_name}.json" if eval_name else "eval.json"):
         a = j.get("assignment", {})
-        g = group_label(a, list(a))
+        g = group_label(a)
         g = (label if g == "(one group)" else f"{label}: {g}") if label else g
-        e = out.setdefault(g, {"seeds": {}, "chance": {}, "ind": {}, "cpu_s": 0.0, "cell": j.get("cell", 0)})
+        e = out.setdefault(g, {"seeds": {}, "chance": {}, "ind": {}, "cpu_s": 0.0, "steps": [], "cell": j.get("cell", 0)})
         e["cell"] = min(e["cell"], j.get("cell", 0))  # the grid's order, not the directory names'
         e["cpu_s"] += float(j.get("train_seconds", 0) or 0) + float(j.get("eval_seconds", 0) or 0)
-        e.setdefault("steps", []).append(int(j.get("steps", 0) or 0))
+        e["steps"].append(int(j.get("steps", 0) or 0))
         row = e["seeds"].setdefault(int(a.get("train.seed", j.get("seed", 0))), {})
         for r in j.get("results", []):
             if r.get("status", "ok") != "ok" or r.get(metric) is None:
@@ -55,7 +53,6 @@ def summarize(groups, gates=None):
     setting is scored, but competence is the training setting's: eval.json)."""
     rows = {}
     for g, e in groups.items():
-        ind = sorted(L for L, v in e["ind"].items() if v)
         ood = sorted(L for L, v in e["ind"].items() if not v)
         ge = (gates or groups).get(g, {"ind": {}, "chance": {}, "seeds": {}})
         gind = sorted(L for L, v in ge["ind"].items() if v)
@@ -68,7 +65,7 @@ def summarize(groups, gates=None):
                    "passes": m[0] is not None and thr is not None and m[0] >= thr, "beyond": stats.mean_sd(beyond),
                    "beyond_vals": beyond, "per_len": {L: stats.mean_sd([s[L] for s in e["seeds"].values() if L in s])
                                                      for L in sorted(e["ind"])}, "cpu_s": e["cpu_s"],
-                  "steps": e.get("steps", [])}
+                   "steps": e["steps"]}
     return rows
 
 
@@ -132,13 +129,17 @@ def main(argv=None):
         if not os.path.isdir(path):
             print(f"gated: {path}: not a directory", file=sys.stderr)
             return 2
-        got = read_dir(label, path, a.eval, a.metric)
+        try:
+            got = read_dir(label, path, a.eval, a.metric)
+            if a.eval:
+                gates.update(read_dir(label, path, "", a.metric))
+        except PageError as e:
+            print(f"gated: {e}", file=sys.stderr)
+            return 2
         if not got:
             print(f"gated: {path}: no run with {'eval-' + a.eval if a.eval else 'eval'}.json and {a.metric}", file=sys.stderr)
             return 2
         groups.update(got)
-        if a.eval:
-            gates.update(read_dir(label, path, "", a.metric))
     rows = summarize(groups, gates if a.eval else None)
     print(table(rows, a.error, show))
     cpu = sum(r["cpu_s"] for r in rows.values())

@@ -25,11 +25,12 @@ def read_steps(run_dir, t):
                 raise PageError(f"{path}:{i}: {e}")
 
 
-def eval_jsons(run_dir):
-    """[(path, eval.json)] of every run directory (a child of run_dir holding one)."""
+def eval_jsons(run_dir, name="eval.json"):
+    """[(path, its JSON)] of every run directory (a child of run_dir holding `name`: eval.json, or a named
+    evaluation's eval-NAME.json)."""
     out = []
     for d in sorted(os.listdir(run_dir)):
-        p = os.path.join(run_dir, d, "eval.json")
+        p = os.path.join(run_dir, d, name)
         if os.path.isfile(p):
             try:
                 with open(p) as f:
